@@ -1,0 +1,8 @@
+//! Gives the executables an rpath to the libmlx they link, so they run without
+//! `LD_LIBRARY_PATH`. The mlx-sys override publishes the folder as `DEP_MLX_LIB_DIR`; a
+//! dependency's own `rustc-link-arg` would never reach the final link, so it is done here.
+fn main() {
+    if let Ok(lib_dir) = std::env::var("DEP_MLX_LIB_DIR") {
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{lib_dir}");
+    }
+}

@@ -1,0 +1,1 @@
+//! decode-baseline wire formats and worker protocol (no MLX).
