@@ -1,7 +1,23 @@
+//! decode-baseline: parse the command line, run, map the outcome to a documented exit code.
+
+use clap::Parser;
+
+mod cli;
+mod compare;
+mod environment;
+mod guard;
+mod launcher;
+mod manifest_cli;
+mod worker;
+
 fn main() {
-    #[cfg(feature = "controlled")]
-    {
-        let path = decode_baseline_controlled::identity::libmlx_path().unwrap();
-        println!("{} {} {}", decode_baseline_controlled::identity::mlx_version().unwrap(), path.display(), decode_baseline_controlled::identity::sha256_file(&path).unwrap());
-    }
+    let args = cli::Cli::parse();
+    let code = match cli::run(args) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("decode-baseline: error: {err:#}");
+            decode_baseline_protocol::ExitCode::BadInput
+        }
+    };
+    std::process::exit(code.code());
 }

@@ -1,1 +1,18 @@
-//! decode-baseline wire formats and worker protocol (no MLX).
+//! decode-baseline's wire formats and the worker side of the frozen protocol.
+//!
+//! Shared by the launcher (which needs no MLX) and the controlled worker. The formats are the
+//! contract described in `req/protocol.md`; every type here is versioned and rejects unknown
+//! fields.
+
+pub mod digest;
+pub mod exit;
+pub mod job;
+pub mod manifest;
+pub mod policy;
+pub mod report;
+
+pub use digest::Sha256Digest;
+pub use exit::ExitCode;
+pub use job::{Adapter, Mode, WorkerJob, WORKER_JOB_SCHEMA_VERSION};
+pub use policy::RunPolicy;
+pub use report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport, REPORT_SCHEMA_VERSION};

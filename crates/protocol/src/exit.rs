@@ -1,0 +1,30 @@
+//! The exit codes of every decode-baseline process, in one place (see `req/protocol.md`).
+
+/// A documented process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum ExitCode {
+    /// Worker: every request done, report written. Launcher: session ok. Guard: all checks pass.
+    Ok = 0,
+    /// Worker: failed or refused (bad folder, existing claim, validation, report refused).
+    /// Launcher: a report or agreement check failed validation.
+    Failed = 1,
+    /// Bad input: an unreadable or invalid job, manifest or flag (launcher, guard, compare).
+    BadInput = 2,
+    /// Worker or session: the deadline fired; complete records were kept.
+    Timeout = 3,
+    /// Worker or session: cancelled by SIGTERM/SIGINT; complete records were kept.
+    Cancelled = 4,
+    /// Launcher: a worker failed (crashed, exited without a valid report, never got ready).
+    WorkerFailed = 5,
+    /// Guard: the manifest or a pinned file does not match its pin.
+    GuardMismatch = 6,
+    /// Launcher: the host's benchmark lease is held and `--no-wait` was given.
+    LeaseBusy = 7,
+}
+
+impl ExitCode {
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}

@@ -1,0 +1,126 @@
+//! The worker job: what the launcher writes into a worker's folder as `job.json`.
+//!
+//! Everything a worker needs is in here, including the pins it must verify before loading
+//! anything; a worker trusts none of it until its own validation passed.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{RunPolicy, Sha256Digest};
+
+/// The version of [`WorkerJob`] this code reads and writes.
+pub const WORKER_JOB_SCHEMA_VERSION: u32 = 1;
+
+/// Which decode loop a worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Adapter {
+    /// Ours: Rust on mlx-rs, synchronous, no look-ahead.
+    Controlled,
+    /// The shipped `mlx_lm.stream_generate`, unmodified, driven from Python.
+    Stock,
+}
+
+/// What a worker measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Greedy generation of `max_new_tokens` tokens per request, per-token times recorded.
+    Headline,
+    /// The manifest's continuation fed one token per step; argmax, margin and time per step.
+    FixedContinuation,
+    /// One full greedy generation; the whole stream and per-step margins recorded.
+    ReferencePair,
+}
+
+impl Adapter {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Adapter::Controlled => "controlled",
+            Adapter::Stock => "stock",
+        }
+    }
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Headline => "headline",
+            Mode::FixedContinuation => "fixed_continuation",
+            Mode::ReferencePair => "reference_pair",
+        }
+    }
+}
+
+/// The pins a worker checks against the installed environment before loading the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentPins {
+    /// SHA-256 of the platform's hash-locked requirements file.
+    pub lock_sha256: Sha256Digest,
+    /// `mlx.core.__version__` / mlx-c's `mlx_version`.
+    pub mlx_version: String,
+    /// `mlx_lm.__version__`.
+    pub mlx_lm_version: String,
+    /// The source freeze: SHA-256 over every file of the installed `mlx_lm` package.
+    pub mlx_lm_freeze_sha256: Sha256Digest,
+    /// SHA-256 of the `libmlx` shared library both workers load.
+    pub libmlx_sha256: Sha256Digest,
+}
+
+/// The job a launcher hands to one worker (`<out_dir>/job.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerJob {
+    /// Must equal [`WORKER_JOB_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Unique id of this worker run within its session (`<session>/<cell>/<adapter>-<n>`).
+    pub run_id: String,
+    /// Which loop this worker must be; a worker refuses a job for the other adapter.
+    pub adapter: Adapter,
+    /// What to measure.
+    pub mode: Mode,
+    /// The repository the worker code runs from; sources are hashed relative to it.
+    pub repo_root: PathBuf,
+    /// Absolute path of the manifest (`workloads.json`).
+    pub manifest_path: PathBuf,
+    /// SHA-256 of the manifest file, as pinned.
+    pub manifest_sha256: Sha256Digest,
+    /// The manifest case id (the model artifact).
+    pub case_id: String,
+    /// Absolute path of the model folder.
+    pub model_dir: PathBuf,
+    /// The manifest prompt id.
+    pub prompt_id: String,
+    /// Prompt token ids, as pinned in the manifest.
+    pub prompt_ids: Vec<u32>,
+    /// SHA-256 of the prompt ids (see `req/protocol.md` for the canonical encoding).
+    pub prompt_sha256: Sha256Digest,
+    /// The fixed continuation, for `fixed_continuation`; `null` otherwise.
+    pub continuation: Option<Vec<u32>>,
+    /// The stop set (eos ids) the manifest recorded for this case.
+    pub stop_ids: Vec<u32>,
+    /// The frozen limits.
+    pub run_policy: RunPolicy,
+    /// The environment the worker must find installed.
+    pub environment: EnvironmentPins,
+}
+
+/// The canonical digest of a token id sequence: SHA-256 of the ids as decimal numbers joined
+/// by single commas, no spaces (`"1,2,3"`), UTF-8.
+pub fn token_ids_sha256(ids: &[u32]) -> Sha256Digest {
+    let text = ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    Sha256Digest::of_bytes(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_digest_is_of_the_comma_joined_decimal_ids() {
+        assert_eq!(token_ids_sha256(&[1, 2, 3]), Sha256Digest::of_bytes(b"1,2,3"));
+        assert_ne!(token_ids_sha256(&[12, 3]), token_ids_sha256(&[1, 23]));
+    }
+}

@@ -1,0 +1,47 @@
+//! The command line: subcommands and their flags, dispatched to one module each.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use decode_baseline_protocol::ExitCode;
+
+/// A reproducible measurement suite for LLM decoding on MLX.
+#[derive(Debug, Parser)]
+#[command(name = "decode-baseline", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a session job: both workers on every cell, statistics and agreement.
+    Run(crate::launcher::RunArgs),
+    /// Check the manifest, its pin, the pinned files and (if present) the installed environment.
+    Guard(crate::guard::GuardArgs),
+    /// Maintain the manifest: add a model case, re-pin.
+    #[command(subcommand)]
+    Manifest(crate::manifest_cli::ManifestCommand),
+    /// Compare controlled against stock in one session, or two sessions cell by cell.
+    Compare(crate::compare::CompareArgs),
+    /// Print what this build runs on: MLX version, libmlx path and SHA-256.
+    Env,
+    /// Run as a worker on a launcher-created folder (used by the launcher).
+    #[command(hide = true)]
+    Worker {
+        /// The folder holding `job.json`.
+        #[arg(long)]
+        out_dir: PathBuf,
+    },
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => crate::launcher::run(args),
+        Command::Guard(args) => crate::guard::run(args),
+        Command::Manifest(command) => crate::manifest_cli::run(command),
+        Command::Compare(args) => crate::compare::run(args),
+        Command::Env => crate::environment::run(),
+        Command::Worker { out_dir } => crate::worker::run(&out_dir),
+    }
+}
