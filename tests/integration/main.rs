@@ -1,0 +1,5 @@
+//! decode-baseline's integration tests: one binary, one module per area.
+
+mod util;
+
+mod setup;
