@@ -10,6 +10,7 @@ pub mod job;
 pub mod manifest;
 pub mod policy;
 pub mod report;
+pub mod worker;
 
 pub use digest::Sha256Digest;
 pub use exit::ExitCode;

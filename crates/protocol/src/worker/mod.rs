@@ -1,0 +1,30 @@
+//! The worker side of the frozen protocol (`req/protocol.md`): out dir, claim, ready,
+//! watchdog, cancellation, test hooks, the once-only report, and [`run_worker`] tying them
+//! together around an adapter's [`Driver`].
+
+mod cancel;
+mod claim;
+mod hooks;
+mod marker;
+mod outdir;
+mod ready;
+mod report_write;
+mod run;
+mod utc;
+mod watchdog;
+
+pub use cancel::CancelFlag;
+pub use claim::{claim, ClaimError};
+pub use hooks::{HookError, Hooks, Site, HOOK_ENV, HOOK_REQUEST_ENV};
+pub use marker::Marker;
+pub use outdir::{
+    OutDir, OutDirError, CLAIM_FILE, JOB_FILE, LAUNCHER_MESSAGE, READY_FILE, REPORT_FILE,
+    REPORT_TEMP_PREFIX,
+};
+pub use ready::{signal_ready, ReadyError};
+pub use report_write::{write_once, ReportWriteError, WriteOutcome};
+pub use run::{
+    request_plan, run_worker, Driver, Interrupt, Refusal, RequestContext, RequestError, RequestSpec,
+};
+pub use utc::utc_now_rfc3339;
+pub use watchdog::{Backstop, Watchdog};

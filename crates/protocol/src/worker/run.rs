@@ -1,0 +1,454 @@
+//! [`run_worker`]: the protocol around a decode loop, shared by every Rust worker.
+//!
+//! The order is fixed: refuse a bad out dir → claim → read the job → validate (the driver's
+//! checks after the common ones) → load → `worker-ready` (the deadline starts) → the mode's
+//! requests, each polled for cancellation and the deadline → `report.json`, once → exit code.
+//! A [`Driver`] supplies the adapter-specific parts and calls [`RequestContext::poll`] before
+//! every prefill chunk, the seed forward and every decode step.
+
+use std::{
+    fmt,
+    path::Path,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use super::{
+    cancel::CancelFlag,
+    claim::claim,
+    hooks::{Hooks, Site},
+    outdir::OutDir,
+    ready::signal_ready,
+    report_write::{write_once, WriteOutcome},
+    utc::utc_now_rfc3339,
+    watchdog::Watchdog,
+};
+use crate::{
+    Adapter, ExitCode, Identity, Mode, Phase, RequestRecord, Status, WorkerJob, WorkerReport,
+    REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
+};
+
+/// A refused job: the field at fault (dotted, as in the job or manifest) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub field: String,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { field: field.into(), message: message.into() }
+    }
+
+    /// A mismatch between what was pinned and what was found.
+    pub fn mismatch(field: impl Into<String>, expected: impl fmt::Display, actual: impl fmt::Display) -> Self {
+        Self::new(field, format!("expected {expected}, found {actual}"))
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "validation failed: {}: {}", self.field, self.message)
+    }
+}
+
+/// Why a request stopped before completing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupt {
+    Timeout,
+    Cancelled,
+}
+
+impl Interrupt {
+    fn status(self) -> Status {
+        match self {
+            Interrupt::Timeout => Status::Timeout,
+            Interrupt::Cancelled => Status::Cancelled,
+        }
+    }
+}
+
+/// A request that did not produce a record.
+#[derive(Debug)]
+pub enum RequestError {
+    Interrupted(Interrupt),
+    Failed(String),
+}
+
+impl From<Interrupt> for RequestError {
+    fn from(i: Interrupt) -> Self {
+        RequestError::Interrupted(i)
+    }
+}
+
+/// One request to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestSpec {
+    /// 0-based index in the job.
+    pub index: u32,
+    /// Run-policy phase (`None` for reference-pair).
+    pub phase: Option<Phase>,
+    /// Whether this is the job's last request.
+    pub last: bool,
+}
+
+/// The requests a job runs, in order.
+pub fn request_plan(job: &WorkerJob) -> Vec<RequestSpec> {
+    let phases: Vec<Option<Phase>> = match job.mode {
+        Mode::ReferencePair => vec![None],
+        Mode::Headline | Mode::FixedContinuation => {
+            let p = &job.run_policy;
+            std::iter::repeat_n(Some(Phase::First), p.first_requests as usize)
+                .chain(std::iter::repeat_n(Some(Phase::Warmup), p.warmup_requests as usize))
+                .chain(std::iter::repeat_n(Some(Phase::Measured), p.measured_requests as usize))
+                .collect()
+        }
+    };
+    let n = phases.len();
+    phases
+        .into_iter()
+        .enumerate()
+        .map(|(i, phase)| RequestSpec { index: i as u32, phase, last: i + 1 == n })
+        .collect()
+}
+
+/// What a request's decode loop polls.
+pub struct RequestContext<'a> {
+    index: u32,
+    cancel: &'a CancelFlag,
+    watchdog: &'a Watchdog,
+    hooks: &'a Hooks,
+}
+
+impl RequestContext<'_> {
+    /// The stop check alone: cancellation first, then the deadline.
+    pub fn check(&self) -> Result<(), Interrupt> {
+        if self.cancel.is_cancelled() {
+            Err(Interrupt::Cancelled)
+        } else if self.watchdog.fired() {
+            Err(Interrupt::Timeout)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Call before every prefill chunk, the seed forward and every decode step, with the
+    /// matching site: check → test hook → check again, so a signal that arrives while a hook
+    /// holds the worker is seen before the next forward runs.
+    pub fn poll(&self, site: Site) -> Result<(), Interrupt> {
+        self.check()?;
+        if self.hooks.is_armed() {
+            self.hooks.reach(site, Some(self.index), self.cancel, Some(self.watchdog));
+            self.check()?;
+        }
+        Ok(())
+    }
+}
+
+/// The adapter-specific parts of a worker.
+pub trait Driver {
+    /// The adapter this worker is; a job for the other one is refused.
+    fn adapter(&self) -> Adapter;
+    /// Checks the job against the manifest and what is installed, before anything is loaded;
+    /// returns the identity found.
+    fn validate(&mut self, job: &WorkerJob) -> Result<Identity, Refusal>;
+    /// Loads the model.
+    fn load(&mut self, job: &WorkerJob) -> Result<(), String>;
+    /// Runs one request; polls `ctx` before every forward.
+    fn run_request(
+        &mut self,
+        job: &WorkerJob,
+        spec: RequestSpec,
+        ctx: &RequestContext<'_>,
+    ) -> Result<RequestRecord, RequestError>;
+}
+
+/// The report under construction, shared with the watchdog's backstop.
+struct Slot {
+    report: WorkerReport,
+    /// Someone (main loop or backstop) has taken over writing; the other must not.
+    taken: bool,
+}
+
+type SharedSlot = Arc<Mutex<Slot>>;
+
+fn exit_code_of(status: Status) -> ExitCode {
+    match status {
+        Status::Ok => ExitCode::Ok,
+        Status::Failed => ExitCode::Failed,
+        Status::Timeout => ExitCode::Timeout,
+        Status::Cancelled => ExitCode::Cancelled,
+    }
+}
+
+/// Fills in the end state, writes the report once and returns the process's exit code.
+/// Returns `None` if the other party already took over.
+fn finish(out: &OutDir, slot: &SharedSlot, status: Status, error: Option<String>, before_write: impl FnOnce()) -> Option<ExitCode> {
+    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.taken {
+        return None;
+    }
+    guard.taken = true;
+    before_write();
+    let code = exit_code_of(status);
+    let report = &mut guard.report;
+    report.status = status;
+    report.exit_code = code.code();
+    report.error = error;
+    report.finished_utc = utc_now_rfc3339();
+    match write_once(out, report) {
+        Ok(WriteOutcome::Written) => Some(code),
+        Ok(WriteOutcome::Refused) => {
+            eprintln!(
+                "worker: {} already exists and was left untouched; this run's report (status {}) \
+                 was not recorded, so the run ends failed",
+                out.report().display(),
+                if status == Status::Ok { "ok, downgraded to failed".to_owned() } else { format!("{status:?}").to_lowercase() }
+            );
+            Some(ExitCode::Failed)
+        }
+        Err(err) => {
+            eprintln!("worker: {err}: {}; no report was left", err_source(&err));
+            Some(ExitCode::Failed)
+        }
+    }
+}
+
+fn err_source(err: &(dyn std::error::Error + 'static)) -> String {
+    err.source().map(|s| s.to_string()).unwrap_or_default()
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Runs the whole worker protocol on `out_dir` and returns the exit code.
+pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
+    let started = Instant::now();
+    // Signals first: from here on SIGTERM sets the flag instead of killing the process.
+    let cancel = match CancelFlag::install() {
+        Ok(flag) => flag,
+        Err(err) => {
+            eprintln!("worker refused: failed to install the SIGTERM/SIGINT handlers: {err}");
+            return ExitCode::Failed;
+        }
+    };
+    let out = match OutDir::open(out_dir) {
+        Ok(out) => out,
+        Err(err) => {
+            eprintln!("worker refused: {err}");
+            return ExitCode::Failed;
+        }
+    };
+    let hooks = match Hooks::from_env(out.path()) {
+        Ok(hooks) => hooks,
+        Err(err) => {
+            eprintln!("worker refused: {err}");
+            return ExitCode::Failed;
+        }
+    };
+    let marker = match claim(&out) {
+        Ok(marker) => marker,
+        Err(err) => {
+            eprintln!("worker refused: {err}");
+            return ExitCode::Failed;
+        }
+    };
+    hooks.reach(Site::AfterClaim, None, &cancel, None);
+
+    // A job that cannot be read leaves no report: there is nothing to fill its header with.
+    let job: WorkerJob = match std::fs::read(out.job()) {
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(job) => job,
+            Err(err) => {
+                eprintln!("worker refused: failed to parse {}: {err}", out.job().display());
+                return ExitCode::Failed;
+            }
+        },
+        Err(err) => {
+            eprintln!("worker refused: failed to read {}: {err}", out.job().display());
+            return ExitCode::Failed;
+        }
+    };
+
+    let slot: SharedSlot = Arc::new(Mutex::new(Slot {
+        report: WorkerReport {
+            schema_version: REPORT_SCHEMA_VERSION,
+            run_id: job.run_id.clone(),
+            adapter: driver.adapter(),
+            mode: job.mode,
+            case_id: job.case_id.clone(),
+            prompt_id: job.prompt_id.clone(),
+            status: Status::Failed,
+            exit_code: ExitCode::Failed.code(),
+            error: None,
+            pid: marker.pid,
+            claimed_utc: marker.utc.clone(),
+            finished_utc: String::new(),
+            start_to_ready_ns: None,
+            load_ns: None,
+            identity: None,
+            requests: Vec::new(),
+        },
+        taken: false,
+    }));
+    let fail = |message: String| {
+        eprintln!("worker: {message}");
+        finish(&out, &slot, Status::Failed, Some(message), || hooks.reach(Site::BeforeReportWrite, None, &cancel, None))
+            .unwrap_or(ExitCode::Failed)
+    };
+
+    let identity = match common_checks(&job, driver.adapter()).and_then(|()| driver.validate(&job)) {
+        Ok(identity) => identity,
+        Err(refusal) => return fail(refusal.to_string()),
+    };
+    slot.lock().unwrap_or_else(|e| e.into_inner()).report.identity = Some(identity);
+
+    if let Err(message) = driver.load(&job) {
+        return fail(format!("failed to load the model from {}: {message}", job.model_dir.display()));
+    }
+    let load_ns = nanos(started.elapsed());
+    if let Err(err) = signal_ready(&out) {
+        return fail(err.to_string());
+    }
+    {
+        let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+        guard.report.load_ns = Some(load_ns);
+        guard.report.start_to_ready_ns = Some(nanos(started.elapsed()));
+    }
+
+    let policy = &job.run_policy;
+    let backstop_out = out.clone();
+    let backstop_slot = Arc::clone(&slot);
+    let grace = policy.backstop_grace_s;
+    let watchdog = Watchdog::start(
+        Duration::from_secs(u64::from(policy.job_deadline_s)),
+        Duration::from_millis(u64::from(policy.watchdog_poll_ms)),
+        Duration::from_secs(u64::from(grace)),
+        Box::new(move || {
+            let message = format!(
+                "job deadline passed and the decode loop did not stop within {grace} s; \
+                 report written by the watchdog"
+            );
+            eprintln!("worker: {message}");
+            if let Some(code) = finish(&backstop_out, &backstop_slot, Status::Timeout, Some(message), || ()) {
+                std::process::exit(code.code());
+            }
+        }),
+    );
+    hooks.reach(Site::AfterReady, None, &cancel, Some(&watchdog));
+
+    let mut end: Option<(Status, Option<String>)> = None;
+    for spec in request_plan(&job) {
+        let ctx = RequestContext { index: spec.index, cancel: &cancel, watchdog: &watchdog, hooks: &hooks };
+        if let Err(interrupt) = ctx.check() {
+            end = Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
+            break;
+        }
+        if hooks.is_armed() {
+            hooks.reach(Site::RequestLoop, Some(spec.index), &cancel, Some(&watchdog));
+            hooks.reach(Site::Stall, Some(spec.index), &cancel, Some(&watchdog));
+        }
+        match driver.run_request(&job, spec, &ctx) {
+            Ok(record) => slot.lock().unwrap_or_else(|e| e.into_inner()).report.requests.push(record),
+            Err(RequestError::Interrupted(interrupt)) => {
+                end = Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
+                break;
+            }
+            Err(RequestError::Failed(message)) => {
+                end = Some((Status::Failed, Some(format!("request {} failed: {message}", spec.index))));
+                break;
+            }
+        }
+        if spec.last {
+            hooks.reach(Site::FinalRequest, None, &cancel, Some(&watchdog));
+        }
+    }
+    // The post-loop check: a deadline that fired during the final request is never `ok`.
+    let (status, error) = end.unwrap_or_else(|| {
+        if watchdog.fired() {
+            (Status::Timeout, Some("job deadline passed during the final request".to_owned()))
+        } else if cancel.is_cancelled() {
+            (Status::Cancelled, Some("cancelled after the final request".to_owned()))
+        } else {
+            (Status::Ok, None)
+        }
+    });
+    let code = finish(&out, &slot, status, error, || {
+        watchdog.stop();
+        hooks.reach(Site::BeforeReportWrite, None, &cancel, None);
+    });
+    // `None`: the backstop took over and exits the process; wait for it.
+    code.unwrap_or_else(|| loop {
+        std::thread::park();
+    })
+}
+
+fn stop_message(interrupt: Interrupt, index: u32) -> String {
+    match interrupt {
+        Interrupt::Timeout => format!("job deadline passed; stopped before completing request {index}"),
+        Interrupt::Cancelled => format!("cancelled by signal; stopped before completing request {index}"),
+    }
+}
+
+/// The checks every worker makes before its own.
+fn common_checks(job: &WorkerJob, adapter: Adapter) -> Result<(), Refusal> {
+    if job.schema_version != WORKER_JOB_SCHEMA_VERSION {
+        return Err(Refusal::mismatch("schema_version", WORKER_JOB_SCHEMA_VERSION, job.schema_version));
+    }
+    if job.adapter != adapter {
+        return Err(Refusal::mismatch("adapter", adapter.as_str(), job.adapter.as_str()));
+    }
+    job.run_policy
+        .validate()
+        .map_err(|err| Refusal::new(format!("run_policy.{}", err.field), err.to_string()))?;
+    match (job.mode, &job.continuation) {
+        (Mode::FixedContinuation, None) => {
+            Err(Refusal::new("continuation", "required in fixed_continuation mode, found null"))
+        }
+        (Mode::Headline | Mode::ReferencePair, Some(_)) => Err(Refusal::new(
+            "continuation",
+            format!("must be null in {} mode", job.mode.as_str()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RunPolicy;
+
+    #[test]
+    fn plan_follows_the_run_policy() {
+        let policy = RunPolicy { first_requests: 1, warmup_requests: 2, measured_requests: 3, ..RunPolicy::frozen() };
+        let job_json = serde_json::json!({
+            "schema_version": 1, "run_id": "r", "adapter": "stock", "mode": "headline",
+            "repo_root": "/r", "manifest_path": "/r/workloads.json",
+            "manifest_sha256": "0".repeat(64), "case_id": "c", "model_dir": "/m",
+            "prompt_id": "p", "prompt_ids": [1], "prompt_sha256": "0".repeat(64),
+            "continuation": null, "stop_ids": [511], "run_policy": policy,
+            "environment": {
+                "lock_sha256": "0".repeat(64), "mlx_version": "0.32.2", "mlx_lm_version": "0.32.2",
+                "mlx_lm_freeze_sha256": "0".repeat(64), "libmlx_sha256": "0".repeat(64)
+            }
+        });
+        let mut job: WorkerJob = serde_json::from_value(job_json).unwrap();
+        let plan = request_plan(&job);
+        let phases: Vec<_> = plan.iter().map(|s| s.phase).collect();
+        use Phase::*;
+        assert_eq!(phases, [Some(First), Some(Warmup), Some(Warmup), Some(Measured), Some(Measured), Some(Measured)]);
+        assert!(plan.iter().take(5).all(|s| !s.last) && plan[5].last);
+        assert_eq!(common_checks(&job, Adapter::Stock), Ok(()));
+        assert_eq!(common_checks(&job, Adapter::Controlled).unwrap_err().field, "adapter");
+
+        job.mode = Mode::ReferencePair;
+        let plan = request_plan(&job);
+        assert_eq!(plan, [RequestSpec { index: 0, phase: None, last: true }]);
+        job.mode = Mode::FixedContinuation;
+        assert_eq!(common_checks(&job, Adapter::Stock).unwrap_err().field, "continuation");
+        job.run_policy.warmup_requests = 0;
+        job.continuation = Some(vec![1]);
+        assert_eq!(common_checks(&job, Adapter::Stock).unwrap_err().field, "run_policy.warmup_requests");
+    }
+}
