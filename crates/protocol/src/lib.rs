@@ -6,10 +6,14 @@
 
 pub mod digest;
 pub mod exit;
+pub mod freeze;
+pub mod installed;
 pub mod job;
 pub mod manifest;
+pub mod pins;
 pub mod policy;
 pub mod report;
+pub mod sources;
 pub mod worker;
 
 pub use digest::Sha256Digest;

@@ -1,0 +1,168 @@
+//! Which files are "the worker sources", by rule, and which repository paths are acceptable.
+//!
+//! The sets are defined by a rule, not a list, so that adding or removing a file is detected:
+//!
+//! * **stock**: every member (see [`crate::freeze`]) of the tree `tools/stock/`.
+//! * **controlled**: every member of the trees `crates/controlled/`, `crates/protocol/` and
+//!   `crates/mlx-sys/` whose name ends in `.rs` or is `Cargo.toml` (build scripts are `.rs`),
+//!   every member of `crates/mlx-sys/native/`, `src/worker.rs` and every `.rs` member of
+//!   `src/worker/` (the worker entry point of the root package), and `Cargo.lock` (the resolved
+//!   versions the controlled worker is built from, mlx-rs among them).
+//!
+//! A folder of a rule that does not exist contributes nothing; an empty set is an error of the
+//! guard, not of the rule. Keys are repository-relative, `/`-separated paths.
+
+use std::{collections::BTreeSet, path::Path};
+
+use crate::freeze::{list_tree, TreeError};
+
+/// The folder of the stock worker's files.
+pub const STOCK_ROOT: &str = "tools/stock";
+/// Crates whose `.rs` files and `Cargo.toml` are controlled-worker sources.
+pub const CONTROLLED_CRATES: &[&str] = &["crates/controlled", "crates/protocol", "crates/mlx-sys"];
+/// Folders whose every file is a controlled-worker source.
+pub const CONTROLLED_WHOLE_TREES: &[&str] = &["crates/mlx-sys/native"];
+/// Folders whose `.rs` files are controlled-worker sources.
+pub const CONTROLLED_RS_TREES: &[&str] = &["src/worker"];
+/// Single files that are controlled-worker sources when they exist.
+pub const CONTROLLED_FILES: &[&str] = &["src/worker.rs", "Cargo.lock"];
+
+/// The stock worker's source files under `repo`, sorted.
+pub fn stock_sources(repo: &Path) -> Result<BTreeSet<String>, TreeError> {
+    tree_members(repo, STOCK_ROOT, |_| true)
+}
+
+/// The controlled worker's source files under `repo`, sorted.
+pub fn controlled_sources(repo: &Path) -> Result<BTreeSet<String>, TreeError> {
+    let is_rust = |name: &str| name.ends_with(".rs") || name == "Cargo.toml";
+    let mut out = BTreeSet::new();
+    for root in CONTROLLED_CRATES {
+        out.extend(tree_members(repo, root, is_rust)?);
+    }
+    for root in CONTROLLED_WHOLE_TREES {
+        out.extend(tree_members(repo, root, |_| true)?);
+    }
+    for root in CONTROLLED_RS_TREES {
+        out.extend(tree_members(repo, root, |name| name.ends_with(".rs"))?);
+    }
+    for file in CONTROLLED_FILES {
+        let path = repo.join(file);
+        // symlink_metadata: a link in place of a source is not followed (the guard reports it).
+        if path.symlink_metadata().is_ok() {
+            out.insert((*file).to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// Members of `repo/root` whose file name satisfies `keep`, as repository-relative paths.
+fn tree_members(repo: &Path, root: &str, keep: impl Fn(&str) -> bool) -> Result<BTreeSet<String>, TreeError> {
+    let dir = repo.join(root);
+    if !dir.is_dir() {
+        return Ok(BTreeSet::new());
+    }
+    Ok(list_tree(&dir)?
+        .into_iter()
+        .filter(|rel| keep(rel.rsplit('/').next().unwrap_or_default()))
+        .map(|rel| format!("{root}/{rel}"))
+        .collect())
+}
+
+/// Why a repository-relative path is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathRefusal {
+    Empty,
+    Absolute,
+    Backslash,
+    /// An empty, `.` or `..` component.
+    NotNormal,
+}
+
+impl PathRefusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathRefusal::Empty => "is empty",
+            PathRefusal::Absolute => "is absolute",
+            PathRefusal::Backslash => "contains a backslash",
+            PathRefusal::NotNormal => "has an empty, `.` or `..` component",
+        }
+    }
+}
+
+/// Checks that `rel` is a normal repository-relative path: not empty, not absolute, `/`
+/// separators only, and no empty, `.` or `..` component. Such a path cannot name anything
+/// outside the repository except through a symbolic link, which callers check separately.
+pub fn check_relative(rel: &str) -> Result<(), PathRefusal> {
+    if rel.is_empty() {
+        Err(PathRefusal::Empty)
+    } else if rel.starts_with('/') {
+        Err(PathRefusal::Absolute)
+    } else if rel.contains('\\') {
+        Err(PathRefusal::Backslash)
+    } else if rel.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
+        Err(PathRefusal::NotNormal)
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn relative_paths_must_be_normal() {
+        assert_eq!(check_relative("tools/stock/worker.py"), Ok(()));
+        assert_eq!(check_relative(""), Err(PathRefusal::Empty));
+        assert_eq!(check_relative("/etc/passwd"), Err(PathRefusal::Absolute));
+        assert_eq!(check_relative("../outside.py"), Err(PathRefusal::NotNormal));
+        assert_eq!(check_relative("tools/../../x"), Err(PathRefusal::NotNormal));
+        assert_eq!(check_relative("tools//x"), Err(PathRefusal::NotNormal));
+        assert_eq!(check_relative("./x"), Err(PathRefusal::NotNormal));
+        assert_eq!(check_relative("tools\\x"), Err(PathRefusal::Backslash));
+    }
+
+    #[test]
+    fn rules_pick_the_worker_files_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        let files = [
+            "tools/stock/worker.py",
+            "tools/stock/lib/helpers.py",
+            "tools/stock/__pycache__/worker.cpython-311.pyc",
+            "tools/manifest/derive_case.py",
+            "crates/protocol/Cargo.toml",
+            "crates/protocol/src/lib.rs",
+            "crates/protocol/README.md",
+            "crates/mlx-sys/build.rs",
+            "crates/mlx-sys/native/shim.h",
+            "crates/controlled/src/lib.rs",
+            "src/worker.rs",
+            "src/worker/step.rs",
+            "src/launcher.rs",
+            "Cargo.lock",
+            "Cargo.toml",
+        ];
+        for file in files {
+            fs::create_dir_all(repo.join(file).parent().unwrap()).unwrap();
+            fs::write(repo.join(file), file).unwrap();
+        }
+        let stock: Vec<_> = stock_sources(repo).unwrap().into_iter().collect();
+        assert_eq!(stock, ["tools/stock/lib/helpers.py", "tools/stock/worker.py"]);
+        let controlled: Vec<_> = controlled_sources(repo).unwrap().into_iter().collect();
+        assert_eq!(
+            controlled,
+            [
+                "Cargo.lock",
+                "crates/controlled/src/lib.rs",
+                "crates/mlx-sys/build.rs",
+                "crates/mlx-sys/native/shim.h",
+                "crates/protocol/Cargo.toml",
+                "crates/protocol/src/lib.rs",
+                "src/worker.rs",
+                "src/worker/step.rs",
+            ]
+        );
+    }
+}
