@@ -1,0 +1,373 @@
+"""The worker side of the frozen protocol (req/protocol.md), in Python, for the stock worker.
+
+Mirrors crates/protocol/src/worker/ file for file in spirit: the out dir check, the exclusive
+claim and ready markers, the cancellation flag set by SIGTERM/SIGINT, the watchdog with its
+backstop, the deterministic test hooks, and the report written exactly once by hard link.
+Standard library only: this module is imported before MLX.
+"""
+
+import datetime
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_TIMEOUT = 3
+EXIT_CANCELLED = 4
+
+JOB_FILE = "job.json"
+CLAIM_FILE = "worker-claim"
+READY_FILE = "worker-ready"
+REPORT_FILE = "report.json"
+REPORT_TEMP_PREFIX = "report.json.tmp."
+LAUNCHER_MESSAGE = "out_dir must be created by the launcher"
+
+HOOK_ENV = "DECODE_BASELINE_TEST_HOOK"
+HOOK_REQUEST_ENV = "DECODE_BASELINE_TEST_HOOK_REQUEST"
+HOOK_SITES = (
+    "after_claim",
+    "after_ready",
+    "before_prefill_chunk",
+    "before_seed_forward",
+    "before_decode_step",
+    "request_loop",
+    "final_request",
+    "stall",
+    "before_report_write",
+)
+PER_REQUEST_SITES = frozenset(
+    ["before_prefill_chunk", "before_seed_forward", "before_decode_step", "request_loop", "stall"]
+)
+DEADLINE_SITES = frozenset(["request_loop", "final_request", "stall"])
+
+STATUS_EXIT = {"ok": EXIT_OK, "failed": EXIT_FAILED, "timeout": EXIT_TIMEOUT, "cancelled": EXIT_CANCELLED}
+
+
+class Refused(Exception):
+    """The worker refuses to run; nothing may be written (no report target is ours)."""
+
+
+class Refusal(Exception):
+    """Validation failed on a named field; the run ends failed with a report."""
+
+    def __init__(self, field, message):
+        super().__init__(f"validation failed: {field}: {message}")
+        self.field = field
+
+
+def mismatch(field, expected, actual):
+    return Refusal(field, f"expected {expected}, found {actual}")
+
+
+class Interrupted(Exception):
+    """A request stopped at a poll: `reason` is "timeout" or "cancelled"."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def utc_now():
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# --- out dir, claim, ready -------------------------------------------------------------------
+
+
+def open_out_dir(raw):
+    """Checks that `raw` is an existing directory; writes nothing."""
+    path = Path(raw)
+    try:
+        is_dir = path.is_dir()
+        exists = path.exists()
+    except OSError as err:
+        raise Refused(f"failed to inspect out dir {path}: {err}") from err
+    if not exists:
+        raise Refused(f"out dir {path} does not exist: {LAUNCHER_MESSAGE}")
+    if not is_dir:
+        raise Refused(f"out dir {path} is not a directory: {LAUNCHER_MESSAGE}")
+    return path
+
+
+def _create_exclusive(path, marker):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        data = (json.dumps(marker, separators=(",", ":")) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def claim(out):
+    """Creates worker-claim exclusively; an existing claim refuses the run."""
+    marker = {"utc": utc_now(), "pid": os.getpid()}
+    try:
+        _create_exclusive(out / CLAIM_FILE, marker)
+    except FileExistsError:
+        raise Refused(f"out dir {out} is already claimed by another worker (its {CLAIM_FILE} exists)")
+    except OSError as err:
+        raise Refused(f"failed to create the claim {out / CLAIM_FILE}: {err}") from err
+    return marker
+
+
+def signal_ready(out):
+    """Creates worker-ready exclusively; the folder is ours, so a failure is reported."""
+    path = out / READY_FILE
+    try:
+        _create_exclusive(path, {"utc": utc_now(), "pid": os.getpid()})
+    except FileExistsError:
+        raise RuntimeError(f"{path} already exists (created by someone other than this worker)")
+    except OSError as err:
+        raise RuntimeError(f"failed to create {path}: {err}") from err
+
+
+# --- cancellation -------------------------------------------------------------------------------
+
+
+class CancelFlag:
+    """Set by SIGTERM/SIGINT; a second signal exits at once with code 4 and no report."""
+
+    def __init__(self):
+        self._event = threading.Event()
+
+    def install(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum, frame):
+        if self._event.is_set():
+            os._exit(EXIT_CANCELLED)
+        self._event.set()
+
+    def is_set(self):
+        return self._event.is_set()
+
+    def set(self):
+        self._event.set()
+
+
+# --- watchdog -----------------------------------------------------------------------------------
+
+
+class Watchdog:
+    """Polls every `poll_s`; fires once `deadline_s` has passed since start; if the main loop
+    has not taken over the report `grace_s` after the fire, runs `backstop` (which exits)."""
+
+    def __init__(self, deadline_s, poll_s, grace_s, backstop):
+        self._cond = threading.Condition()
+        self._deadline = time.monotonic() + deadline_s
+        self._fired = threading.Event()
+        self._stopped = False
+        self._poll_s = poll_s
+        self._grace_s = grace_s
+        self._backstop = backstop
+        self._thread = threading.Thread(target=self._watch, name="watchdog", daemon=True)
+        self._thread.start()
+
+    def fired(self):
+        return self._fired.is_set()
+
+    def force_deadline(self):
+        with self._cond:
+            self._deadline = time.monotonic()
+
+    def wait_fired(self):
+        self._fired.wait()
+
+    def stop(self):
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+
+    def _watch(self):
+        with self._cond:
+            while True:
+                if self._stopped:
+                    return
+                if time.monotonic() >= self._deadline:
+                    self._fired.set()
+                    break
+                self._cond.wait(self._poll_s)
+            grace_end = time.monotonic() + self._grace_s
+            while not self._stopped:
+                left = grace_end - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            if self._stopped:
+                return
+        self._backstop()
+
+
+# --- test hooks ---------------------------------------------------------------------------------
+
+
+class Hooks:
+    """DECODE_BASELINE_TEST_HOOK=<site> holds the worker at the site's first match until
+    <out>/hook-<site>-release exists or the cancel flag is set (see req/protocol.md)."""
+
+    def __init__(self, out):
+        self._dir = out
+        self._spent = False
+        site = os.environ.get(HOOK_ENV, "")
+        if site and site not in HOOK_SITES:
+            raise Refused(f"{HOOK_ENV}={site!r} names no hook site")
+        self.site = site or None
+        raw = os.environ.get(HOOK_REQUEST_ENV, "")
+        try:
+            self.request = int(raw) if raw else 0
+        except ValueError:
+            raise Refused(f"{HOOK_REQUEST_ENV}={raw!r} is not a request index")
+
+    @property
+    def armed(self):
+        return self.site is not None
+
+    def reach(self, site, request, cancel, watchdog):
+        if self.site != site or self._spent:
+            return
+        if site in PER_REQUEST_SITES and request != self.request:
+            return
+        self._spent = True
+        if site in DEADLINE_SITES and watchdog is not None:
+            watchdog.force_deadline()
+            watchdog.wait_fired()
+        try:
+            (self._dir / f"hook-{site}-reached").touch()
+        except OSError:
+            pass
+        release = self._dir / f"hook-{site}-release"
+        while True:
+            if site == "stall":
+                time.sleep(0.05)
+                continue
+            if release.exists() or cancel.is_set():
+                return
+            time.sleep(0.001)
+
+
+class PollContext:
+    """What the decode loop polls before every forward: check, hook, check again."""
+
+    def __init__(self, index, cancel, watchdog, hooks):
+        self.index = index
+        self._cancel = cancel
+        self._watchdog = watchdog
+        self._hooks = hooks
+
+    def check(self):
+        if self._cancel.is_set():
+            raise Interrupted("cancelled")
+        if self._watchdog.fired():
+            raise Interrupted("timeout")
+
+    def poll(self, site):
+        self.check()
+        if self._hooks.armed:
+            self._hooks.reach(site, self.index, self._cancel, self._watchdog)
+            self.check()
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+class ReportWriteError(Exception):
+    pass
+
+
+def write_once(out, report):
+    """Writes report.json once: temp file, hard link (refused if the target exists), temp
+    removed. Returns "written" or "refused"; raises ReportWriteError leaving no temp."""
+    temp = out / f"{REPORT_TEMP_PREFIX}{os.getpid()}"
+    target = out / REPORT_FILE
+    data = (json.dumps(report, indent=2) + "\n").encode()
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        _remove(temp)
+        raise ReportWriteError(f"failed to write the report temp file {temp}: {err}") from err
+    try:
+        os.link(temp, target)
+    except FileExistsError:
+        _remove(temp)
+        return "refused"
+    except OSError as err:
+        _remove(temp)
+        raise ReportWriteError(f"failed to link {temp} to {target}: {err}") from err
+    _remove(temp)
+    try:
+        dfd = os.open(out, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+    return "written"
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class ReportSlot:
+    """The report under construction, shared by the main loop and the watchdog's backstop;
+    whoever takes it first writes it, the other never does."""
+
+    def __init__(self, out, report):
+        self._out = out
+        self._lock = threading.Lock()
+        self._taken = False
+        self.report = report
+
+    def add_request(self, record):
+        with self._lock:
+            self.report["requests"].append(record)
+
+    def finish(self, status, error, before_write=None):
+        """Returns the exit code, or None if the other party already took over."""
+        with self._lock:
+            if self._taken:
+                return None
+            self._taken = True
+            if before_write is not None:
+                before_write()
+            code = STATUS_EXIT[status]
+            self.report["status"] = status
+            self.report["exit_code"] = code
+            self.report["error"] = error
+            self.report["finished_utc"] = utc_now()
+            try:
+                outcome = write_once(self._out, self.report)
+            except ReportWriteError as err:
+                print(f"worker: {err}; no report was left", file=sys.stderr, flush=True)
+                return EXIT_FAILED
+            if outcome == "refused":
+                shown = "ok, downgraded to failed" if status == "ok" else status
+                print(
+                    f"worker: {self._out / REPORT_FILE} already exists and was left untouched; "
+                    f"this run's report (status {shown}) was not recorded, so the run ends failed",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return EXIT_FAILED
+            return code

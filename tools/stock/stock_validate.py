@@ -1,0 +1,380 @@
+"""Validation of a stock worker job before anything is loaded, and the identity block.
+
+The same checks as the Rust side (crates/protocol/src/pins.rs, req/manifest.md), applied to
+one job: the manifest and its pin, the repository the worker runs from, the artifact's exact
+file set and digests, the prompt and continuation digests, the cell, the stop set, the run
+policy, the worker's own sources, the lock file, and the installed environment (mlx and
+mlx_lm versions, the mlx_lm source freeze, the libmlx the process actually mapped). Every
+failure raises Refusal naming the field.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from stock_protocol import Refusal, mismatch
+
+MANIFEST_SCHEMA_VERSION = 1
+WORKER_JOB_SCHEMA_VERSION = 1
+STOCK_ROOT = "tools/stock"
+LOCK_PATH = "tools/env/requirements-macos.lock" if sys.platform == "darwin" else "tools/env/requirements-linux.lock"
+LIBMLX_NAME = "libmlx.dylib" if sys.platform == "darwin" else "libmlx.so"
+POLICY_FIELDS = (
+    "first_requests",
+    "warmup_requests",
+    "measured_requests",
+    "max_new_tokens",
+    "fixed_continuation_steps",
+    "ready_timeout_s",
+    "job_deadline_s",
+    "watchdog_poll_ms",
+    "backstop_grace_s",
+)
+ENVIRONMENT_FIELDS = ("lock_sha256", "mlx_version", "mlx_lm_version", "mlx_lm_freeze_sha256", "libmlx_sha256")
+MANIFEST_KEYS = {"schema_version", "cases", "prompts", "cells", "run_policy", "worker_sources", "environment"}
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 16), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def token_ids_sha256(ids):
+    """SHA-256 of the ids as decimal numbers joined by single commas (req/protocol.md)."""
+    return hashlib.sha256(",".join(str(i) for i in ids).encode()).hexdigest()
+
+
+def q(key):
+    """A map key as the Rust side prints it in a field name (Debug of a string)."""
+    return json.dumps(key)
+
+
+# --- trees and freezes (req/manifest.md) ------------------------------------------------------
+
+
+def _is_bytecode_cache(rel):
+    parts = rel.split("/")
+    return len(parts) >= 2 and parts[-2] == "__pycache__" and parts[-1].endswith(".pyc")
+
+
+def list_tree(root, field):
+    """Every regular file below root, relative with '/', bytecode caches excluded, sorted by
+    UTF-8 bytes; a symbolic link or special file is refused."""
+    out = []
+
+    def walk(directory, prefix):
+        try:
+            entries = list(os.scandir(directory))
+        except OSError as err:
+            raise Refusal(field, f"failed to list {directory}: {err}") from err
+        for entry in entries:
+            rel = entry.name if not prefix else f"{prefix}/{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                walk(entry.path, rel)
+            elif entry.is_file(follow_symlinks=False):
+                out.append(rel)
+            else:
+                raise Refusal(field, f"{entry.path} is a symbolic link or special file, not a regular file")
+
+    walk(root, "")
+    out = [rel for rel in out if not _is_bytecode_cache(rel)]
+    try:
+        out.sort(key=lambda rel: rel.encode("utf-8"))
+    except UnicodeEncodeError as err:
+        raise Refusal(field, f"a name below {root} is not UTF-8") from err
+    return out
+
+
+def freeze_digest(members):
+    """SHA-256 over `path NUL sha256hex LF` per (path, hex) member, in the order given."""
+    h = hashlib.sha256()
+    for rel, hexdigest in members:
+        h.update(rel.encode("utf-8") + b"\0" + hexdigest.encode() + b"\n")
+    return h.hexdigest()
+
+
+def freeze_tree(root, field):
+    members = [(rel, sha256_file(os.path.join(root, rel))) for rel in list_tree(root, field)]
+    return freeze_digest(members), len(members)
+
+
+def check_relative(rel):
+    """None if `rel` is a normal repository-relative path, else why not."""
+    if not rel:
+        return "is empty"
+    if rel.startswith("/"):
+        return "is absolute"
+    if "\\" in rel:
+        return "contains a backslash"
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        return "has an empty, `.` or `..` component"
+    return None
+
+
+# --- the checks ------------------------------------------------------------------------------------
+
+
+def _require(container, key, field):
+    if not isinstance(container, dict) or key not in container:
+        raise Refusal(field, "missing from the manifest")
+    return container[key]
+
+
+def validate_job(job, worker_repo):
+    """Every check that needs no MLX. Returns the parsed manifest and the manifest digest."""
+    if job["schema_version"] != WORKER_JOB_SCHEMA_VERSION:
+        raise mismatch("schema_version", WORKER_JOB_SCHEMA_VERSION, job["schema_version"])
+    if job["adapter"] != "stock":
+        raise mismatch("adapter", "stock", job["adapter"])
+    if job["mode"] not in ("headline", "fixed_continuation", "reference_pair"):
+        raise Refusal("mode", f"unknown mode {job['mode']!r}")
+
+    repo = Path(job["repo_root"])
+    if not repo.is_absolute() or repo.resolve() != worker_repo:
+        raise mismatch("repo_root", f"the repository this worker runs from ({worker_repo})", repo)
+
+    manifest_path = Path(job["manifest_path"])
+    if not manifest_path.is_absolute():
+        raise Refusal("manifest_path", f"must be absolute, found {manifest_path}")
+    try:
+        manifest_bytes = manifest_path.read_bytes()
+    except OSError as err:
+        raise Refusal("manifest_path", f"failed to read {manifest_path}: {err}") from err
+    actual = hashlib.sha256(manifest_bytes).hexdigest()
+    if actual != job["manifest_sha256"]:
+        raise mismatch("manifest_sha256", job["manifest_sha256"], f"{actual} for {manifest_path}")
+    pin = manifest_path.with_name(manifest_path.name + ".sha256")
+    try:
+        pin_text = pin.read_text()
+    except OSError as err:
+        raise Refusal("manifest_sha256", f"failed to read the manifest pin {pin}: {err}") from err
+    line = pin_text[:-1] if pin_text.endswith("\n") else pin_text
+    if line != f"{actual}  {manifest_path.name}":
+        raise mismatch("manifest_sha256", f"the pin {pin} to read `{actual}  {manifest_path.name}`", repr(line))
+    try:
+        manifest = json.loads(manifest_bytes)
+    except ValueError as err:
+        raise Refusal("manifest_path", f"failed to parse {manifest_path}: {err}") from err
+    if not isinstance(manifest, dict) or manifest.get("schema_version") != MANIFEST_SCHEMA_VERSION:
+        found = manifest.get("schema_version") if isinstance(manifest, dict) else None
+        raise mismatch("manifest.schema_version", MANIFEST_SCHEMA_VERSION, found)
+    if set(manifest) != MANIFEST_KEYS:
+        raise mismatch("manifest", f"the keys {sorted(MANIFEST_KEYS)}", sorted(manifest))
+
+    # The case and its artifact.
+    case_id = job["case_id"]
+    cases = manifest["cases"]
+    if case_id not in cases:
+        raise Refusal("case_id", f"{case_id!r} is not a case of the manifest")
+    case = cases[case_id]
+    case_field = f"cases[{q(case_id)}]"
+    case_path = _require(case, "path", f"{case_field}.path")
+    if os.path.isabs(case_path):
+        parts = case_path.split("/")[1:]
+        if any(part in ("", ".", "..") for part in parts):
+            raise Refusal(f"{case_field}.path", f"path {case_path!r} has an empty, `.` or `..` component")
+        case_dir = Path(case_path)
+    else:
+        reason = check_relative(case_path)
+        if reason:
+            raise Refusal(f"{case_field}.path", f"path {case_path!r} escapes the repository: it {reason}")
+        case_dir = worker_repo / case_path
+        if case_dir.exists() and not case_dir.resolve().is_relative_to(worker_repo):
+            raise Refusal(f"{case_field}.path", f"path {case_path!r} resolves outside the repository")
+    model_dir = Path(job["model_dir"])
+    if model_dir.resolve() != case_dir.resolve():
+        raise mismatch("model_dir", f"the case folder {case_dir}", model_dir)
+    check_artifact(case_dir, _require(case, "files", f"{case_field}.files"), case_field)
+
+    # The prompt, continuation and cell.
+    prompt_id = job["prompt_id"]
+    prompts = manifest["prompts"]
+    if prompt_id not in prompts:
+        raise Refusal("prompt_id", f"{prompt_id!r} is not a prompt of the manifest")
+    prompt = prompts[prompt_id]
+    if prompt["case"] != case_id:
+        raise mismatch("prompt_id", f"a prompt of case {case_id!r}", f"one of case {prompt['case']!r}")
+    if job["prompt_ids"] != prompt["ids"]:
+        raise Refusal("prompt_ids", f"differ from prompts[{q(prompt_id)}].ids")
+    actual = token_ids_sha256(job["prompt_ids"])
+    if job["prompt_sha256"] != prompt["sha256"]:
+        raise mismatch("prompt_sha256", prompt["sha256"], job["prompt_sha256"])
+    if actual != prompt["sha256"]:
+        raise mismatch("prompt_sha256", prompt["sha256"], f"{actual} for the ids as listed")
+    policy = manifest["run_policy"]
+    if job["mode"] == "fixed_continuation":
+        continuation = job["continuation"]
+        if continuation is None:
+            raise Refusal("continuation", "required in fixed_continuation mode, found null")
+        if continuation != prompt["continuation"]:
+            raise Refusal("continuation", f"differs from prompts[{q(prompt_id)}].continuation")
+        if token_ids_sha256(continuation) != prompt["continuation_sha256"]:
+            raise mismatch("continuation", prompt["continuation_sha256"], token_ids_sha256(continuation))
+        if len(continuation) != policy["fixed_continuation_steps"]:
+            raise mismatch("continuation", f"{policy['fixed_continuation_steps']} ids", len(continuation))
+    elif job["continuation"] is not None:
+        raise Refusal("continuation", f"must be null in {job['mode']} mode")
+    cell = {"case": case_id, "prompt": prompt_id, "mode": job["mode"]}
+    if cell not in manifest["cells"]:
+        raise Refusal("mode", f"the cell {case_id}.{prompt_id}.{job['mode']} is not in the manifest's cells")
+    if job["stop_ids"] != case["stop_ids"]:
+        raise mismatch("stop_ids", f"{case['stop_ids']} ({case_field}.stop_ids)", job["stop_ids"])
+
+    # The run policy: the job's must be the manifest's, and positive.
+    for name in POLICY_FIELDS:
+        expected, found = policy.get(name), job["run_policy"].get(name)
+        if found != expected:
+            raise mismatch(f"run_policy.{name}", f"{expected} (the manifest's)", found)
+        if not isinstance(found, int) or found <= 0:
+            raise Refusal(f"run_policy.{name}", f"must be positive, found {found}")
+
+    # The environment pins: the job's must be the manifest's.
+    for name in ENVIRONMENT_FIELDS:
+        expected, found = manifest["environment"].get(name), job["environment"].get(name)
+        if found != expected:
+            raise mismatch(f"environment.{name}", f"{expected} (the manifest's)", found)
+
+    check_worker_sources(worker_repo, manifest["worker_sources"]["stock"])
+    lock = worker_repo / LOCK_PATH
+    try:
+        actual = sha256_file(lock)
+    except OSError as err:
+        raise Refusal("environment.lock_sha256", f"failed to read {lock}: {err}") from err
+    if actual != job["environment"]["lock_sha256"]:
+        raise mismatch("environment.lock_sha256", f"{job['environment']['lock_sha256']} for {lock}", actual)
+    return manifest, hashlib.sha256(manifest_bytes).hexdigest()
+
+
+def check_artifact(case_dir, files, case_field):
+    """The folder holds exactly the pinned files (top-level, non-hidden, non-folder entries),
+    each with its pinned digest."""
+    field = f"{case_field}.files"
+    try:
+        present = sorted(
+            entry.name
+            for entry in os.scandir(case_dir)
+            if not entry.name.startswith(".") and not os.path.isdir(entry.path)
+        )
+    except OSError as err:
+        raise Refusal(f"{case_field}.path", f"failed to read {case_dir}: {err}") from err
+    for name in present:
+        if name not in files:
+            note = ", and mlx_lm would load these weights" if name.endswith(".safetensors") else ""
+            raise Refusal(field, f"{case_dir / name} is in the artifact folder but not pinned (a stray file{note})")
+    for name, expected in sorted(files.items()):
+        path = case_dir / name
+        if name not in present:
+            raise Refusal(f"{field}[{q(name)}]", f"pinned file {path} is missing")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise mismatch(f"{field}[{q(name)}]", f"sha256 {expected}", f"{actual} for {path}")
+
+
+def stock_sources(repo):
+    root = repo / STOCK_ROOT
+    if not root.is_dir():
+        return []
+    return [f"{STOCK_ROOT}/{rel}" for rel in list_tree(root, "worker_sources.stock")]
+
+
+def check_worker_sources(repo, pinned):
+    """The stock worker's files by rule (every file under tools/stock/) against the pins."""
+    field = "worker_sources.stock"
+    found = stock_sources(repo)
+    for rel in found:
+        if rel not in pinned:
+            raise Refusal(field, f"{repo / rel} is a worker source by the rule but not pinned (a file was added)")
+    for rel, expected in sorted(pinned.items()):
+        key = f"{field}[{q(rel)}]"
+        reason = check_relative(rel)
+        if reason:
+            raise Refusal(key, f"path {rel!r} escapes the repository: it {reason}")
+        path = repo / rel
+        if rel not in found:
+            raise Refusal(key, f"pinned file {path} is missing or not a worker source by the rule")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise mismatch(key, f"sha256 {expected}", f"{actual} for {path}")
+
+
+def worker_sources_sha256(pinned):
+    """The identity's digest of the worker's source set: the freeze over the pinned map."""
+    return freeze_digest(sorted(pinned.items(), key=lambda kv: kv[0].encode("utf-8")))
+
+
+# --- the installed environment and identity ------------------------------------------------------
+
+
+def mapped_libmlx():
+    """The canonical path of the libmlx mapped into this process."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and parts[5].strip().endswith("/" + LIBMLX_NAME):
+                    return os.path.realpath(parts[5].strip())
+    except OSError:
+        pass
+    import mlx.core as mx
+
+    candidate = Path(mx.__file__).resolve().parent.parent / "lib" / LIBMLX_NAME
+    if candidate.exists():
+        return str(candidate)
+    raise Refusal("environment.libmlx_sha256", "no libmlx is mapped into this process")
+
+
+def code_version(repo):
+    """`git rev-parse HEAD` of the repository, `+dirty` when `git status --porcelain` is not
+    empty; `unknown` when git cannot tell."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if status.strip() else "")
+
+
+def check_environment_and_identify(job, manifest, manifest_sha256, worker_repo):
+    """Imports MLX and mlx_lm, checks them against the pins, returns the identity block."""
+    import mlx.core as mx
+    import mlx_lm
+
+    pins = job["environment"]
+    if mx.__version__ != pins["mlx_version"]:
+        raise mismatch("environment.mlx_version", pins["mlx_version"], mx.__version__)
+    if mlx_lm.__version__ != pins["mlx_lm_version"]:
+        raise mismatch("environment.mlx_lm_version", pins["mlx_lm_version"], mlx_lm.__version__)
+    mlx_lm_dir = Path(mlx_lm.__file__).resolve().parent
+    freeze, files = freeze_tree(mlx_lm_dir, "environment.mlx_lm_freeze_sha256")
+    if freeze != pins["mlx_lm_freeze_sha256"]:
+        raise mismatch(
+            "environment.mlx_lm_freeze_sha256",
+            pins["mlx_lm_freeze_sha256"],
+            f"{freeze} for the installed mlx_lm at {mlx_lm_dir} ({files} files)",
+        )
+    libmlx = mapped_libmlx()
+    libmlx_sha256 = sha256_file(libmlx)
+    if libmlx_sha256 != pins["libmlx_sha256"]:
+        raise mismatch("environment.libmlx_sha256", pins["libmlx_sha256"], f"{libmlx_sha256} for {libmlx}")
+    return {
+        "manifest_sha256": manifest_sha256,
+        "code_version": code_version(worker_repo),
+        "worker_sources_sha256": worker_sources_sha256(manifest["worker_sources"]["stock"]),
+        "lock_sha256": sha256_file(worker_repo / LOCK_PATH),
+        "mlx_version": mx.__version__,
+        "mlx_lm_version": mlx_lm.__version__,
+        "mlx_lm_freeze_sha256": freeze,
+        "libmlx_path": libmlx,
+        "libmlx_sha256": libmlx_sha256,
+        "device": mx.default_device().type.name,
+    }
