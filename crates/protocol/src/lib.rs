@@ -14,6 +14,7 @@ pub mod pins;
 pub mod policy;
 pub mod report;
 pub mod sources;
+pub mod session;
 pub mod worker;
 
 pub use digest::Sha256Digest;

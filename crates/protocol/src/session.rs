@@ -1,0 +1,125 @@
+//! The session job (what a user hands to `decode-baseline run`) and the session report
+//! (`session.json`, what the launcher writes once at the end).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Adapter, WorkerReport};
+
+/// The version of [`SessionJob`] this code reads.
+pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
+/// The version of [`SessionReport`] this code writes.
+pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// In which order workers of one cell run when repeated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerOrder {
+    /// Alternate the adapters and flip the starting one each repetition (ABBA…), so slow drift
+    /// of the machine favours neither.
+    Alternate,
+    /// Always in the order of `adapters`.
+    Fixed,
+}
+
+/// A session job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionJob {
+    /// Must equal [`SESSION_JOB_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The manifest; relative paths are relative to the job file. Default: the repository's
+    /// `workloads.json`.
+    #[serde(default)]
+    pub manifest: Option<PathBuf>,
+    /// Cell names (`<case>.<prompt>.<mode>`) to run; `null` runs every cell of the manifest.
+    #[serde(default)]
+    pub cells: Option<Vec<String>>,
+    /// Which adapters to run, at least one.
+    pub adapters: Vec<Adapter>,
+    /// Where session folders are created; relative paths are relative to the job file.
+    pub output_root: PathBuf,
+    /// Worker runs per adapter and cell (positive).
+    pub repetitions: u32,
+    /// Worker order within a cell.
+    pub order: WorkerOrder,
+    /// Also run each adapter's headline cells a second time as an A/A pair, to measure the
+    /// noise threshold `compare` uses.
+    #[serde(default)]
+    pub aa_pair: bool,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    Ok,
+    /// A report failed validation, or the adapters disagreed.
+    ValidationFailed,
+    /// A worker failed (crashed, no valid report, never ready).
+    WorkerFailed,
+    Timeout,
+    Cancelled,
+    /// The launcher died before finishing; written by the next launcher that found it.
+    Incomplete,
+}
+
+/// What the launcher saw of one worker process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerRun {
+    /// The worker's run id (also its folder name below the session folder).
+    pub run_id: String,
+    pub cell: String,
+    pub adapter: Adapter,
+    /// 0-based repetition.
+    pub repetition: u32,
+    /// Position in the session's worker order.
+    pub sequence: u32,
+    /// The exact command line.
+    pub command: Vec<String>,
+    pub pid: Option<u32>,
+    /// Exit code, or `null` if killed by a signal.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if any.
+    pub signal: Option<i32>,
+    /// What the launcher had to do: `none`, `sigterm` or `sigkill`, and why.
+    pub intervention: Option<String>,
+    /// Wall time from spawn to reaped, nanoseconds.
+    pub wall_ns: u64,
+    /// Problems found validating the report (empty when valid).
+    pub validation_errors: Vec<String>,
+    /// The report, when one was written and parsed.
+    pub report: Option<WorkerReport>,
+}
+
+/// `session.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionReport {
+    /// Must equal [`SESSION_REPORT_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    pub session_id: String,
+    pub status: SessionStatus,
+    /// The session job as given.
+    pub job: SessionJob,
+    pub manifest_path: PathBuf,
+    pub manifest_sha256: crate::Sha256Digest,
+    /// Host facts: name, OS, CPU count.
+    pub host: serde_json::Value,
+    /// Lease facts: the lease file, how long the launcher waited for it.
+    pub lease: serde_json::Value,
+    pub started_utc: String,
+    pub finished_utc: String,
+    /// Session wall time, nanoseconds.
+    pub wall_ns: u64,
+    /// Session wall time minus the workers' wall time: what the launcher itself cost.
+    pub launcher_overhead_ns: u64,
+    /// Every worker run, in the order they ran.
+    pub workers: Vec<WorkerRun>,
+    /// Statistics per cell and adapter, ratios, agreement (see `req/session.md`).
+    pub analysis: serde_json::Value,
+    /// Human-readable problems, in the order found.
+    pub problems: Vec<String>,
+}

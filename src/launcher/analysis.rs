@@ -1,0 +1,253 @@
+//! From validated reports to numbers: statistics per cell and adapter, the controlled/stock
+//! ratio, the A/A noise, and agreement between the adapters. Reports that failed validation
+//! never enter here.
+
+use std::collections::BTreeMap;
+
+use decode_baseline_protocol::{
+    manifest::Cell,
+    report::{Phase, Status, WorkerReport},
+    session::{SessionReport, WorkerRun},
+    Adapter, Mode,
+};
+use serde::Serialize;
+
+use super::{
+    agreement::{self, ArgmaxAgreement, StreamAgreement},
+    output::human_ns,
+};
+use decode_baseline::stats::{BootstrapConfig, ClusteredSample, RatioEstimate, Resampling, Summary};
+
+/// Everything computed, keyed for `session.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    pub bootstrap: BootstrapConfig,
+    pub cells: Vec<CellAnalysis>,
+}
+
+/// One cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellAnalysis {
+    pub cell: String,
+    pub mode: Mode,
+    /// Per adapter (`controlled`, `stock`).
+    pub adapters: BTreeMap<String, AdapterStats>,
+    /// Controlled over stock, per-token median, by-request bootstrap interval.
+    pub ratio: Option<RatioEstimate>,
+    /// Per adapter: its A/A pair (the extra run over the first), the spread `compare` uses.
+    pub aa_ratios: BTreeMap<String, RatioEstimate>,
+    pub argmax: Option<ArgmaxAgreement>,
+    pub stream: Option<StreamAgreement>,
+}
+
+/// One adapter in one cell, over its measured requests (all repetitions, A/A run excluded).
+#[derive(Debug, Clone, Serialize)]
+pub struct AdapterStats {
+    /// Per-token decode step time, ns.
+    pub per_token_ns: Summary,
+    /// Prefill duration, ns (one value per request).
+    pub prefill_ns: Option<Summary>,
+    /// Request start to first token, ns.
+    pub first_token_ns: Option<Summary>,
+    /// Median graph-build part of a step (controlled only), ns.
+    pub build_median_ns: Option<f64>,
+    /// Median evaluation part of a step (controlled only), ns.
+    pub eval_median_ns: Option<f64>,
+    /// Process start to worker-ready, ns, median over runs.
+    pub start_to_ready_ns: Option<f64>,
+    /// Unused forward passes per request (stock's look-ahead), from the first measured request.
+    pub unused_forwards: u32,
+    /// Model calls per request, from the first measured request.
+    pub model_calls: u32,
+    /// Early against late measured requests (per-request medians, first half against second).
+    pub drift: Option<decode_baseline::stats::Drift>,
+}
+
+/// The result and the problems it found (disagreement, statistics that could not be computed).
+pub struct Outcome {
+    pub body: Analysis,
+    pub problems: Vec<String>,
+}
+
+fn valid_reports<'a>(workers: &'a [WorkerRun], cell: &str, adapter: Adapter, aa: bool) -> Vec<&'a WorkerReport> {
+    workers
+        .iter()
+        .filter(|w| w.cell == cell && w.adapter == adapter && w.validation_errors.is_empty())
+        .filter(|w| w.run_id.ends_with("-aa") == aa)
+        .filter_map(|w| w.report.as_ref())
+        .filter(|r| r.status == Status::Ok)
+        .collect()
+}
+
+/// Per-request step durations of the measured requests (the only request for reference-pair).
+fn step_clusters(reports: &[&WorkerReport]) -> Vec<Vec<f64>> {
+    reports
+        .iter()
+        .flat_map(|r| &r.requests)
+        .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
+        .map(|q| q.steps.iter().map(|s| s.dur_ns as f64).collect())
+        .collect()
+}
+
+pub fn analyze(workers: &[WorkerRun], cells: &[Cell]) -> Outcome {
+    let config = BootstrapConfig::default();
+    let mut problems = Vec::new();
+    let mut out = Vec::new();
+    for cell in cells {
+        let name = cell.name();
+        let mut adapters = BTreeMap::new();
+        let mut clusters = BTreeMap::new();
+        let mut aa_ratios = BTreeMap::new();
+        for adapter in [Adapter::Controlled, Adapter::Stock] {
+            let reports = valid_reports(workers, &name, adapter, false);
+            if reports.is_empty() {
+                continue;
+            }
+            match adapter_stats(&reports, &config) {
+                Ok((stats, sample)) => {
+                    adapters.insert(adapter.as_str().to_owned(), stats);
+                    clusters.insert(adapter, sample);
+                }
+                Err(err) if cell.mode != Mode::ReferencePair => {
+                    problems.push(format!("{name} {}: no statistics: {err}", adapter.as_str()))
+                }
+                Err(_) => {}
+            }
+            let aa = valid_reports(workers, &name, adapter, true);
+            if let (Some(main), false) = (clusters.get(&adapter), aa.is_empty()) {
+                match ClusteredSample::new(step_clusters(&aa))
+                    .and_then(|second| RatioEstimate::of_medians(&second, main, Resampling::ByRequest, &config))
+                {
+                    Ok(ratio) => {
+                        aa_ratios.insert(adapter.as_str().to_owned(), ratio);
+                    }
+                    Err(err) => problems.push(format!("{name} {} A/A: no ratio: {err}", adapter.as_str())),
+                }
+            }
+        }
+        let ratio = match (clusters.get(&Adapter::Controlled), clusters.get(&Adapter::Stock)) {
+            (Some(c), Some(s)) => match RatioEstimate::of_medians(c, s, Resampling::ByRequest, &config) {
+                Ok(ratio) => Some(ratio),
+                Err(err) => {
+                    problems.push(format!("{name}: no controlled/stock ratio: {err}"));
+                    None
+                }
+            },
+            _ => None,
+        };
+        let first = |adapter| valid_reports(workers, &name, adapter, false).into_iter().next();
+        let pair = first(Adapter::Controlled).zip(first(Adapter::Stock));
+        let argmax = match cell.mode {
+            Mode::FixedContinuation => pair.and_then(|(c, s)| agreement::fixed_continuation(c, s)),
+            _ => None,
+        };
+        let stream = match cell.mode {
+            Mode::ReferencePair => pair.and_then(|(c, s)| agreement::reference_pair(c, s)),
+            _ => None,
+        };
+        if let Some(a) = &argmax {
+            for m in &a.mismatches {
+                problems.push(format!(
+                    "{name}: argmax mismatch at position {}: controlled {} (margin {:?}), stock {} (margin {:?})",
+                    m.position, m.controlled, m.controlled_margin, m.stock, m.stock_margin
+                ));
+            }
+            for r in &a.unstable_requests {
+                problems.push(format!("{name}: request {r} did not repeat the first request's argmax sequence"));
+            }
+        }
+        if let Some(StreamAgreement { identical: false, first_divergence, .. }) = &stream {
+            problems.push(format!("{name}: reference streams diverge: {first_divergence:?}"));
+        }
+        out.push(CellAnalysis { cell: name, mode: cell.mode, adapters, ratio, aa_ratios, argmax, stream });
+    }
+    Outcome { body: Analysis { bootstrap: config, cells: out }, problems }
+}
+
+fn adapter_stats(reports: &[&WorkerReport], config: &BootstrapConfig) -> Result<(AdapterStats, ClusteredSample), decode_baseline::stats::StatsError> {
+    let sample = ClusteredSample::new(step_clusters(reports))?;
+    let per_token_ns = Summary::of_requests(&sample, Resampling::ByRequest, config)?;
+    let measured: Vec<_> = reports
+        .iter()
+        .flat_map(|r| &r.requests)
+        .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
+        .collect();
+    let per_request = |f: &dyn Fn(&decode_baseline_protocol::report::RequestRecord) -> f64| {
+        decode_baseline::stats::Sample::new(measured.iter().map(|q| f(q)).collect())
+            .ok()
+            .and_then(|s| Summary::of_sample(&s, config).ok())
+    };
+    let steps: Vec<_> = measured.iter().flat_map(|q| &q.steps).collect();
+    let median_of = |values: Vec<f64>| decode_baseline::stats::Sample::new(values).ok().map(|s| s.median());
+    let build = steps.iter().map(|s| s.build_ns.map(|v| v as f64)).collect::<Option<Vec<_>>>();
+    let eval = steps.iter().map(|s| s.eval_ns.map(|v| v as f64)).collect::<Option<Vec<_>>>();
+    let request_medians: Vec<f64> = (0..sample.clusters())
+        .filter_map(|i| decode_baseline::stats::Sample::new(sample.cluster(i).to_vec()).ok().map(|s| s.median()))
+        .collect();
+    let drift = decode_baseline::stats::Drift::between_halves(&request_medians, &Default::default()).ok();
+    let first_measured = measured.first();
+    let stats = AdapterStats {
+        per_token_ns,
+        prefill_ns: per_request(&|q| q.prefill_dur_ns as f64),
+        first_token_ns: per_request(&|q| q.first_token_ns as f64),
+        build_median_ns: build.and_then(median_of),
+        eval_median_ns: eval.and_then(median_of),
+        start_to_ready_ns: median_of(reports.iter().filter_map(|r| r.start_to_ready_ns.map(|v| v as f64)).collect()),
+        unused_forwards: first_measured.map_or(0, |q| q.unused_forwards),
+        model_calls: first_measured.map_or(0, |q| q.model_calls),
+        drift,
+    };
+    Ok((stats, sample))
+}
+
+/// The summary table printed at the end of `run`.
+pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
+    let mut out = format!(
+        "\n{:<44} {:<10} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
+        "cell", "adapter", "per token", "95% CI", "p90", "CV", "prefill"
+    );
+    for cell in &analysis.cells {
+        for (adapter, stats) in &cell.adapters {
+            let s = &stats.per_token_ns;
+            out.push_str(&format!(
+                "{:<44} {:<10} {:>11} {:>23} {:>10} {:>5.1}% {:>11}\n",
+                cell.cell,
+                adapter,
+                human_ns(s.median),
+                format!("[{}, {}]", human_ns(s.median_ci.lower), human_ns(s.median_ci.upper)),
+                human_ns(s.p90),
+                s.cv.unwrap_or(0.0) * 100.0,
+                stats.prefill_ns.as_ref().map_or("-".to_owned(), |p| human_ns(p.median)),
+            ));
+            for w in &s.warnings {
+                out.push_str(&format!("{:<44} warning: {}\n", "", w.message));
+            }
+        }
+        if let Some(r) = &cell.ratio {
+            out.push_str(&format!(
+                "{:<44} controlled/stock {:.3} [{:.3}, {:.3}]\n",
+                cell.cell, r.ratio, r.ci.lower, r.ci.upper
+            ));
+        }
+        if let Some(a) = &cell.argmax {
+            out.push_str(&format!(
+                "{:<44} argmax: {} steps, {} mismatches, ties at {:?}\n",
+                cell.cell,
+                a.steps_compared,
+                a.mismatches.len(),
+                a.tie_positions
+            ));
+        }
+        if let Some(s) = &cell.stream {
+            let verdict = if s.identical { "identical".to_owned() } else { format!("diverge at {:?}", s.first_divergence.as_ref().map(|m| m.position)) };
+            out.push_str(&format!("{:<44} reference streams: {} tokens, {verdict}\n", cell.cell, s.tokens_compared));
+        }
+    }
+    out.push_str(&format!(
+        "\n{} workers, wall {}, launcher overhead {}\n",
+        report.workers.len(),
+        human_ns(report.wall_ns as f64),
+        human_ns(report.launcher_overhead_ns as f64)
+    ));
+    out
+}

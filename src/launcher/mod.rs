@@ -1,0 +1,15 @@
+//! The launcher: `decode-baseline run`.
+
+mod agreement;
+mod analysis;
+mod lease;
+mod output;
+mod plan;
+mod run;
+mod session_job;
+mod signals;
+mod supervise;
+mod validate;
+mod worker_job;
+
+pub use run::{run, RunArgs};

@@ -1,0 +1,136 @@
+//! The ordered list of worker runs a session makes, and the command each one runs.
+
+use std::path::PathBuf;
+
+use decode_baseline_protocol::{
+    manifest::Cell,
+    session::{SessionJob, WorkerOrder},
+    Adapter, Mode,
+};
+
+/// One worker run to make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedRun {
+    pub cell: Cell,
+    pub adapter: Adapter,
+    /// 0-based repetition; the A/A pair's second run is `repetitions`.
+    pub repetition: u32,
+    /// `true` for the extra run of an A/A pair.
+    pub aa: bool,
+}
+
+impl PlannedRun {
+    /// The worker folder's name below the cell's folder, unique within the session.
+    pub fn folder_name(&self) -> String {
+        let suffix = if self.aa { "-aa".to_owned() } else { String::new() };
+        format!("{}-{}{suffix}", self.adapter.as_str(), self.repetition)
+    }
+}
+
+/// Every run, cell by cell. With `alternate`, repetition r runs the adapters in the job's order
+/// when r is even and reversed when odd (A B B A …); an A/A pair adds one more run of each
+/// adapter for headline cells, after the others.
+pub fn plan(job: &SessionJob, cells: &[Cell]) -> Vec<PlannedRun> {
+    let mut runs = Vec::new();
+    for cell in cells {
+        for repetition in 0..job.repetitions {
+            let mut adapters = job.adapters.clone();
+            if job.order == WorkerOrder::Alternate && repetition % 2 == 1 {
+                adapters.reverse();
+            }
+            runs.extend(adapters.into_iter().map(|adapter| PlannedRun {
+                cell: cell.clone(),
+                adapter,
+                repetition,
+                aa: false,
+            }));
+        }
+        if job.aa_pair && cell.mode == Mode::Headline {
+            runs.extend(job.adapters.iter().map(|&adapter| PlannedRun {
+                cell: cell.clone(),
+                adapter,
+                repetition: job.repetitions,
+                aa: true,
+            }));
+        }
+    }
+    runs
+}
+
+/// The command line of a worker for `adapter`, writing into `out_dir`.
+///
+/// `DECODE_BASELINE_WORKER_CONTROLLED` / `DECODE_BASELINE_WORKER_STOCK` replace the program
+/// (whitespace-separated words; the launcher's tests use them for misbehaving workers). The
+/// command actually run is recorded in `session.json` either way.
+pub fn worker_command(adapter: Adapter, out_dir: &std::path::Path, repo: &std::path::Path) -> Vec<String> {
+    let var = match adapter {
+        Adapter::Controlled => "DECODE_BASELINE_WORKER_CONTROLLED",
+        Adapter::Stock => "DECODE_BASELINE_WORKER_STOCK",
+    };
+    let mut argv: Vec<String> = match std::env::var(var) {
+        Ok(words) if !words.trim().is_empty() => words.split_whitespace().map(str::to_owned).collect(),
+        _ => match adapter {
+            Adapter::Controlled => vec![current_exe().display().to_string(), "worker".into()],
+            Adapter::Stock => vec![
+                venv_python(repo).display().to_string(),
+                repo.join("tools/stock/worker.py").display().to_string(),
+            ],
+        },
+    };
+    argv.extend(["--out-dir".to_owned(), out_dir.display().to_string()]);
+    argv
+}
+
+fn current_exe() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("decode-baseline"))
+}
+
+/// The pinned environment's interpreter.
+pub fn venv_python(repo: &std::path::Path) -> PathBuf {
+    std::env::var_os("DECODE_BASELINE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo.join(".venv"))
+        .join("bin/python")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use decode_baseline_protocol::session::SESSION_JOB_SCHEMA_VERSION;
+
+    fn job(order: WorkerOrder, repetitions: u32, aa_pair: bool) -> SessionJob {
+        SessionJob {
+            schema_version: SESSION_JOB_SCHEMA_VERSION,
+            manifest: None,
+            cells: None,
+            adapters: vec![Adapter::Controlled, Adapter::Stock],
+            output_root: "out".into(),
+            repetitions,
+            order,
+            aa_pair,
+        }
+    }
+
+    fn cell(mode: Mode) -> Cell {
+        Cell { case: "c".into(), prompt: "p".into(), mode }
+    }
+
+    #[test]
+    fn alternate_order_flips_every_repetition() {
+        let runs = plan(&job(WorkerOrder::Alternate, 3, false), &[cell(Mode::Headline)]);
+        let order: Vec<_> = runs.iter().map(|r| (r.adapter, r.repetition)).collect();
+        use Adapter::*;
+        assert_eq!(order, [(Controlled, 0), (Stock, 0), (Stock, 1), (Controlled, 1), (Controlled, 2), (Stock, 2)]);
+    }
+
+    #[test]
+    fn aa_pair_adds_one_run_per_adapter_for_headline_only() {
+        let runs = plan(&job(WorkerOrder::Fixed, 1, true), &[cell(Mode::Headline), cell(Mode::ReferencePair)]);
+        assert_eq!(runs.len(), 2 + 2 + 2);
+        assert_eq!(runs.iter().filter(|r| r.aa).count(), 2);
+        assert!(runs.iter().filter(|r| r.aa).all(|r| r.cell.mode == Mode::Headline));
+        let names: std::collections::BTreeSet<_> =
+            runs.iter().map(|r| (r.cell.name(), r.folder_name())).collect();
+        assert_eq!(names.len(), runs.len(), "folder names are unique per cell");
+    }
+}

@@ -1,0 +1,255 @@
+//! `decode-baseline run --job job.json`: the session from lease to `session.json`.
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Instant, SystemTime},
+};
+
+use anyhow::Context;
+use decode_baseline_protocol::{
+    report::Status,
+    session::{SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION},
+    ExitCode, Sha256Digest,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{
+    analysis, lease, output, plan,
+    session_job::{self, repo_root},
+    signals::Interrupts,
+    supervise::{self, Intervention, Limits},
+    validate,
+    worker_job::{self, LoadedManifest},
+};
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The session job (JSON, see req/session.md).
+    #[arg(long)]
+    pub job: PathBuf,
+    /// Fail at once (exit 7) if another session holds the benchmark lease, instead of waiting.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Print the session report as JSON on stdout instead of the summary table.
+    #[arg(long)]
+    pub json: bool,
+    /// Create the session folder and write every worker job, print the worker commands, run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let resolved = session_job::load(&args.job)?;
+    let loaded = load_manifest(&resolved.manifest_path)?;
+    let cells = session_job::select_cells(&resolved, &loaded.manifest)?;
+    let runs = plan::plan(&resolved.job, &cells);
+    let repo = repo_root();
+    let interrupts = Interrupts::install().context("failed to install the Ctrl-C handler")?;
+    let started_utc = utc_now();
+    let session_id = format!("{}-{}", started_utc.replace([':', '-'], ""), std::process::id());
+
+    let lease = if args.dry_run {
+        None
+    } else {
+        match lease::acquire(&session_id, args.no_wait) {
+            Ok(lease) => Some(lease),
+            Err(err @ lease::LeaseError::Busy { .. }) => {
+                eprintln!("decode-baseline: {err}");
+                return Ok(ExitCode::LeaseBusy);
+            }
+            Err(err) => return Err(err.into()),
+        }
+    };
+    let session_dir = create_session_dir(&resolved.output_root, &session_id)?;
+    let started = Instant::now();
+
+    // Every worker's folder and job first: a dry run stops here, a real run finds them ready.
+    let mut prepared = Vec::new();
+    for (sequence, planned) in runs.iter().enumerate() {
+        let out_dir = session_dir.join(planned.cell.name()).join(planned.folder_name());
+        std::fs::create_dir_all(out_dir.parent().unwrap())
+            .and_then(|_| std::fs::create_dir(&out_dir))
+            .with_context(|| format!("failed to create worker folder {}", out_dir.display()))?;
+        let run_id = format!("{session_id}/{}/{}", planned.cell.name(), planned.folder_name());
+        let job = worker_job::build(&loaded, &planned.cell, planned.adapter, run_id, &repo)?;
+        let mut bytes = serde_json::to_vec_pretty(&job)?;
+        bytes.push(b'\n');
+        std::fs::write(out_dir.join("job.json"), bytes)
+            .with_context(|| format!("failed to write {}", out_dir.join("job.json").display()))?;
+        let command = plan::worker_command(planned.adapter, &out_dir, &repo);
+        prepared.push((sequence as u32, planned, out_dir, job, command));
+    }
+    if args.dry_run {
+        println!("session folder: {}", session_dir.display());
+        for (_, _, _, _, command) in &prepared {
+            println!("{}", command.join(" "));
+        }
+        return Ok(ExitCode::Ok);
+    }
+
+    let total_requests: u64 = prepared.iter().map(|p| expected_requests(&p.3) as u64).sum();
+    let progress = ProgressBar::new(total_requests).with_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} requests, ~{eta} left  {msg}")
+            .expect("valid template"),
+    );
+    let mut workers: Vec<WorkerRun> = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
+    for (sequence, planned, out_dir, job, command) in &prepared {
+        if interrupts.count() > 0 {
+            problems.push(format!("{}: not started, the session was cancelled", job.run_id));
+            continue;
+        }
+        progress.set_message(format!("{} {}", planned.cell.name(), planned.adapter.as_str()));
+        let policy = &job.run_policy;
+        let grace = std::time::Duration::from_secs(policy.backstop_grace_s.into());
+        let limits = Limits {
+            ready_timeout: std::time::Duration::from_secs(policy.ready_timeout_s.into()),
+            run_timeout: std::time::Duration::from_secs(policy.job_deadline_s.into()) + grace * 2,
+            grace,
+        };
+        let outcome = supervise::supervise(command, out_dir, limits, &interrupts, || progress.tick())?;
+        let exit_code = supervise::exit_code(&outcome.status);
+        let (report, validation_errors) = match validate::read_report(out_dir) {
+            Ok(report) => {
+                let errors = validate::validate(&report, job, outcome.pid, exit_code, out_dir);
+                (Some(report), errors)
+            }
+            Err(problem) => (None, vec![problem]),
+        };
+        for error in &validation_errors {
+            problems.push(format!("{}: {error}", job.run_id));
+        }
+        progress.inc(expected_requests(job) as u64);
+        workers.push(WorkerRun {
+            run_id: job.run_id.clone(),
+            cell: planned.cell.name(),
+            adapter: planned.adapter,
+            repetition: planned.repetition,
+            sequence: *sequence,
+            command: command.clone(),
+            pid: Some(outcome.pid),
+            exit_code,
+            signal: supervise::exit_signal(&outcome.status),
+            intervention: describe(outcome.intervention, outcome.sent),
+            wall_ns: outcome.wall.as_nanos() as u64,
+            validation_errors,
+            report,
+        });
+    }
+    progress.finish_and_clear();
+
+    let analysis = analysis::analyze(&workers, &cells);
+    problems.extend(analysis.problems.iter().cloned());
+    let status = session_status(&workers, &interrupts, &problems);
+    let wall = started.elapsed();
+    let workers_wall: u64 = workers.iter().map(|w| w.wall_ns).sum();
+    let report = SessionReport {
+        schema_version: SESSION_REPORT_SCHEMA_VERSION,
+        session_id,
+        status,
+        job: resolved.job.clone(),
+        manifest_path: loaded.path.clone(),
+        manifest_sha256: loaded.sha256,
+        host: host_facts(),
+        lease: serde_json::json!({
+            "path": lease.as_ref().map(|l| l.path.clone()),
+            "waited_ns": lease.as_ref().map(|l| l.waited.as_nanos() as u64),
+        }),
+        started_utc,
+        finished_utc: utc_now(),
+        wall_ns: wall.as_nanos() as u64,
+        launcher_overhead_ns: (wall.as_nanos() as u64).saturating_sub(workers_wall),
+        workers,
+        analysis: serde_json::to_value(&analysis.body)?,
+        problems,
+    };
+    output::write_session(&session_dir, &report)?;
+    drop(lease);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", analysis::table(&report, &analysis.body));
+        for problem in &report.problems {
+            eprintln!("problem: {problem}");
+        }
+        println!("session: {:?}, report: {}", report.status, session_dir.join("session.json").display());
+    }
+    Ok(match status {
+        SessionStatus::Ok => ExitCode::Ok,
+        SessionStatus::ValidationFailed => ExitCode::Failed,
+        SessionStatus::WorkerFailed | SessionStatus::Incomplete => ExitCode::WorkerFailed,
+        SessionStatus::Timeout => ExitCode::Timeout,
+        SessionStatus::Cancelled => ExitCode::Cancelled,
+    })
+}
+
+/// Cancelled beats timeout beats worker failure beats validation failure.
+fn session_status(workers: &[WorkerRun], interrupts: &Interrupts, problems: &[String]) -> SessionStatus {
+    let statuses: Vec<Option<Status>> = workers.iter().map(|w| w.report.as_ref().map(|r| r.status)).collect();
+    if interrupts.count() > 0 || statuses.contains(&Some(Status::Cancelled)) {
+        SessionStatus::Cancelled
+    } else if statuses.contains(&Some(Status::Timeout))
+        || workers.iter().any(|w| w.intervention.as_deref().is_some_and(|i| i.starts_with("past_deadline")))
+    {
+        SessionStatus::Timeout
+    } else if workers.iter().any(|w| w.report.is_none() || w.exit_code != Some(0) || w.intervention.is_some())
+        || statuses.contains(&Some(Status::Failed))
+    {
+        SessionStatus::WorkerFailed
+    } else if !problems.is_empty() {
+        SessionStatus::ValidationFailed
+    } else {
+        SessionStatus::Ok
+    }
+}
+
+fn describe(intervention: Intervention, sent: Option<nix::sys::signal::Signal>) -> Option<String> {
+    let what = match intervention {
+        Intervention::None => return None,
+        Intervention::NeverReady => "never_ready",
+        Intervention::PastDeadline => "past_deadline",
+        Intervention::Cancelled => "cancelled",
+        Intervention::Killed => "killed",
+    };
+    Some(format!("{what}: {}", sent.map_or("no signal".to_owned(), |s| s.to_string())))
+}
+
+fn expected_requests(job: &decode_baseline_protocol::WorkerJob) -> u32 {
+    match job.mode {
+        decode_baseline_protocol::Mode::ReferencePair => 1,
+        _ => job.run_policy.total_requests(),
+    }
+}
+
+fn load_manifest(path: &Path) -> anyhow::Result<LoadedManifest> {
+    let bytes = std::fs::read(path).with_context(|| format!("failed to read manifest {}", path.display()))?;
+    let manifest = serde_json::from_slice(&bytes).with_context(|| format!("invalid manifest {}", path.display()))?;
+    let path = path.canonicalize().with_context(|| format!("failed to resolve {}", path.display()))?;
+    Ok(LoadedManifest { path, sha256: Sha256Digest::of_bytes(&bytes), manifest })
+}
+
+/// Creates `<root>/<id>`, refusing to reuse an existing folder. The root itself may be created.
+fn create_session_dir(root: &Path, id: &str) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(root)
+        .with_context(|| format!("output_root {} cannot be created; expected a writable folder", root.display()))?;
+    let dir = root.join(id);
+    std::fs::create_dir(&dir)
+        .with_context(|| format!("failed to create session folder {} (output_root must be writable)", dir.display()))?;
+    Ok(dir)
+}
+
+fn utc_now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+fn host_facts() -> serde_json::Value {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".to_owned());
+    serde_json::json!({
+        "hostname": hostname,
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    })
+}

@@ -1,0 +1,96 @@
+//! Reading a session job: schema, version, every field checked before anything is created.
+
+use std::path::{Path, PathBuf};
+
+use decode_baseline_protocol::{
+    manifest::{Cell, Manifest},
+    session::{SessionJob, SESSION_JOB_SCHEMA_VERSION},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("failed to read session job {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid session job {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("session job {path}: schema_version must be {expected}, found {found}")]
+    Version { path: PathBuf, expected: u32, found: u32 },
+    #[error("session job {path}: {field} {problem}")]
+    Field { path: PathBuf, field: &'static str, problem: String },
+}
+
+/// A session job with its paths resolved and its cells looked up in the manifest.
+#[derive(Debug, Clone)]
+pub struct ResolvedJob {
+    pub job: SessionJob,
+    pub job_path: PathBuf,
+    pub manifest_path: PathBuf,
+    pub output_root: PathBuf,
+}
+
+pub fn load(path: &Path) -> Result<ResolvedJob, JobError> {
+    let bytes = std::fs::read(path).map_err(|source| JobError::Read { path: path.to_owned(), source })?;
+    let job: SessionJob =
+        serde_json::from_slice(&bytes).map_err(|source| JobError::Parse { path: path.to_owned(), source })?;
+    let field = |field, problem: String| JobError::Field { path: path.to_owned(), field, problem };
+    if job.schema_version != SESSION_JOB_SCHEMA_VERSION {
+        return Err(JobError::Version {
+            path: path.to_owned(),
+            expected: SESSION_JOB_SCHEMA_VERSION,
+            found: job.schema_version,
+        });
+    }
+    if job.repetitions == 0 {
+        return Err(field("repetitions", "must be positive, found 0".into()));
+    }
+    if job.adapters.is_empty() {
+        return Err(field("adapters", "must name at least one of \"controlled\", \"stock\"".into()));
+    }
+    let mut seen = job.adapters.clone();
+    seen.sort();
+    seen.dedup();
+    if seen.len() != job.adapters.len() {
+        return Err(field("adapters", format!("lists an adapter twice: {:?}", job.adapters)));
+    }
+    let base = path.parent().unwrap_or(Path::new(".")).to_owned();
+    let resolve = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
+    let manifest_path = match &job.manifest {
+        Some(p) => resolve(p),
+        None => repo_root().join("workloads.json"),
+    };
+    let output_root = resolve(&job.output_root);
+    Ok(ResolvedJob { job, job_path: path.to_owned(), manifest_path, output_root })
+}
+
+/// The cells the job selects, in manifest order; an unknown name is an error naming it.
+pub fn select_cells(job: &ResolvedJob, manifest: &Manifest) -> Result<Vec<Cell>, JobError> {
+    let Some(names) = &job.job.cells else {
+        return Ok(manifest.cells.clone());
+    };
+    names
+        .iter()
+        .map(|name| {
+            manifest.cells.iter().find(|cell| &cell.name() == name).cloned().ok_or_else(|| JobError::Field {
+                path: job.job_path.clone(),
+                field: "cells",
+                problem: format!(
+                    "names unknown cell {name:?}; expected one of: {}",
+                    manifest.cells.iter().map(Cell::name).collect::<Vec<_>>().join(", ")
+                ),
+            })
+        })
+        .collect()
+}
+
+/// The repository this executable was built from.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}

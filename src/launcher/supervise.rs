@@ -1,0 +1,177 @@
+//! Running one worker process: its own process group, logs to files, the ready wait, the
+//! deadline backstop, and escalation from SIGTERM to SIGKILL. Nothing outlives [`supervise`]:
+//! on every path the whole process group is killed and the child reaped before it returns.
+//!
+//! stdout and stderr go straight to files in the worker's folder, not through pipes, so a worker
+//! that prints megabytes cannot block on a full pipe, and a grandchild that keeps the
+//! descriptors open cannot keep the launcher waiting for an end-of-file.
+
+use std::{
+    fs::File,
+    os::unix::process::{CommandExt, ExitStatusExt},
+    path::{Path, PathBuf},
+    process::{Child, Command, ExitStatus, Stdio},
+    time::{Duration, Instant},
+};
+
+use nix::{
+    sys::signal::{killpg, Signal},
+    unistd::Pid,
+};
+
+use super::signals::Interrupts;
+
+/// How often the launcher looks at the child, the ready file and the interrupt counter.
+const TICK: Duration = Duration::from_millis(20);
+
+/// Limits for one worker.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// From spawn to `worker-ready`.
+    pub ready_timeout: Duration,
+    /// From `worker-ready` to exit: the worker's own deadline plus its backstop, plus slack.
+    pub run_timeout: Duration,
+    /// Between SIGTERM and SIGKILL.
+    pub grace: Duration,
+}
+
+/// Why the launcher stepped in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intervention {
+    None,
+    /// No `worker-ready` within the ready timeout.
+    NeverReady,
+    /// Still running past the deadline backstop.
+    PastDeadline,
+    /// The user pressed Ctrl-C (or sent SIGTERM) once: graceful cancel.
+    Cancelled,
+    /// A second Ctrl-C: killed at once.
+    Killed,
+}
+
+/// What became of the worker.
+#[derive(Debug)]
+pub struct Outcome {
+    pub pid: u32,
+    pub status: ExitStatus,
+    pub intervention: Intervention,
+    /// The signal the launcher escalated to, if any.
+    pub sent: Option<Signal>,
+    pub wall: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SuperviseError {
+    #[error("failed to create log file {path}")]
+    Log {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to start worker `{program}`")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to wait for worker pid {pid}")]
+    Wait {
+        pid: u32,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Starts `argv` in `out_dir` in a new process group with its output in `stdout.log` and
+/// `stderr.log`, and supervises it to the end.
+pub fn supervise(
+    argv: &[String],
+    out_dir: &Path,
+    limits: Limits,
+    interrupts: &Interrupts,
+    mut on_tick: impl FnMut(),
+) -> Result<Outcome, SuperviseError> {
+    let log = |name: &str| {
+        let path = out_dir.join(name);
+        File::create(&path).map_err(|source| SuperviseError::Log { path, source })
+    };
+    let started = Instant::now();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(log("stdout.log")?)
+        .stderr(log("stderr.log")?)
+        .process_group(0)
+        .spawn()
+        .map_err(|source| SuperviseError::Spawn { program: argv[0].clone(), source })?;
+    let pid = child.id();
+    let ready_file = out_dir.join("worker-ready");
+    let mut ready_since: Option<Instant> = None;
+    let mut intervention = Intervention::None;
+    let mut sent = None;
+    let mut term_at: Option<Instant> = None;
+    let mut seen_interrupts = 0;
+
+    let status = loop {
+        if let Some(status) = try_wait(&mut child)? {
+            break status;
+        }
+        on_tick();
+        let now = Instant::now();
+        if ready_since.is_none() && ready_file.exists() {
+            ready_since = Some(now);
+        }
+        let interrupts_now = interrupts.count();
+        if interrupts_now > seen_interrupts {
+            seen_interrupts = interrupts_now;
+            if interrupts_now == 1 {
+                intervention = Intervention::Cancelled;
+                signal_group(pid, Signal::SIGTERM, &mut sent);
+                term_at.get_or_insert(now);
+            } else {
+                intervention = Intervention::Killed;
+                signal_group(pid, Signal::SIGKILL, &mut sent);
+            }
+        }
+        if intervention == Intervention::None {
+            let overdue = match ready_since {
+                None => (now - started > limits.ready_timeout).then_some(Intervention::NeverReady),
+                Some(ready) => (now - ready > limits.run_timeout).then_some(Intervention::PastDeadline),
+            };
+            if let Some(reason) = overdue {
+                intervention = reason;
+                signal_group(pid, Signal::SIGTERM, &mut sent);
+                term_at = Some(now);
+            }
+        }
+        if let Some(at) = term_at {
+            if now - at > limits.grace && sent != Some(Signal::SIGKILL) {
+                signal_group(pid, Signal::SIGKILL, &mut sent);
+            }
+        }
+        std::thread::sleep(TICK);
+    };
+    // Whatever the worker left in its group (a forked grandchild holding its files) goes too.
+    let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    Ok(Outcome { pid, status, intervention, sent, wall: started.elapsed() })
+}
+
+fn try_wait(child: &mut Child) -> Result<Option<ExitStatus>, SuperviseError> {
+    child.try_wait().map_err(|source| SuperviseError::Wait { pid: child.id(), source })
+}
+
+fn signal_group(pid: u32, signal: Signal, sent: &mut Option<Signal>) {
+    // ESRCH (the group is already gone) is the only expected failure and means nothing to do.
+    let _ = killpg(Pid::from_raw(pid as i32), signal);
+    *sent = Some(signal);
+}
+
+/// The exit code, or `None` if a signal ended the process.
+pub fn exit_code(status: &ExitStatus) -> Option<i32> {
+    status.code()
+}
+
+/// The signal that ended the process, if any.
+pub fn exit_signal(status: &ExitStatus) -> Option<i32> {
+    status.signal()
+}

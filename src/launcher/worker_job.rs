@@ -1,0 +1,72 @@
+//! Building each worker's job from the manifest: the cell's case, prompt, continuation, stop
+//! set, run policy and environment pins, with absolute paths.
+
+use std::path::{Path, PathBuf};
+
+use decode_baseline_protocol::{
+    job::WorkerJob,
+    manifest::{Cell, Manifest},
+    Adapter, Mode, Sha256Digest, WORKER_JOB_SCHEMA_VERSION,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerJobError {
+    #[error("manifest {path}: cell {cell} names case {case:?}, which is not in cases")]
+    UnknownCase { path: PathBuf, cell: String, case: String },
+    #[error("manifest {path}: cell {cell} names prompt {prompt:?}, which is not in prompts")]
+    UnknownPrompt { path: PathBuf, cell: String, prompt: String },
+}
+
+/// The manifest as the launcher uses it: parsed, with the digest of the exact bytes read.
+#[derive(Debug, Clone)]
+pub struct LoadedManifest {
+    pub path: PathBuf,
+    pub sha256: Sha256Digest,
+    pub manifest: Manifest,
+}
+
+impl LoadedManifest {
+    /// The folder relative case paths are resolved against: the manifest's own.
+    pub fn root(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+}
+
+pub fn build(
+    loaded: &LoadedManifest,
+    cell: &Cell,
+    adapter: Adapter,
+    run_id: String,
+    repo: &Path,
+) -> Result<WorkerJob, WorkerJobError> {
+    let manifest = &loaded.manifest;
+    let case = manifest.cases.get(&cell.case).ok_or_else(|| WorkerJobError::UnknownCase {
+        path: loaded.path.clone(),
+        cell: cell.name(),
+        case: cell.case.clone(),
+    })?;
+    let prompt = manifest.prompts.get(&cell.prompt).ok_or_else(|| WorkerJobError::UnknownPrompt {
+        path: loaded.path.clone(),
+        cell: cell.name(),
+        prompt: cell.prompt.clone(),
+    })?;
+    let model_dir = if case.path.is_absolute() { case.path.clone() } else { loaded.root().join(&case.path) };
+    Ok(WorkerJob {
+        schema_version: WORKER_JOB_SCHEMA_VERSION,
+        run_id,
+        adapter,
+        mode: cell.mode,
+        repo_root: repo.to_owned(),
+        manifest_path: loaded.path.clone(),
+        manifest_sha256: loaded.sha256,
+        case_id: cell.case.clone(),
+        model_dir,
+        prompt_id: cell.prompt.clone(),
+        prompt_ids: prompt.ids.clone(),
+        prompt_sha256: prompt.sha256,
+        continuation: (cell.mode == Mode::FixedContinuation).then(|| prompt.continuation.clone()),
+        stop_ids: case.stop_ids.clone(),
+        run_policy: manifest.run_policy.clone(),
+        environment: manifest.environment.clone(),
+    })
+}

@@ -1,0 +1,252 @@
+//! `Summary`: the descriptive statistics of one sample (one cell, one adapter), with the
+//! bootstrap interval of its median, Tukey outlier counts and pyperf-like stability warnings.
+//!
+//! Definitions (see `sample` for the quantile and MAD conventions):
+//! - `cv = s / mean`, the coefficient of variation with the n - 1 standard deviation; absent when
+//!   the mean is zero.
+//! - `p90`, `p99`: type-7 quantiles.
+//! - `median_ci`: percentile bootstrap (`bootstrap`), by request for a `ClusteredSample`.
+//!
+//! Stability warnings, in the spirit of pyperf's "the benchmark result may be unstable":
+//! - `too_few_units`: fewer than `MIN_STABLE_UNITS` independent units (requests for a clustered
+//!   sample, observations otherwise);
+//! - `high_variation`: `cv > MAX_STABLE_CV` (pyperf warns when the standard deviation exceeds
+//!   10 % of the mean);
+//! - `wide_median_interval`: the median interval's half-width exceeds `MAX_STABLE_CI_HALF_WIDTH`
+//!   of the median.
+
+use super::bootstrap::{median_interval, BootstrapConfig, Interval, Resampling, Source};
+use super::error::StatsError;
+use super::outliers::TukeyOutliers;
+use super::sample::{ClusteredSample, Sample};
+use serde::{Deserialize, Serialize};
+
+/// Fewer independent units than this draws a `too_few_units` warning.
+pub const MIN_STABLE_UNITS: usize = 10;
+/// A coefficient of variation above this draws a `high_variation` warning.
+pub const MAX_STABLE_CV: f64 = 0.10;
+/// A median-interval half-width above this fraction of the median draws a
+/// `wide_median_interval` warning.
+pub const MAX_STABLE_CI_HALF_WIDTH: f64 = 0.05;
+
+/// Descriptive statistics of one sample, in the units of the data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    /// Number of observations.
+    pub n: usize,
+    /// Number of requests the observations came in; absent for an ungrouped sample.
+    pub requests: Option<usize>,
+    /// Median (type-7 `Q(0.5)`).
+    pub median: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Sample standard deviation (n - 1).
+    pub std_dev: f64,
+    /// Median absolute deviation, unscaled (no 1.4826 factor).
+    pub mad: f64,
+    /// Coefficient of variation `std_dev / mean`; absent when the mean is zero.
+    pub cv: Option<f64>,
+    /// 90th percentile (type 7).
+    pub p90: f64,
+    /// 99th percentile (type 7).
+    pub p99: f64,
+    /// Smallest observation.
+    pub min: f64,
+    /// Largest observation.
+    pub max: f64,
+    /// Bootstrap confidence interval of the median.
+    pub median_ci: Interval,
+    /// Tukey outlier counts.
+    pub outliers: TukeyOutliers,
+    /// Reasons to distrust the figures; empty when none.
+    pub warnings: Vec<StabilityWarning>,
+}
+
+/// What made a figure unstable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningKind {
+    /// Too few independent units (requests, or observations when ungrouped).
+    TooFewUnits,
+    /// Coefficient of variation above the limit.
+    HighVariation,
+    /// Median interval half-width, relative to the median, above the limit.
+    WideMedianInterval,
+}
+
+/// One stability warning: what, the measured value, the limit it crossed, and a sentence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StabilityWarning {
+    /// Which check fired.
+    pub kind: WarningKind,
+    /// The measured value (a count, or a fraction).
+    pub value: f64,
+    /// The limit it crossed.
+    pub limit: f64,
+    /// A human sentence for the terminal.
+    pub message: String,
+}
+
+impl Summary {
+    /// Summary of ungrouped observations; the median interval resamples observations.
+    pub fn of_sample(sample: &Sample, config: &BootstrapConfig) -> Result<Self, StatsError> {
+        let ci = median_interval(Source::of_sample(sample), config)?;
+        Ok(Self::build(sample, None, ci))
+    }
+
+    /// Summary of observations grouped by request; the median interval resamples by
+    /// `resampling` (`Resampling::ByRequest` is the honest choice, see `bootstrap`).
+    pub fn of_requests(
+        sample: &ClusteredSample,
+        resampling: Resampling,
+        config: &BootstrapConfig,
+    ) -> Result<Self, StatsError> {
+        let ci = median_interval(Source::of_clustered(sample, resampling), config)?;
+        Ok(Self::build(sample.pooled(), Some(sample.clusters()), ci))
+    }
+
+    fn build(sample: &Sample, requests: Option<usize>, median_ci: Interval) -> Self {
+        let median = sample.median();
+        let mean = sample.mean();
+        let std_dev = sample.std_dev();
+        let cv = (mean != 0.0).then(|| std_dev / mean.abs());
+        let mut summary = Summary {
+            n: sample.len(),
+            requests,
+            median,
+            mean,
+            std_dev,
+            mad: sample.mad(),
+            cv,
+            p90: sample.quantile(0.90),
+            p99: sample.quantile(0.99),
+            min: sample.min(),
+            max: sample.max(),
+            median_ci,
+            outliers: TukeyOutliers::of(sample),
+            warnings: Vec::new(),
+        };
+        summary.warnings = stability_warnings(&summary);
+        summary
+    }
+}
+
+fn stability_warnings(s: &Summary) -> Vec<StabilityWarning> {
+    let mut warnings = Vec::new();
+    let (units, unit_name) = match s.requests {
+        Some(r) => (r, "requests"),
+        None => (s.n, "observations"),
+    };
+    if units < MIN_STABLE_UNITS {
+        warnings.push(StabilityWarning {
+            kind: WarningKind::TooFewUnits,
+            value: units as f64,
+            limit: MIN_STABLE_UNITS as f64,
+            message: format!(
+                "only {units} {unit_name}: at least {MIN_STABLE_UNITS} are needed for stable figures"
+            ),
+        });
+    }
+    if let Some(cv) = s.cv.filter(|&cv| cv > MAX_STABLE_CV) {
+        warnings.push(StabilityWarning {
+            kind: WarningKind::HighVariation,
+            value: cv,
+            limit: MAX_STABLE_CV,
+            message: format!(
+                "the result may be unstable: the standard deviation is {:.1} % of the mean (limit {:.0} %)",
+                100.0 * cv,
+                100.0 * MAX_STABLE_CV
+            ),
+        });
+    }
+    if s.median != 0.0 {
+        let relative = s.median_ci.half_width() / s.median.abs();
+        if relative > MAX_STABLE_CI_HALF_WIDTH {
+            warnings.push(StabilityWarning {
+                kind: WarningKind::WideMedianInterval,
+                value: relative,
+                limit: MAX_STABLE_CI_HALF_WIDTH,
+                message: format!(
+                    "the median is uncertain: its {:.0} % interval is ±{:.1} % of the median (limit {:.0} %)",
+                    100.0 * s.median_ci.bootstrap.confidence,
+                    100.0 * relative,
+                    100.0 * MAX_STABLE_CI_HALF_WIDTH
+                ),
+            });
+        }
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_one_to_ten() {
+        // Hand values for x = 1..=10: median 5.5, mean 5.5, sample variance 82.5 / 9,
+        // MAD: |x - 5.5| = 0.5, 0.5, 1.5, 1.5, ..., 4.5, 4.5 → median 2.5;
+        // p90 = 9.1, p99 = 9.91 (type 7, see sample.rs).
+        let s = Sample::new((1..=10).map(f64::from).collect()).unwrap();
+        let sum = Summary::of_sample(&s, &BootstrapConfig::default()).unwrap();
+        assert_eq!(sum.n, 10);
+        assert_eq!(sum.requests, None);
+        assert_eq!(sum.median, 5.5);
+        assert_eq!(sum.mean, 5.5);
+        assert!((sum.std_dev - (82.5f64 / 9.0).sqrt()).abs() < 1e-12);
+        assert_eq!(sum.mad, 2.5);
+        assert!((sum.cv.unwrap() - (82.5f64 / 9.0).sqrt() / 5.5).abs() < 1e-12);
+        assert!((sum.p90 - 9.1).abs() < 1e-12);
+        assert!((sum.p99 - 9.91).abs() < 1e-12);
+        assert_eq!((sum.min, sum.max), (1.0, 10.0));
+        assert!(sum.median_ci.contains(5.5));
+        assert_eq!(sum.outliers.total(), 0);
+        // cv = 0.55 and a wide interval on 10 points: two warnings, not the unit count (10).
+        let kinds: Vec<WarningKind> = sum.warnings.iter().map(|w| w.kind).collect();
+        assert_eq!(kinds, vec![WarningKind::HighVariation, WarningKind::WideMedianInterval]);
+    }
+
+    #[test]
+    fn steady_data_draws_no_warning_and_few_requests_draw_one() {
+        // 12 requests whose steps are 1000 ± 1 %: stable.
+        let requests: Vec<Vec<f64>> = (0..12)
+            .map(|r| (0..50).map(|s| 1000.0 + f64::from((r * 7 + s * 3) % 21) - 10.0).collect())
+            .collect();
+        let c = ClusteredSample::new(requests.clone()).unwrap();
+        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default())
+            .unwrap();
+        assert_eq!(sum.requests, Some(12));
+        assert!(sum.warnings.is_empty(), "{:?}", sum.warnings);
+
+        let c = ClusteredSample::new(requests[..3].to_vec()).unwrap();
+        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default())
+            .unwrap();
+        assert_eq!(sum.warnings.len(), 1);
+        assert_eq!(sum.warnings[0].kind, WarningKind::TooFewUnits);
+        assert_eq!(
+            sum.warnings[0].message,
+            "only 3 requests: at least 10 are needed for stable figures"
+        );
+    }
+
+    #[test]
+    fn summary_round_trips_through_json_and_rejects_unknown_fields() {
+        let s = Sample::new(vec![1.0, 2.0, 3.0, 4.0]).unwrap();
+        let sum = Summary::of_sample(&s, &BootstrapConfig::default()).unwrap();
+        let json = serde_json::to_value(&sum).unwrap();
+        assert_eq!(json["median_ci"]["resampling"], "by_point");
+        assert_eq!(json["median_ci"]["bootstrap"]["resamples"], 2000);
+        let back: Summary = serde_json::from_value(json.clone()).unwrap();
+        // Exactly representable fields compare exactly; irrational ones (std_dev, cv) may move by
+        // an ulp through serde_json's default float parser, so they are compared with a tolerance.
+        assert_eq!((back.n, back.median, back.mad), (sum.n, sum.median, sum.mad));
+        assert_eq!((back.median_ci, back.outliers), (sum.median_ci, sum.outliers));
+        assert!((back.std_dev - sum.std_dev).abs() <= 1e-15 * sum.std_dev);
+        assert_eq!(back.warnings.len(), sum.warnings.len());
+        let mut extra = json;
+        extra["surprise"] = serde_json::json!(1);
+        assert!(serde_json::from_value::<Summary>(extra).is_err());
+    }
+}

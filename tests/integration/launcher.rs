@@ -1,0 +1,247 @@
+//! The launcher against misbehaving workers and bad session jobs: exit codes, session reports,
+//! and no process left behind.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use serde_json::{json, Value};
+
+use crate::util::{binary, repo_root, run, stderr};
+
+const ZERO: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// A scratch folder with a minimal manifest (one headline cell, short limits), a session job
+/// and a private lease file.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = json!({
+            "schema_version": 1,
+            "cases": {"tiny": {"path": repo_root().join("fixtures/tiny-qwen3"), "architecture": "qwen3",
+                "dtype": "float32", "files": {}, "stop_ids": [511]}},
+            "prompts": {"p4": {"case": "tiny", "ids": [1, 2, 3, 4], "sha256": ZERO,
+                "continuation": [5, 6], "continuation_sha256": ZERO}},
+            "cells": [{"case": "tiny", "prompt": "p4", "mode": "headline"}],
+            "run_policy": {"first_requests": 1, "warmup_requests": 1, "measured_requests": 2,
+                "max_new_tokens": 4, "fixed_continuation_steps": 2, "ready_timeout_s": 2,
+                "job_deadline_s": 1, "watchdog_poll_ms": 1000, "backstop_grace_s": 1},
+            "worker_sources": {"stock": {}, "controlled": {}},
+            "environment": {"lock_sha256": ZERO, "mlx_version": "0.32.2", "mlx_lm_version": "0.32.2",
+                "mlx_lm_freeze_sha256": ZERO, "libmlx_sha256": ZERO}
+        });
+        std::fs::write(dir.path().join("manifest.json"), manifest.to_string()).unwrap();
+        let scratch = Scratch { dir };
+        scratch.write_job(json!({
+            "schema_version": 1, "manifest": "manifest.json", "adapters": ["stock"],
+            "output_root": "out", "repetitions": 1, "order": "fixed"
+        }));
+        scratch
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write_job(&self, job: Value) {
+        std::fs::write(self.path().join("job.json"), job.to_string()).unwrap();
+    }
+
+    fn launcher(&self, worker: &str) -> Command {
+        let mut cmd = Command::new(binary());
+        cmd.args(["run", "--job"])
+            .arg(self.path().join("job.json"))
+            .env("DECODE_BASELINE_LEASE", self.path().join("lease"))
+            .env("DECODE_BASELINE_WORKER_STOCK", repo_root().join("tests/fixtures/workers").join(worker));
+        cmd
+    }
+
+    fn session(&self) -> Value {
+        let out = self.path().join("out");
+        let sessions: Vec<PathBuf> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(sessions.len(), 1, "one session folder in {}", out.display());
+        serde_json::from_slice(&std::fs::read(sessions[0].join("session.json")).unwrap()).unwrap()
+    }
+}
+
+/// Whether any process still carries `needle` in its command line.
+fn process_alive_with(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()).any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .map(|cmd| String::from_utf8_lossy(&cmd).contains(needle))
+            .unwrap_or(false)
+    })
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // Signal 0 probes existence; a reaped child's pid is gone (ESRCH).
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+fn the_worker(session: &Value) -> &Value {
+    let workers = session["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1);
+    &workers[0]
+}
+
+fn assert_worker_gone(session: &Value) {
+    let pid = the_worker(session)["pid"].as_i64().unwrap() as i32;
+    assert!(!pid_alive(pid), "worker pid {pid} is still alive");
+}
+
+fn code(out: &Output) -> Option<i32> {
+    out.status.code()
+}
+
+#[test]
+fn a_worker_that_never_signals_ready_is_stopped_and_fails_the_session() {
+    let s = Scratch::new();
+    let out = run(&mut s.launcher("never_ready.sh"));
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    let session = s.session();
+    assert_eq!(session["status"], "worker_failed");
+    assert_eq!(the_worker(&session)["intervention"], "never_ready: SIGTERM");
+    assert_worker_gone(&session);
+}
+
+#[test]
+fn a_worker_past_its_deadline_is_stopped_and_the_session_times_out() {
+    let s = Scratch::new();
+    let out = run(&mut s.launcher("past_deadline.sh"));
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    let session = s.session();
+    assert_eq!(session["status"], "timeout");
+    assert_eq!(the_worker(&session)["intervention"], "past_deadline: SIGTERM");
+    assert_worker_gone(&session);
+}
+
+#[test]
+fn a_worker_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let s = Scratch::new();
+    let out = run(&mut s.launcher("ignores_sigterm.sh"));
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    let session = s.session();
+    let worker = the_worker(&session);
+    assert_eq!(worker["intervention"], "past_deadline: SIGKILL");
+    assert_eq!(worker["signal"], 9);
+    assert_worker_gone(&session);
+}
+
+#[test]
+fn a_grandchild_holding_stdout_is_killed_with_its_group() {
+    let s = Scratch::new();
+    let out = run(&mut s.launcher("grandchild.sh"));
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    let session = s.session();
+    let folder = Path::new(the_worker(&session)["run_id"].as_str().unwrap()).file_name().unwrap().to_owned();
+    let marker = format!("decode-baseline-grandchild-{}", folder.to_string_lossy());
+    assert!(!process_alive_with(&marker), "the grandchild {marker} outlived the launcher");
+}
+
+#[test]
+fn a_worker_that_exits_zero_without_a_report_has_failed() {
+    let s = Scratch::new();
+    let out = run(&mut s.launcher("no_report.sh"));
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    let session = s.session();
+    assert_eq!(session["status"], "worker_failed");
+    let errors = the_worker(&session)["validation_errors"].to_string();
+    assert!(errors.contains("no report at"), "{errors}");
+}
+
+#[test]
+fn a_report_with_the_wrong_pid_fails_validation() {
+    let s = Scratch::new();
+    let out = run(&mut s.launcher("wrong_pid.sh"));
+    assert_ne!(code(&out), Some(0), "{}", stderr(&out));
+    let session = s.session();
+    let errors = the_worker(&session)["validation_errors"].to_string();
+    assert!(errors.contains("pid: expected the child's"), "{errors}");
+    assert_ne!(session["status"], "ok");
+}
+
+#[test]
+fn bad_session_jobs_name_the_field_and_create_nothing() {
+    let base = json!({
+        "schema_version": 1, "manifest": "manifest.json", "adapters": ["stock"],
+        "output_root": "out", "repetitions": 1, "order": "fixed"
+    });
+    let with = |key: &str, value: Value| {
+        let mut job = base.clone();
+        job[key] = value;
+        job
+    };
+    let cases = [
+        (with("colour", json!("blue")), "unknown field `colour`"),
+        (with("schema_version", json!(2)), "schema_version must be 1, found 2"),
+        (with("cells", json!(["nope.p4.headline"])), "cells names unknown cell \"nope.p4.headline\""),
+        (with("adapters", json!(["turbo"])), "unknown variant `turbo`"),
+        (with("repetitions", json!(0)), "repetitions must be positive, found 0"),
+    ];
+    for (job, expected) in cases {
+        let s = Scratch::new();
+        s.write_job(job);
+        let out = run(&mut s.launcher("no_report.sh"));
+        assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(expected), "expected {expected:?} in: {}", stderr(&out));
+        assert!(!s.path().join("out").exists(), "nothing may be created for {expected}");
+    }
+}
+
+#[test]
+fn an_unwritable_output_root_is_refused() {
+    let s = Scratch::new();
+    let root = s.path().join("readonly");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("out"), b"a file where the output root should be").unwrap();
+    s.write_job(json!({
+        "schema_version": 1, "manifest": "manifest.json", "adapters": ["stock"],
+        "output_root": "readonly/out", "repetitions": 1, "order": "fixed"
+    }));
+    let out = run(&mut s.launcher("no_report.sh"));
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("output_root"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(root.join("out")).unwrap(), b"a file where the output root should be");
+}
+
+#[test]
+fn a_held_lease_refuses_with_no_wait() {
+    let s = Scratch::new();
+    let file = std::fs::File::create(s.path().join("lease")).unwrap();
+    let _held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).unwrap();
+    let out = run(s.launcher("no_report.sh").arg("--no-wait"));
+    assert_eq!(code(&out), Some(7), "{}", stderr(&out));
+    assert!(stderr(&out).contains("benchmark lease"), "{}", stderr(&out));
+    assert!(!s.path().join("out").exists());
+}
+
+#[test]
+fn two_launchers_take_turns_and_never_overlap() {
+    let s = Scratch::new();
+    s.write_job(json!({
+        "schema_version": 1, "manifest": "manifest.json", "adapters": ["stock"],
+        "output_root": "out", "repetitions": 3, "order": "fixed"
+    }));
+    let probe = s.path().join("probe.log");
+    let spawn = || {
+        s.launcher("overlap_probe.sh")
+            .env("OVERLAP_PROBE", &probe)
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let waited = [&a, &b].iter().filter(|o| stderr(o).contains("waiting for the benchmark lease")).count();
+    assert_eq!(waited, 1, "exactly one launcher waited");
+    let log = std::fs::read_to_string(&probe).unwrap();
+    let events: Vec<&str> = log.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(events.len(), 12, "{log}");
+    assert!(events.chunks(2).all(|pair| pair == ["start", "end"]), "worker runs interleaved: {log}");
+}
