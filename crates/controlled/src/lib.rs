@@ -1,2 +1,15 @@
 //! The controlled worker: a synchronous decode loop on mlx-rs.
+//!
+//! [`config`] reads a model folder's `config.json`, [`weights`] its safetensors, [`model`] is
+//! the decoder written after mlx_lm's, [`decode`] the controlled loop and [`contract`] the
+//! per-step invariants it keeps.
+
+pub mod config;
+pub mod contract;
+pub mod decode;
 pub mod identity;
+pub mod model;
+pub mod weights;
+
+#[cfg(test)]
+mod reference_tests;

@@ -1,0 +1,294 @@
+//! The controlled decode loop: the leanest synchronous loop MLX allows.
+//!
+//! One forward over the whole prompt with the output head applied to the last position only,
+//! then one cached single-token forward per step. Every forward ends with `eval` on the argmax,
+//! the logits and every cache buffer, so nothing is queued past a step: no look-ahead, no
+//! `async_eval`, no `clear_cache`. The argmax is part of the evaluated graph (`mx.argmax`,
+//! lowest index on ties), so the next step's input is an evaluated array.
+//!
+//! Differences from stock (`mlx_lm.stream_generate`), on purpose: stock prefills `prompt[:-1]`
+//! (with the head at every position), then forwards the last prompt token alone, and always runs
+//! one unused look-ahead forward; this loop makes `1 + steps` model calls. Stock's greedy sampler
+//! takes the argmax of log-probabilities (`logits - logsumexp`), this loop of the logits; see
+//! `req/findings.md` for what that does to ties.
+//!
+//! Per step the loop records the position fed, the argmax, a monotonic stamp, and the graph
+//! build and evaluation times separately. Margins (fixed-continuation, reference-pair) and the
+//! contract checks read the logits on the host after the stamp; margins only after the last
+//! step, so no step's interval contains them.
+//!
+//! `poll` is called before the prompt forward and before every decode step; an `Err` from it
+//! ends the request there (the record is dropped: only complete requests are reported).
+
+use std::time::Instant;
+
+use decode_baseline_protocol::{RequestRecord, StepRecord};
+use mlx_rs::error::Exception;
+use mlx_rs::ops::indexing::argmax_axis;
+use mlx_rs::Array;
+
+use crate::contract::{top2, Boundary, Checker, ContractViolation};
+use crate::model::{KvCache, Model};
+
+/// Where the loop calls `poll`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// Before the single prompt forward (the prefill chunk, which is also the seed forward).
+    Prefill,
+    /// Before the decode step that feeds the token at `position`.
+    Step { position: u32 },
+}
+
+/// Why the loop failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    #[error("token id {id} at {what} index {index} is outside the vocabulary of {vocab}")]
+    TokenOutOfRange {
+        what: &'static str,
+        index: usize,
+        id: u32,
+        vocab: i32,
+    },
+    #[error("max_new_tokens must be at least 1")]
+    NoTokens,
+    #[error("mlx failed during {stage}")]
+    Mlx {
+        stage: &'static str,
+        #[source]
+        source: Exception,
+    },
+    #[error("failed to read logits or argmax at position {position}: {reason}")]
+    Logits { position: u32, reason: String },
+    #[error(transparent)]
+    Contract(#[from] ContractViolation),
+}
+
+/// How a request ended without completing.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError<E> {
+    /// `poll` refused to continue at this checkpoint.
+    #[error("request stopped before {at:?}")]
+    Aborted { at: Checkpoint, reason: E },
+    #[error(transparent)]
+    Failed(#[from] DecodeError),
+}
+
+/// Switches that do not change what is measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Check the per-step contract at every boundary (reads the logits on the host after the
+    /// stamp). Default: on in debug builds.
+    pub check_contract: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            check_contract: cfg!(debug_assertions),
+        }
+    }
+}
+
+/// A completed request. `record.index` and `record.phase` are left 0 and `None` for the caller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodeRun {
+    pub record: RequestRecord,
+    /// Top-1 minus top-2 of the logits at the prompt's last position (fixed-continuation and
+    /// reference-pair; the report's request record has no field for it yet).
+    pub first_token_margin: Option<f64>,
+    pub first_token_tie: Option<bool>,
+}
+
+enum Feed<'a> {
+    Greedy { steps: usize, stop: &'a [u32] },
+    Fixed(&'a [u32]),
+}
+
+/// Headline: greedy, `max_new_tokens` tokens (the first from the prompt forward, then
+/// `max_new_tokens - 1` cached steps), stopping early at a `stop` token; no margins.
+pub fn run_headline<E>(
+    model: &Model,
+    prompt: &[u32],
+    max_new_tokens: usize,
+    stop: &[u32],
+    options: Options,
+    poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
+) -> Result<DecodeRun, RunError<E>> {
+    let steps = max_new_tokens.checked_sub(1).ok_or(DecodeError::NoTokens)?;
+    run(model, prompt, Feed::Greedy { steps, stop }, false, options, poll)
+}
+
+/// Reference-pair: as headline, with the top-2 margin and tie flag of every step.
+pub fn run_reference<E>(
+    model: &Model,
+    prompt: &[u32],
+    max_new_tokens: usize,
+    stop: &[u32],
+    options: Options,
+    poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
+) -> Result<DecodeRun, RunError<E>> {
+    let steps = max_new_tokens.checked_sub(1).ok_or(DecodeError::NoTokens)?;
+    run(model, prompt, Feed::Greedy { steps, stop }, true, options, poll)
+}
+
+/// Fixed-continuation: the prompt forward, then one step per `continuation` token fed whatever
+/// was predicted; argmax, margin and tie per step.
+pub fn run_fixed<E>(
+    model: &Model,
+    prompt: &[u32],
+    continuation: &[u32],
+    options: Options,
+    poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
+) -> Result<DecodeRun, RunError<E>> {
+    check_ids(model, "continuation", continuation)?;
+    run(model, prompt, Feed::Fixed(continuation), true, options, poll)
+}
+
+fn check_ids(model: &Model, what: &'static str, ids: &[u32]) -> Result<(), DecodeError> {
+    let vocab = model.config().vocab_size;
+    match ids.iter().enumerate().find(|(_, &id)| id as i64 >= vocab as i64) {
+        Some((index, &id)) => Err(DecodeError::TokenOutOfRange { what, index, id, vocab }),
+        None => Ok(()),
+    }
+}
+
+fn mlx(stage: &'static str) -> impl FnOnce(Exception) -> DecodeError {
+    move |source| DecodeError::Mlx { stage, source }
+}
+
+fn ns(from: Instant, to: Instant) -> u64 {
+    to.duration_since(from).as_nanos() as u64
+}
+
+/// `eval` on the step's outputs and every cache buffer.
+fn eval_step(token: &Array, logits: &Array, cache: &[KvCache]) -> Result<(), Exception> {
+    mlx_rs::transforms::eval([token, logits].into_iter().chain(cache.iter().flat_map(KvCache::state)))
+}
+
+fn run<E>(
+    model: &Model,
+    prompt: &[u32],
+    feed: Feed<'_>,
+    margins: bool,
+    options: Options,
+    poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
+) -> Result<DecodeRun, RunError<E>> {
+    if prompt.is_empty() {
+        return Err(DecodeError::EmptyPrompt.into());
+    }
+    check_ids(model, "prompt", prompt)?;
+    let prompt_len = prompt.len() as u32;
+    let n_steps = match feed {
+        Feed::Greedy { steps, .. } => steps,
+        Feed::Fixed(c) => c.len(),
+    };
+    // Built before the clock starts: host-side input preparation is not part of the loop.
+    let prompt_ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
+    let prompt_ids = Array::from_slice(&prompt_ids, &[1, prompt.len() as i32]);
+    let mut checker = options.check_contract.then(Checker::new);
+    // Evaluated logits kept for the margins, read after the last step.
+    let mut kept: Vec<Array> = Vec::with_capacity(if margins { n_steps + 1 } else { 0 });
+    mlx_rs::memory::reset_peak_memory().map_err(mlx("reset_peak_memory"))?;
+
+    let start = Instant::now();
+    poll(Checkpoint::Prefill).map_err(|reason| RunError::Aborted { at: Checkpoint::Prefill, reason })?;
+    let t0 = Instant::now();
+    let mut cache = model.new_cache();
+    let logits = model.forward_last(&prompt_ids, &mut cache).map_err(mlx("prompt forward"))?;
+    let mut token = argmax_axis(&logits, -1, false).map_err(mlx("prompt argmax"))?;
+    eval_step(&token, &logits, &cache).map_err(mlx("prompt eval"))?;
+    let t1 = Instant::now();
+    let first_token = token
+        .try_item_exact::<u32>()
+        .map_err(|e| DecodeError::Logits { position: prompt_len, reason: e.to_string() })?;
+    let first_token_ns = ns(start, t1);
+    let prefill_dur_ns = ns(t0, t1);
+    if let Some(c) = checker.as_mut() {
+        c.check(&Boundary { position: prompt_len, produced: 1, t_ns: first_token_ns, argmax: first_token, logits: &logits, cache: &cache }).map_err(DecodeError::from)?;
+    }
+    if margins {
+        kept.push(logits);
+    }
+
+    let mut steps: Vec<StepRecord> = Vec::with_capacity(n_steps);
+    let mut previous_stamp = t1;
+    let mut finish_reason = "length";
+    let stopped = |t: u32| matches!(feed, Feed::Greedy { stop, .. } if stop.contains(&t));
+    if stopped(first_token) {
+        finish_reason = "stop";
+    }
+    while finish_reason == "length" && steps.len() < n_steps {
+        let k = steps.len();
+        let position = prompt_len + 1 + k as u32;
+        let at = Checkpoint::Step { position };
+        poll(at).map_err(|reason| RunError::Aborted { at, reason })?;
+        let s0 = Instant::now();
+        let input = match feed {
+            // The previous argmax: evaluated, already shaped [1, 1].
+            Feed::Greedy { .. } => token.clone(),
+            Feed::Fixed(c) => Array::from_slice(&c[k..k + 1], &[1, 1]),
+        };
+        let logits = model.forward(&input, &mut cache).map_err(mlx("step forward"))?;
+        token = argmax_axis(&logits, -1, false).map_err(mlx("step argmax"))?;
+        let s1 = Instant::now();
+        eval_step(&token, &logits, &cache).map_err(mlx("step eval"))?;
+        let s2 = Instant::now();
+        let argmax = token
+            .try_item_exact::<u32>()
+            .map_err(|e| DecodeError::Logits { position, reason: e.to_string() })?;
+        steps.push(StepRecord {
+            position,
+            argmax,
+            t_ns: ns(start, s2),
+            dur_ns: ns(previous_stamp, s2),
+            build_ns: Some(ns(s0, s1)),
+            eval_ns: Some(ns(s1, s2)),
+            margin: None,
+            tie: None,
+        });
+        previous_stamp = s2;
+        if let Some(c) = checker.as_mut() {
+            c.check(&Boundary { position, produced: k + 2, t_ns: ns(start, s2), argmax, logits: &logits, cache: &cache }).map_err(DecodeError::from)?;
+        }
+        if margins {
+            kept.push(logits);
+        }
+        if stopped(argmax) {
+            finish_reason = "stop";
+        }
+    }
+
+    let peak_memory_bytes = mlx_rs::memory::peak_memory().map_err(mlx("peak_memory"))? as u64;
+    let (mut first_token_margin, mut first_token_tie) = (None, None);
+    for (i, logits) in kept.iter().enumerate() {
+        let position = prompt_len + i as u32;
+        let top = top2(logits).map_err(|reason| DecodeError::Logits { position, reason })?;
+        if i == 0 {
+            first_token_margin = Some(top.margin());
+            first_token_tie = Some(top.tie());
+        } else {
+            steps[i - 1].margin = Some(top.margin());
+            steps[i - 1].tie = Some(top.tie());
+        }
+    }
+    let model_calls = 1 + steps.len() as u32;
+    Ok(DecodeRun {
+        record: RequestRecord {
+            index: 0,
+            phase: None,
+            prompt_len,
+            prefill_dur_ns,
+            first_token_ns,
+            first_token,
+            steps,
+            unused_forwards: 0,
+            model_calls,
+            peak_memory_bytes: Some(peak_memory_bytes),
+            finish_reason: finish_reason.to_owned(),
+        },
+        first_token_margin,
+        first_token_tie,
+    })
+}

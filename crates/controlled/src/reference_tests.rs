@@ -1,0 +1,299 @@
+//! Tests against MLX and mlx_lm themselves, on every fixture variant: the Rust model's logits
+//! compared bit for bit with mlx_lm's model and KVCache on the same inputs
+//! (`tools/fixture/reference_logits.py`), the greedy streams with mlx_lm's and stock's, the
+//! fixed-continuation argmaxes, the issue-2 weight slice (`tools/fixture/reference_slice.py`)
+//! and the MLX identity both processes report. Python runs as the repository's
+//! `.venv/bin/python`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mlx_rs::ops::indexing::{argmax_axis, take_axis};
+use mlx_rs::ops::{dequantize, matmul, transpose};
+use mlx_rs::{Array, Dtype};
+use sha2::{Digest, Sha256};
+
+use crate::contract::top2;
+use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options};
+use crate::model::Model;
+
+const VARIANTS: [&str; 4] = ["tiny-qwen3", "tiny-qwen3-tied", "tiny-qwen3-bf16", "tiny-qwen3-q4"];
+const PROMPT: [u32; 12] = [5, 17, 42, 100, 7, 300, 12, 9, 250, 61, 480, 3];
+const NEW_TOKENS: usize = 128;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    repo().join("fixtures").join(name)
+}
+
+fn python(args: &[&str]) -> String {
+    let out = Command::new(repo().join(".venv/bin/python"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run .venv/bin/python");
+    assert!(out.status.success(), "python {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn ids(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// 32 continuation tokens, spread over the ordinary ids.
+fn continuation() -> Vec<u32> {
+    (0..32u32).map(|i| (i * 97 + 11) % 509).collect()
+}
+
+struct Reference {
+    summary: serde_json::Value,
+    logits: HashMap<String, Array>,
+}
+
+fn reference(variant: &str, dir: &Path) -> Reference {
+    python(&[
+        "tools/fixture/reference_logits.py",
+        "--model-dir",
+        fixture(variant).to_str().unwrap(),
+        "--prompt",
+        &ids(&PROMPT),
+        "--steps",
+        &(NEW_TOKENS - 1).to_string(),
+        "--continuation",
+        &ids(&continuation()),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let summary = serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap()).unwrap();
+    let logits = Array::load_safetensors(dir.join("logits.safetensors")).unwrap();
+    Reference { summary, logits }
+}
+
+fn tokens(v: &serde_json::Value) -> Vec<u32> {
+    v.as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect()
+}
+
+/// A logits row as f32 (exact for bf16).
+fn row(a: &Array) -> Vec<f32> {
+    let f = a.as_dtype(Dtype::Float32).unwrap().reshape(&[-1]).unwrap();
+    f.eval().unwrap();
+    f.as_slice::<f32>().to_vec()
+}
+
+/// Maximum absolute difference, and whether every value has the same bits.
+fn compare(ours: &Array, theirs: &Array) -> (f32, bool) {
+    assert_eq!(ours.dtype(), theirs.dtype());
+    let (a, b) = (row(ours), row(theirs));
+    assert_eq!(a.len(), b.len());
+    let identical = a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits());
+    let max = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+    (max, identical)
+}
+
+fn never(_: Checkpoint) -> Result<(), ()> {
+    Ok(())
+}
+
+fn checked() -> Options {
+    Options { check_contract: true }
+}
+
+#[test]
+fn logits_and_streams_match_mlx_lm_on_every_variant() {
+    for variant in VARIANTS {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = reference(variant, tmp.path());
+        let model = Model::load(&fixture(variant)).unwrap();
+        let theirs = |k: &str| r.logits.get(k).unwrap_or_else(|| panic!("{variant}: no {k}"));
+
+        // The controlled structure, step by step, logits compared at every position.
+        let mut cache = model.new_cache();
+        let prompt: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
+        let prompt = Array::from_slice(&prompt, &[1, PROMPT.len() as i32]);
+        let logits = model.forward_last(&prompt, &mut cache).unwrap();
+        let (diff, identical) = compare(&logits, theirs("head_last"));
+        assert!(identical, "{variant}: prompt logits differ from mlx_lm's (max abs diff {diff})");
+        let mut token = argmax_axis(&logits, -1, false).unwrap();
+        let mut stream = vec![token.item_exact::<u32>()];
+        for k in 0..NEW_TOKENS - 1 {
+            let logits = model.forward(&token, &mut cache).unwrap();
+            token = argmax_axis(&logits, -1, false).unwrap();
+            let (diff, identical) = compare(&logits, theirs(&format!("greedy_{k}")));
+            assert!(identical, "{variant}: step {k} logits differ from mlx_lm's (max abs diff {diff})");
+            stream.push(token.item_exact::<u32>());
+        }
+        let greedy = tokens(&r.summary["greedy_tokens"]);
+        assert_eq!(stream, greedy, "{variant}: greedy stream");
+
+        // Stock's structures, for the findings: the head at every position, and the split prefill.
+        let full = model.forward(&prompt, &mut model.new_cache()).unwrap();
+        let l = PROMPT.len() as i32;
+        let full_last = mlx_rs::ops::indexing::TryIndexOp::try_index(&full, (.., l - 1, ..)).unwrap();
+        let (full_diff, full_same) = compare(&full_last, theirs("full_last"));
+        let (split_diff, split_same) = compare(theirs("head_last"), theirs("split_last"));
+        eprintln!(
+            "{variant}: controlled prompt logits vs mlx_lm head_last: identical; ours(head at all positions) vs \
+             mlx_lm full_last: identical={full_same} max_abs_diff={full_diff}; mlx_lm head_last vs stock split_last: \
+             identical={split_same} max_abs_diff={split_diff}"
+        );
+
+        // The loop itself, contract checked at every boundary: the same stream as mlx_lm's
+        // model and as stock's generate_step.
+        let run = run_reference(&model, &PROMPT, NEW_TOKENS, &[], checked(), &mut never).unwrap();
+        let ours: Vec<u32> = std::iter::once(run.record.first_token)
+            .chain(run.record.steps.iter().map(|s| s.argmax))
+            .collect();
+        assert_eq!(ours, greedy, "{variant}: reference-pair stream vs mlx_lm's model");
+        assert_eq!(ours, tokens(&r.summary["stock_tokens"]), "{variant}: reference-pair stream vs stock");
+        assert_eq!(run.record.model_calls as usize, NEW_TOKENS);
+        let positions: Vec<u32> = run.record.steps.iter().map(|s| s.position).collect();
+        assert_eq!(positions, (13..13 + 127).collect::<Vec<u32>>());
+        // Margins: recomputed from mlx_lm's logits.
+        for (k, s) in run.record.steps.iter().enumerate() {
+            let t = top2(theirs(&format!("greedy_{k}"))).unwrap();
+            assert_eq!((s.margin, s.tie), (Some(t.margin()), Some(t.tie())), "{variant}: step {k} margin");
+        }
+        let ties = run.record.steps.iter().filter(|s| s.tie == Some(true)).count();
+        eprintln!("{variant}: reference-pair ties: {ties}");
+
+        // Fixed-continuation: argmax equal to mlx_lm's at every fed step, logits identical.
+        let fixed = run_fixed(&model, &PROMPT, &continuation(), checked(), &mut never).unwrap();
+        let argmax: Vec<u32> = fixed.record.steps.iter().map(|s| s.argmax).collect();
+        assert_eq!(argmax, tokens(&r.summary["fixed_argmax"]), "{variant}: fixed-continuation argmax");
+        let mut cache = model.new_cache();
+        model.forward_last(&prompt, &mut cache).unwrap();
+        for (k, &t) in continuation().iter().enumerate() {
+            let logits = model.forward(&Array::from_slice(&[t], &[1, 1]), &mut cache).unwrap();
+            let (diff, identical) = compare(&logits, theirs(&format!("fixed_{k}")));
+            assert!(identical, "{variant}: fixed step {k} logits differ (max abs diff {diff})");
+        }
+
+        // Headline: 128 tokens, the same stream, no margins.
+        let head = run_headline(&model, &PROMPT, NEW_TOKENS, &[], checked(), &mut never).unwrap();
+        assert_eq!(head.record.steps.len(), NEW_TOKENS - 1);
+        assert!(head.record.steps.iter().all(|s| s.margin.is_none() && s.build_ns.is_some() && s.eval_ns.is_some()));
+        assert_eq!(head.record.steps.iter().map(|s| s.argmax).collect::<Vec<_>>(), greedy[1..]);
+    }
+}
+
+#[test]
+fn poll_aborts_before_the_step_it_refuses() {
+    let model = Model::load(&fixture("tiny-qwen3")).unwrap();
+    let mut seen = Vec::new();
+    let mut poll = |at: Checkpoint| {
+        seen.push(at);
+        if at == (Checkpoint::Step { position: 15 }) {
+            Err("cancelled")
+        } else {
+            Ok(())
+        }
+    };
+    let err = run_headline(&model, &PROMPT, NEW_TOKENS, &[], checked(), &mut poll).unwrap_err();
+    assert!(matches!(err, crate::decode::RunError::Aborted { at: Checkpoint::Step { position: 15 }, reason: "cancelled" }));
+    assert_eq!(seen, vec![Checkpoint::Prefill, Checkpoint::Step { position: 13 }, Checkpoint::Step { position: 14 }, Checkpoint::Step { position: 15 }]);
+    let err = run_headline(&model, &PROMPT, NEW_TOKENS, &[], checked(), &mut |_| Err(())).unwrap_err();
+    assert!(matches!(err, crate::decode::RunError::Aborted { at: Checkpoint::Prefill, .. }));
+}
+
+#[test]
+fn headline_stops_at_a_stop_token() {
+    let model = Model::load(&fixture("tiny-qwen3")).unwrap();
+    let full = run_headline(&model, &PROMPT, 16, &[], checked(), &mut never).unwrap();
+    let stop = full.record.steps[4].argmax;
+    let first = std::iter::once(full.record.first_token)
+        .chain(full.record.steps.iter().map(|s| s.argmax))
+        .position(|t| t == stop)
+        .unwrap();
+    let stopped = run_headline(&model, &PROMPT, 16, &[stop], checked(), &mut never).unwrap();
+    assert_eq!(stopped.record.finish_reason, "stop");
+    assert_eq!(stopped.record.model_calls as usize, first + 1);
+    assert_eq!(full.record.finish_reason, "length");
+}
+
+#[test]
+fn out_of_vocabulary_ids_are_refused() {
+    let model = Model::load(&fixture("tiny-qwen3")).unwrap();
+    let err = run_fixed(&model, &PROMPT, &[3, 512], checked(), &mut never).unwrap_err();
+    assert!(err.to_string().contains("continuation index 1"), "{err}");
+    let err = run_headline(&model, &[], 4, &[], checked(), &mut never).unwrap_err();
+    assert!(err.to_string().contains("empty"), "{err}");
+}
+
+/// Issue 2, "Must show" 1: the same weight slice in Rust and in Python, bit for bit.
+#[test]
+fn weight_slice_matches_python_on_every_variant() {
+    for variant in VARIANTS {
+        let dir = fixture(variant);
+        let expected: serde_json::Value = serde_json::from_str(&python(&[
+            "tools/fixture/reference_slice.py",
+            "--model-dir",
+            dir.to_str().unwrap(),
+            "--ids",
+            "1,2,3",
+        ]))
+        .unwrap();
+        let config = crate::config::ModelConfig::load(&dir).unwrap();
+        let w = Array::load_safetensors(dir.join("model.safetensors")).unwrap();
+        let dense = |prefix: &str| {
+            let weight = &w[&format!("{prefix}.weight")];
+            match (w.get(&format!("{prefix}.scales")), config.quantization) {
+                (Some(scales), Some(q)) => {
+                    dequantize(weight, scales, &w[&format!("{prefix}.biases")], q.group_size, q.bits).unwrap()
+                }
+                _ => weight.clone(),
+            }
+        };
+        let x = take_axis(dense("model.embed_tokens"), Array::from_slice(&[1i32, 2, 3], &[3]), 0).unwrap();
+        let y = matmul(&x, transpose(dense("model.layers.0.self_attn.q_proj")).unwrap()).unwrap();
+        let a = argmax_axis(&y, -1, false).unwrap();
+        mlx_rs::transforms::eval([&x, &y, &a]).unwrap();
+        let dtype = match x.dtype() {
+            Dtype::Float32 => "float32",
+            Dtype::Bfloat16 => "bfloat16",
+            other => panic!("{variant}: unexpected dtype {other:?}"),
+        };
+        assert_eq!(expected["dtype"], dtype, "{variant}");
+        assert_eq!(expected["embedding_sha256"], sha256_raw(&x), "{variant}: embedding");
+        assert_eq!(expected["projection_sha256"], sha256_raw(&y), "{variant}: projection");
+        let argmax: Vec<u64> = a.as_slice::<u32>().iter().map(|&v| v as u64).collect();
+        assert_eq!(expected["argmax"], serde_json::json!(argmax), "{variant}: argmax");
+    }
+}
+
+fn sha256_raw(a: &Array) -> String {
+    let bytes: Vec<u8> = match a.dtype() {
+        Dtype::Float32 => a.as_slice::<f32>().iter().flat_map(|v| v.to_le_bytes()).collect(),
+        Dtype::Bfloat16 => {
+            let bits = a.view::<u16>().unwrap();
+            bits.eval().unwrap();
+            bits.as_slice::<u16>().iter().flat_map(|v| v.to_le_bytes()).collect()
+        }
+        other => panic!("unexpected dtype {other:?}"),
+    };
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// This process and Python's mlx map the very same libmlx, of the same version.
+#[test]
+fn identity_matches_python() {
+    let out = python(&[
+        "-c",
+        "import mlx.core as mx, os\n\
+         print(mx.__version__)\n\
+         print(next(os.path.realpath(l.split()[5]) for l in open('/proc/self/maps') \
+         if len(l.split()) > 5 and l.split()[5].endswith('/libmlx.so')))",
+    ]);
+    let mut lines = out.lines();
+    let (version, path) = (lines.next().unwrap(), lines.next().unwrap());
+    assert_eq!(crate::identity::mlx_version().unwrap(), version);
+    let ours = crate::identity::libmlx_path().unwrap();
+    assert_eq!(ours, PathBuf::from(path));
+    assert_eq!(
+        crate::identity::sha256_file(&ours).unwrap(),
+        crate::identity::sha256_file(Path::new(path)).unwrap()
+    );
+}
