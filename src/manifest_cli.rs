@@ -1,13 +1,478 @@
-//! Not yet built: see the open issues.
+//! `decode-baseline manifest`: maintain `workloads.json` without hand-editing it.
+//!
+//! * `add-case` pins a model folder as a case: its files and their SHA-256, architecture and
+//!   dtype from config.json and the safetensors headers, the stop set and the canonical prompts
+//!   through the pinned environment's tokenizer (`tools/manifest/derive_case.py`), and the
+//!   cells that measure it.
+//! * `pin` re-hashes the worker sources and the installed environment into the manifest and
+//!   writes the manifest's own digest beside it (`workloads.json.sha256`).
+//!
+//! Both write atomically (a temp file in the same folder, then a rename), the manifest first and
+//! the pin second: an interruption between the two leaves a stale pin, which the guard reports
+//! and a rerun of `pin` repairs. See `req/manifest.md`.
 
-use decode_baseline_protocol::ExitCode;
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fs,
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{bail, ensure, Context};
+use decode_baseline_protocol::{
+    installed::{mlx_dir_override, venv_dir, Installed},
+    job::token_ids_sha256,
+    manifest::{Case, Cell, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
+    pins::{self, case_files, environment_pins, is_path_safe_id, load_manifest, pin_path, pin_text, worker_sources},
+    ExitCode, Mode, RunPolicy,
+};
+use serde::Deserialize;
+
+use crate::guard::{chain, locate_manifest, MANIFEST_NAME};
+
+/// The canonical prompt lengths every case gets: a short prompt and L=512.
+pub const PROMPT_LENGTHS: [usize; 2] = [16, 512];
+
+/// The helper that derives stop sets and prompts, relative to the repository.
+pub const DERIVE_CASE: &str = "tools/manifest/derive_case.py";
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ManifestCommand {
-    /// Re-pin the manifest.
-    Pin,
+    /// Add a model folder as a case (files, digests, stop set, prompts, cells). Creates the
+    /// manifest if there is none. Run `manifest pin` afterwards.
+    AddCase(AddCaseArgs),
+    /// Re-hash the worker sources and the installed environment into the manifest, and write
+    /// the manifest's digest beside it.
+    Pin(PinArgs),
 }
 
-pub fn run(_command: ManifestCommand) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`manifest` is not built yet")
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PromptSource {
+    /// A fixed English text, encoded and truncated (real tokenizers).
+    Text,
+    /// Ids drawn by a counter-mode hash from the ordinary vocabulary (the fixtures).
+    Seeded,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CellSet {
+    /// Every mode on every prompt of the case.
+    All,
+    /// Every mode on the short prompt only.
+    Short,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AddCaseArgs {
+    /// The case id (letters, digits, `-`, `_`, `.`); prompts are named `<id>-L16`, `<id>-L512`.
+    #[arg(long)]
+    pub id: String,
+    /// The model folder (config.json, *.safetensors, tokenizer files). Inside the repository it
+    /// is recorded relative to it; outside, by its absolute path, every file pinned.
+    #[arg(long)]
+    pub model_dir: PathBuf,
+    /// Where the canonical prompt ids come from (see tools/manifest/derive_case.py).
+    #[arg(long, value_enum, default_value = "text")]
+    pub prompt_source: PromptSource,
+    /// Which cells a full run covers for this case.
+    #[arg(long, value_enum, default_value = "all")]
+    pub cells: CellSet,
+    /// Replace an existing case of this id (with its prompts and cells).
+    #[arg(long)]
+    pub replace: bool,
+    /// The manifest. Default: the nearest workloads.json at or above the current folder.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PinArgs {
+    /// The manifest. Default: the nearest workloads.json at or above the current folder.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+}
+
+pub fn run(command: ManifestCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ManifestCommand::AddCase(args) => add_case(args),
+        ManifestCommand::Pin(args) => pin(args),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// pin
+// ---------------------------------------------------------------------------------------------
+
+fn installed(repo: &Path) -> anyhow::Result<Installed> {
+    let venv = venv_dir(repo);
+    ensure!(venv.is_dir(), "no environment at {} (provision it with `python3 tools/env/provision.py`)", venv.display());
+    Installed::locate(&venv, mlx_dir_override().as_deref())
+        .with_context(|| format!("failed to locate the installed environment in {}", venv.display()))
+}
+
+fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
+    let (repo, manifest_path) = locate_manifest(args.manifest.as_deref())?;
+    let (mut manifest, _) = load_manifest(&manifest_path).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    let installed = installed(&repo)?;
+    manifest.worker_sources = worker_sources(&repo).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    manifest.environment = environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    for (set, files) in [("stock", &manifest.worker_sources.stock), ("controlled", &manifest.worker_sources.controlled)] {
+        if files.is_empty() {
+            eprintln!("manifest pin: warning: no {set} worker source matches the rule; the guard will fail");
+        }
+    }
+    let bytes = write_manifest(&manifest_path, &manifest)?;
+    let pin = pin_path(&manifest_path);
+    write_atomically(&pin, pin_text(&manifest_path, &bytes).as_bytes())?;
+    println!(
+        "manifest pin: {} sha256 {} ({} stock + {} controlled worker sources, mlx {} / mlx_lm {} at {})",
+        manifest_path.display(),
+        decode_baseline_protocol::Sha256Digest::of_bytes(&bytes),
+        manifest.worker_sources.stock.len(),
+        manifest.worker_sources.controlled.len(),
+        manifest.environment.mlx_version,
+        manifest.environment.mlx_lm_version,
+        installed.venv.display(),
+    );
+    Ok(ExitCode::Ok)
+}
+
+// ---------------------------------------------------------------------------------------------
+// add-case
+// ---------------------------------------------------------------------------------------------
+
+/// What `derive_case.py` prints.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Derived {
+    stop_ids: Vec<u32>,
+    prompt_source: String,
+    prompts: Vec<DerivedPrompt>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DerivedPrompt {
+    length: usize,
+    ids: Vec<u32>,
+    continuation: Vec<u32>,
+}
+
+fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
+    ensure!(is_path_safe_id(&args.id), "case id {:?} is not path-safe (letters, digits, `-`, `_`, `.`)", args.id);
+    let (repo, manifest_path) = match args.manifest.as_deref() {
+        Some(path) => locate_manifest(Some(path))?,
+        None => match locate_manifest(None) {
+            Ok(found) => found,
+            Err(_) => {
+                let cwd = std::env::current_dir()?;
+                (cwd.clone(), cwd.join(MANIFEST_NAME))
+            }
+        },
+    };
+    let installed = installed(&repo)?;
+    let mut manifest = if manifest_path.exists() {
+        let (manifest, _) = load_manifest(&manifest_path).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+        // The stop set and the prompt ids must come from the environment the manifest pins.
+        let failures = pins::check_installed(&installed, &manifest.environment);
+        if !failures.is_empty() {
+            for failure in &failures {
+                eprintln!("manifest add-case: {}", chain(failure));
+            }
+            bail!("the installed environment at {} is not the one the manifest pins", installed.venv.display());
+        }
+        manifest
+    } else {
+        eprintln!("manifest add-case: creating {}", manifest_path.display());
+        Manifest {
+            schema_version: MANIFEST_SCHEMA_VERSION,
+            cases: BTreeMap::new(),
+            prompts: BTreeMap::new(),
+            cells: Vec::new(),
+            run_policy: RunPolicy::frozen(),
+            worker_sources: WorkerSources { stock: BTreeMap::new(), controlled: BTreeMap::new() },
+            environment: environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?,
+        }
+    };
+
+    if manifest.cases.contains_key(&args.id) {
+        ensure!(args.replace, "case {:?} is already in {}; pass --replace to replace it", args.id, manifest_path.display());
+        manifest.cases.remove(&args.id);
+        manifest.prompts.retain(|_, prompt| prompt.case != args.id);
+        manifest.cells.retain(|cell| cell.case != args.id);
+    }
+
+    let model_dir = args
+        .model_dir
+        .canonicalize()
+        .with_context(|| format!("failed to resolve the model folder {}", args.model_dir.display()))?;
+    ensure!(model_dir.is_dir(), "{} is not a folder", model_dir.display());
+    let recorded_path = match repo.canonicalize().ok().and_then(|root| model_dir.strip_prefix(root).ok().map(Path::to_owned)) {
+        Some(rel) => PathBuf::from(rel.to_str().context("the model folder's path is not UTF-8")?),
+        None => model_dir.clone(),
+    };
+    let files = case_files(&model_dir).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    ensure!(files.contains_key("config.json"), "{} has no config.json", model_dir.display());
+    let weights: Vec<&String> = files.keys().filter(|name| name.ends_with(".safetensors")).collect();
+    ensure!(!weights.is_empty(), "{} has no *.safetensors file", model_dir.display());
+
+    let config: serde_json::Value = read_json(&model_dir.join("config.json"))?;
+    let architecture = config["model_type"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .with_context(|| format!("{}: no `model_type`", model_dir.join("config.json").display()))?
+        .to_owned();
+    let dtype = derive_dtype(&config, &weights.iter().map(|w| model_dir.join(w)).collect::<Vec<_>>())?;
+
+    let steps = manifest.run_policy.fixed_continuation_steps as usize;
+    let derived = derive(&installed, &repo, &model_dir, args.prompt_source, steps)?;
+    ensure!(!derived.stop_ids.is_empty(), "the tokenizer resolves an empty stop set for {}", model_dir.display());
+
+    let mut prompt_ids = Vec::new();
+    for length in PROMPT_LENGTHS {
+        let derived_prompt = derived
+            .prompts
+            .iter()
+            .find(|p| p.length == length)
+            .with_context(|| format!("derive_case.py gave no prompt of length {length}"))?;
+        ensure!(
+            derived_prompt.ids.len() == length && derived_prompt.continuation.len() == steps,
+            "derive_case.py gave {} prompt ids and {} continuation ids for L={length} (expected {length} and {steps})",
+            derived_prompt.ids.len(),
+            derived_prompt.continuation.len()
+        );
+        let prompt_id = format!("{}-L{length}", args.id);
+        ensure!(!manifest.prompts.contains_key(&prompt_id), "prompt id {prompt_id:?} is already used by another case");
+        manifest.prompts.insert(
+            prompt_id.clone(),
+            Prompt {
+                case: args.id.clone(),
+                sha256: token_ids_sha256(&derived_prompt.ids),
+                ids: derived_prompt.ids.clone(),
+                continuation_sha256: token_ids_sha256(&derived_prompt.continuation),
+                continuation: derived_prompt.continuation.clone(),
+            },
+        );
+        prompt_ids.push(prompt_id);
+    }
+    let cell_prompts = match args.cells {
+        CellSet::All => &prompt_ids[..],
+        CellSet::Short => &prompt_ids[..1],
+    };
+    for prompt in cell_prompts {
+        for mode in [Mode::Headline, Mode::FixedContinuation, Mode::ReferencePair] {
+            manifest.cells.push(Cell { case: args.id.clone(), prompt: prompt.clone(), mode });
+        }
+    }
+    manifest.cases.insert(
+        args.id.clone(),
+        Case { path: recorded_path.clone(), architecture, dtype, files, stop_ids: derived.stop_ids.clone() },
+    );
+
+    write_manifest(&manifest_path, &manifest)?;
+    let case = &manifest.cases[&args.id];
+    println!(
+        "manifest add-case: {} at {}: {} {}, {} files, stop set {:?}, prompts {} ({} source), {} cells; run `decode-baseline manifest pin` next",
+        args.id,
+        recorded_path.display(),
+        case.architecture,
+        case.dtype,
+        case.files.len(),
+        case.stop_ids,
+        prompt_ids.join(", "),
+        derived.prompt_source,
+        cell_prompts.len() * 3,
+    );
+    Ok(ExitCode::Ok)
+}
+
+/// Runs `derive_case.py` with the environment's interpreter.
+fn derive(installed: &Installed, repo: &Path, model_dir: &Path, source: PromptSource, steps: usize) -> anyhow::Result<Derived> {
+    let python = installed.venv.join("bin/python");
+    let script = repo.join(DERIVE_CASE);
+    let lengths = PROMPT_LENGTHS.map(|l| l.to_string()).join(",");
+    let source = match source {
+        PromptSource::Text => "text",
+        PromptSource::Seeded => "seeded",
+    };
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg("--model-dir")
+        .arg(model_dir)
+        .args(["--lengths", &lengths, "--continuation", &steps.to_string(), "--prompt-source", source])
+        .env("HF_HUB_OFFLINE", "1")
+        .env("TRANSFORMERS_OFFLINE", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .with_context(|| format!("failed to run {} {}", python.display(), script.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} failed ({}): {}",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("failed to parse the output of {}: {:?}", script.display(), String::from_utf8_lossy(&out.stdout)))
+}
+
+fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let bytes = fs::read(path).with_context(|| format!("failed to read {}", path.display()))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("failed to parse {}", path.display()))
+}
+
+/// The case's dtype: for a quantized model `<mode>-q<bits>-g<group_size>` from config.json's
+/// `quantization` (mode `affine` when absent, as mlx_lm assumes); otherwise the floating-point
+/// dtypes of the tensors in the safetensors headers (`float32`, `bfloat16`, `float16`; several
+/// joined by `+`), which is what is on disk whatever `torch_dtype` claims.
+pub fn derive_dtype(config: &serde_json::Value, weights: &[PathBuf]) -> anyhow::Result<String> {
+    let quant = &config["quantization"];
+    if quant.is_object() {
+        let bits = quant["bits"].as_u64().context("config.json: quantization.bits is not a number")?;
+        let group = quant["group_size"].as_u64().context("config.json: quantization.group_size is not a number")?;
+        let mode = quant["mode"].as_str().unwrap_or("affine");
+        return Ok(format!("{mode}-q{bits}-g{group}"));
+    }
+    let mut dtypes = BTreeSet::new();
+    for path in weights {
+        for dtype in safetensors_dtypes(path)? {
+            let name = match dtype.as_str() {
+                "F32" => "float32",
+                "BF16" => "bfloat16",
+                "F16" => "float16",
+                "F64" => "float64",
+                _ => continue,
+            };
+            dtypes.insert(name);
+        }
+    }
+    ensure!(!dtypes.is_empty(), "no floating-point tensor in the safetensors files");
+    Ok(dtypes.into_iter().collect::<Vec<_>>().join("+"))
+}
+
+/// The dtypes of the tensors of a safetensors file, from its header (an 8-byte little-endian
+/// length, then that much JSON: tensor name to `{dtype, shape, data_offsets}`).
+pub fn safetensors_dtypes(path: &Path) -> anyhow::Result<BTreeSet<String>> {
+    let mut file = fs::File::open(path).with_context(|| format!("failed to open {}", path.display()))?;
+    let mut len = [0u8; 8];
+    file.read_exact(&mut len).with_context(|| format!("failed to read the header length of {}", path.display()))?;
+    let len = u64::from_le_bytes(len);
+    ensure!(len <= 100 << 20, "{}: safetensors header of {len} bytes is implausible", path.display());
+    let mut header = vec![0u8; len as usize];
+    file.read_exact(&mut header).with_context(|| format!("failed to read the header of {}", path.display()))?;
+    let header: BTreeMap<String, serde_json::Value> =
+        serde_json::from_slice(&header).with_context(|| format!("failed to parse the header of {}", path.display()))?;
+    Ok(header
+        .iter()
+        .filter(|(name, _)| *name != "__metadata__")
+        .filter_map(|(_, tensor)| tensor["dtype"].as_str().map(str::to_owned))
+        .collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------
+
+/// The manifest as written: pretty JSON (two-space indent, fields in declaration order) with
+/// arrays of numbers kept on one line, and a final newline.
+pub fn manifest_json(manifest: &Manifest) -> String {
+    collapse_number_arrays(&serde_json::to_string_pretty(manifest).expect("a manifest serializes"))
+}
+
+/// Rewrites serde_json's pretty output so that an array whose items are all numbers sits on
+/// one line (`[1, 2, 3]`); everything else is left as it was.
+fn collapse_number_arrays(pretty: &str) -> String {
+    let mut out = String::with_capacity(pretty.len());
+    let lines: Vec<&str> = pretty.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line.ends_with('[') {
+            // Find the closing bracket; collapse if everything between is a number.
+            let mut j = i + 1;
+            let mut items = Vec::new();
+            while j < lines.len() {
+                let item = lines[j].trim();
+                if item == "]" || item == "]," {
+                    break;
+                }
+                let number = item.strip_suffix(',').unwrap_or(item);
+                if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b'.') {
+                    items.clear();
+                    j = usize::MAX;
+                    break;
+                }
+                items.push(number);
+                j += 1;
+            }
+            if j < lines.len() {
+                out.push_str(line);
+                out.push_str(&items.join(", "));
+                out.push_str(lines[j].trim());
+                out.push('\n');
+                i = j + 1;
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+        i += 1;
+    }
+    out
+}
+
+/// Writes the manifest atomically and returns the bytes written.
+fn write_manifest(path: &Path, manifest: &Manifest) -> anyhow::Result<Vec<u8>> {
+    let text = manifest_json(manifest);
+    // What is written must read back as the same manifest.
+    let reparsed: Manifest = serde_json::from_str(&text).context("the written manifest does not parse back")?;
+    ensure!(reparsed == *manifest, "the written manifest does not read back as the same manifest");
+    write_atomically(path, text.as_bytes())?;
+    Ok(text.into_bytes())
+}
+
+/// Writes `bytes` to `path` through a temp file in the same folder and a rename, so a reader
+/// sees the old file or the new one, never a part.
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().context("the target has no folder")?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("failed to create a temp file in {}", dir.display()))?;
+    temp.write_all(bytes).with_context(|| format!("failed to write {}", temp.path().display()))?;
+    temp.as_file().sync_all().with_context(|| format!("failed to sync {}", temp.path().display()))?;
+    temp.persist(path).with_context(|| format!("failed to rename into {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_arrays_are_kept_on_one_line_and_the_rest_is_pretty() {
+        let value = serde_json::json!({"a": [1, 2, 3], "b": [{"c": [4]}], "d": [], "e": ["x", "y"]});
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        let collapsed = collapse_number_arrays(&pretty);
+        assert_eq!(
+            collapsed,
+            "{\n  \"a\": [1, 2, 3],\n  \"b\": [\n    {\n      \"c\": [4]\n    }\n  ],\n  \"d\": [],\n  \"e\": [\n    \"x\",\n    \"y\"\n  ]\n}\n"
+        );
+        let back: serde_json::Value = serde_json::from_str(&collapsed).unwrap();
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn safetensors_header_dtypes_and_quantization_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.safetensors");
+        let header = br#"{"__metadata__":{"format":"mlx"},"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]},"b":{"dtype":"U32","shape":[1],"data_offsets":[2,6]}}"#;
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(header);
+        bytes.extend_from_slice(&[0; 6]);
+        fs::write(&path, bytes).unwrap();
+        let config = serde_json::json!({"model_type": "qwen3"});
+        assert_eq!(derive_dtype(&config, std::slice::from_ref(&path)).unwrap(), "bfloat16");
+        let quantized = serde_json::json!({"quantization": {"bits": 4, "group_size": 64}});
+        assert_eq!(derive_dtype(&quantized, &[path]).unwrap(), "affine-q4-g64");
+    }
 }
