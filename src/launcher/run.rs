@@ -9,7 +9,8 @@ use anyhow::Context;
 use decode_baseline_protocol::{
     report::Status,
     session::{SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION},
-    ExitCode, Sha256Digest,
+    pins::{self, PinError},
+    ExitCode,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -40,7 +41,14 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let resolved = session_job::load(&args.job)?;
-    let loaded = load_manifest(&resolved.manifest_path)?;
+    let loaded = match load_manifest(&resolved.manifest_path) {
+        Ok(loaded) => loaded,
+        Err(err @ (PinError::ManifestPin { .. } | PinError::PinRead { .. } | PinError::PinFormat { .. })) => {
+            eprintln!("decode-baseline: {err}; run `decode-baseline guard` for every check");
+            return Ok(ExitCode::GuardMismatch);
+        }
+        Err(err) => return Err(err.into()),
+    };
     let cells = session_job::select_cells(&resolved, &loaded.manifest)?;
     let runs = plan::plan(&resolved.job, &cells);
     let repo = repo_root();
@@ -221,11 +229,12 @@ fn expected_requests(job: &decode_baseline_protocol::WorkerJob) -> u32 {
     }
 }
 
-fn load_manifest(path: &Path) -> anyhow::Result<LoadedManifest> {
-    let bytes = std::fs::read(path).with_context(|| format!("failed to read manifest {}", path.display()))?;
-    let manifest = serde_json::from_slice(&bytes).with_context(|| format!("invalid manifest {}", path.display()))?;
-    let path = path.canonicalize().with_context(|| format!("failed to resolve {}", path.display()))?;
-    Ok(LoadedManifest { path, sha256: Sha256Digest::of_bytes(&bytes), manifest })
+/// Reads the manifest and checks it against its pin; the workers check everything else it pins.
+fn load_manifest(path: &Path) -> Result<LoadedManifest, PinError> {
+    let (manifest, bytes) = pins::load_manifest(path)?;
+    let sha256 = pins::verify_pin(path, &bytes)?;
+    let path = path.canonicalize().map_err(|source| PinError::ManifestRead { path: path.to_owned(), source })?;
+    Ok(LoadedManifest { path, sha256, manifest })
 }
 
 /// Creates `<root>/<id>`, refusing to reuse an existing folder. The root itself may be created.

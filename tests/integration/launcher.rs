@@ -6,6 +6,7 @@ use std::{
     process::{Command, Output},
 };
 
+use decode_baseline_protocol::pins;
 use serde_json::{json, Value};
 
 use crate::util::{binary, repo_root, run, stderr};
@@ -35,7 +36,10 @@ impl Scratch {
             "environment": {"lock_sha256": ZERO, "mlx_version": "0.32.2", "mlx_lm_version": "0.32.2",
                 "mlx_lm_freeze_sha256": ZERO, "libmlx_sha256": ZERO}
         });
-        std::fs::write(dir.path().join("manifest.json"), manifest.to_string()).unwrap();
+        let manifest_path = dir.path().join("manifest.json");
+        let bytes = manifest.to_string().into_bytes();
+        std::fs::write(&manifest_path, &bytes).unwrap();
+        std::fs::write(pins::pin_path(&manifest_path), pins::pin_text(&manifest_path, &bytes)).unwrap();
         let scratch = Scratch { dir };
         scratch.write_job(json!({
             "schema_version": 1, "manifest": "manifest.json", "adapters": ["stock"],
@@ -207,6 +211,19 @@ fn an_unwritable_output_root_is_refused() {
     assert_eq!(code(&out), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("output_root"), "{}", stderr(&out));
     assert_eq!(std::fs::read(root.join("out")).unwrap(), b"a file where the output root should be");
+}
+
+#[test]
+fn a_manifest_edited_without_re_pinning_is_refused_before_anything_runs() {
+    let s = Scratch::new();
+    let manifest = s.path().join("manifest.json");
+    let edited = std::fs::read_to_string(&manifest).unwrap().replace("\"max_new_tokens\":4", "\"max_new_tokens\":5");
+    assert!(edited.contains("\"max_new_tokens\":5"), "the edit took");
+    std::fs::write(&manifest, edited).unwrap();
+    let out = run(&mut s.launcher("no_report.sh"));
+    assert_eq!(code(&out), Some(6), "{}", stderr(&out));
+    assert!(stderr(&out).contains("manifest.json.sha256"), "{}", stderr(&out));
+    assert!(!s.path().join("out").exists(), "nothing may be created");
 }
 
 #[test]
