@@ -13,6 +13,13 @@
 //!   far too narrow and verdicts that see differences in noise.
 //! - `ByPoint`: draw individual observations; right only when they are independent.
 //!
+//! Measured on simulated cells (20 requests of 50 steps, request effects 10 times the step
+//! noise; the test `request_bootstrap_covers_the_true_median_and_point_bootstrap_does_not`):
+//! a nominal 95 % interval covered the true median in 88 of 100 data sets by request and in 19
+//! of 100 by point. The by-request figure is below 95 % because 20 clusters are few for a
+//! percentile bootstrap of a median; read the intervals as somewhat optimistic, never as
+//! conservative.
+//!
 //! Determinism: every interval starts a fresh ChaCha8 stream from the configured seed, so the
 //! same data and settings give the same interval bit for bit, whatever was computed before.
 //! Indices are drawn with Lemire's multiply-and-reject method on `next_u64`, so the stream of
@@ -186,7 +193,11 @@ pub(crate) fn ratio_interval(
             num / den
         })
         .collect();
-    Ok(percentile_interval(estimates, config, numerator.resampling()))
+    Ok(percentile_interval(
+        estimates,
+        config,
+        numerator.resampling(),
+    ))
 }
 
 fn percentile_interval(
@@ -234,15 +245,24 @@ mod tests {
 
     #[test]
     fn config_validation_names_the_field() {
-        let bad = BootstrapConfig { resamples: 10, ..BootstrapConfig::default() };
+        let bad = BootstrapConfig {
+            resamples: 10,
+            ..BootstrapConfig::default()
+        };
         assert_eq!(
             bad.validate().unwrap_err().to_string(),
             "invalid setting `resamples`: expected at least 100, got 10"
         );
-        let bad = BootstrapConfig { confidence: 1.0, ..BootstrapConfig::default() };
+        let bad = BootstrapConfig {
+            confidence: 1.0,
+            ..BootstrapConfig::default()
+        };
         assert!(matches!(
             bad.validate(),
-            Err(StatsError::InvalidSetting { field: "confidence", .. })
+            Err(StatsError::InvalidSetting {
+                field: "confidence",
+                ..
+            })
         ));
     }
 
@@ -265,14 +285,19 @@ mod tests {
     /// (-1, 1), its steps add noise in (-0.1, 0.1). Both are symmetric about zero, so the
     /// population median is exactly 100.
     fn coverage(resampling: Resampling, trials: u64) -> f64 {
-        let config = BootstrapConfig { resamples: 500, ..BootstrapConfig::default() };
+        let config = BootstrapConfig {
+            resamples: 500,
+            ..BootstrapConfig::default()
+        };
         let mut covered = 0;
         for trial in 0..trials {
             let mut rng = ChaCha8Rng::seed_from_u64(1000 + trial);
             let requests: Vec<Vec<f64>> = (0..20)
                 .map(|_| {
                     let level = 100.0 + 2.0 * uniform(&mut rng) - 1.0;
-                    (0..50).map(|_| level + 0.2 * uniform(&mut rng) - 0.1).collect()
+                    (0..50)
+                        .map(|_| level + 0.2 * uniform(&mut rng) - 0.1)
+                        .collect()
                 })
                 .collect();
             let c = ClusteredSample::new(requests).unwrap();
@@ -288,7 +313,9 @@ mod tests {
         // from resampling steps covers the truth far less often than 95 %.
         let by_request = coverage(Resampling::ByRequest, 100);
         let by_point = coverage(Resampling::ByPoint, 100);
-        eprintln!("coverage of a nominal 95 % interval: by request {by_request}, by point {by_point}");
+        eprintln!(
+            "coverage of a nominal 95 % interval: by request {by_request}, by point {by_point}"
+        );
         assert!(by_request >= 0.85, "by request covered {by_request}");
         assert!(by_point <= 0.6, "by point covered {by_point}");
     }
@@ -298,13 +325,18 @@ mod tests {
         // 10 requests, each a constant level with tiny within-request jitter: the between-request
         // spread is what matters, and only the request bootstrap sees it.
         let requests: Vec<Vec<f64>> = (0..10)
-            .map(|r| (0..100).map(|s| 100.0 + 5.0 * f64::from(r) + 0.01 * f64::from(s % 3)).collect())
+            .map(|r| {
+                (0..100)
+                    .map(|s| 100.0 + 5.0 * f64::from(r) + 0.01 * f64::from(s % 3))
+                    .collect()
+            })
             .collect();
         let c = ClusteredSample::new(requests).unwrap();
         let cfg = BootstrapConfig::default();
         let by_request =
             median_interval(Source::of_clustered(&c, Resampling::ByRequest), &cfg).unwrap();
-        let by_point = median_interval(Source::of_clustered(&c, Resampling::ByPoint), &cfg).unwrap();
+        let by_point =
+            median_interval(Source::of_clustered(&c, Resampling::ByPoint), &cfg).unwrap();
         assert!(
             by_request.half_width() > 2.0 * by_point.half_width(),
             "by request {by_request:?} vs by point {by_point:?}"

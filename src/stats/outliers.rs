@@ -86,13 +86,19 @@ mod tests {
         x.extend([-20.0, 14.0, 30.0]);
         let o = TukeyOutliers::of(&Sample::new(x).unwrap());
         assert_eq!((o.q1, o.q3), (2.75, 8.25));
-        assert_eq!((o.low_severe, o.low_mild, o.high_mild, o.high_severe), (1, 0, 0, 1));
+        assert_eq!(
+            (o.low_severe, o.low_mild, o.high_mild, o.high_severe),
+            (1, 0, 0, 1)
+        );
 
         // Replace 30 by 20: above 16.5, below 24.75 → high mild.
         let mut x: Vec<f64> = (1..=9).map(f64::from).collect();
         x.extend([-20.0, 14.0, 20.0]);
         let o = TukeyOutliers::of(&Sample::new(x).unwrap());
-        assert_eq!((o.low_severe, o.low_mild, o.high_mild, o.high_severe), (1, 0, 1, 0));
+        assert_eq!(
+            (o.low_severe, o.low_mild, o.high_mild, o.high_severe),
+            (1, 0, 1, 0)
+        );
         assert_eq!(o.total(), 2);
     }
 

@@ -8,7 +8,10 @@ use proptest::prelude::*;
 /// Bootstrap settings kept small so that hundreds of cases run fast; the properties do not
 /// depend on `B`.
 fn quick() -> BootstrapConfig {
-    BootstrapConfig { resamples: 200, ..BootstrapConfig::default() }
+    BootstrapConfig {
+        resamples: 200,
+        ..BootstrapConfig::default()
+    }
 }
 
 /// Positive, time-like values (1 ns .. 1 s).
@@ -127,12 +130,20 @@ fn a_different_seed_gives_a_different_interval() {
     let a = median_interval(Source::of_sample(&s), &BootstrapConfig::default()).unwrap();
     let b = median_interval(
         Source::of_sample(&s),
-        &BootstrapConfig { seed: 1, resamples: 2000, confidence: 0.95 },
+        &BootstrapConfig {
+            seed: 1,
+            resamples: 2000,
+            confidence: 0.95,
+        },
     )
     .unwrap();
     let c = median_interval(
         Source::of_sample(&s),
-        &BootstrapConfig { seed: 2, resamples: 2000, confidence: 0.95 },
+        &BootstrapConfig {
+            seed: 2,
+            resamples: 2000,
+            confidence: 0.95,
+        },
     )
     .unwrap();
     assert!(a != b || b != c, "three seeds gave {a:?}, {b:?}, {c:?}");

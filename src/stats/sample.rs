@@ -139,7 +139,11 @@ impl ClusteredSample {
                 actual: requests.len(),
             });
         }
-        Ok(ClusteredSample { flat, starts, pooled })
+        Ok(ClusteredSample {
+            flat,
+            starts,
+            pooled,
+        })
     }
 
     /// Number of requests.
@@ -155,6 +159,14 @@ impl ClusteredSample {
     /// All observations pooled into one sample.
     pub fn pooled(&self) -> &Sample {
         &self.pooled
+    }
+
+    /// The median of each request, in input order (a one-observation request is its own
+    /// median): the per-request figures that `Drift::between_halves` takes.
+    pub fn cluster_medians(&self) -> Vec<f64> {
+        (0..self.clusters())
+            .map(|i| median_in_place(&mut self.cluster(i).to_vec()))
+            .collect()
     }
 }
 
@@ -189,7 +201,11 @@ pub(crate) fn median_in_place(buf: &mut [f64]) -> f64 {
     if n % 2 == 1 {
         return upper_mid;
     }
-    let lower_mid = left.iter().copied().max_by(f64::total_cmp).unwrap_or(upper_mid);
+    let lower_mid = left
+        .iter()
+        .copied()
+        .max_by(f64::total_cmp)
+        .unwrap_or(upper_mid);
     lerp(lower_mid, upper_mid, 0.5)
 }
 
@@ -252,7 +268,11 @@ mod tests {
     fn refuses_short_and_non_finite_input_with_typed_errors() {
         assert_eq!(
             Sample::new(vec![1.0]),
-            Err(StatsError::TooFew { what: "observations", expected: 2, actual: 1 })
+            Err(StatsError::TooFew {
+                what: "observations",
+                expected: 2,
+                actual: 1
+            })
         );
         assert!(matches!(
             Sample::new(vec![1.0, f64::NAN, 2.0]),
@@ -260,7 +280,10 @@ mod tests {
         ));
         assert_eq!(
             Sample::new(vec![1.0, 2.0, f64::NEG_INFINITY]),
-            Err(StatsError::NotFinite { index: 2, value: f64::NEG_INFINITY })
+            Err(StatsError::NotFinite {
+                index: 2,
+                value: f64::NEG_INFINITY
+            })
         );
         let err = Sample::new(vec![]).unwrap_err().to_string();
         assert_eq!(err, "too few observations: expected at least 2, got 0");
@@ -273,9 +296,14 @@ mod tests {
         assert_eq!(c.cluster(1), &[3.0]);
         assert_eq!(c.cluster(2), &[4.0, 5.0, 6.0]);
         assert_eq!(c.pooled().len(), 6);
+        assert_eq!(c.cluster_medians(), vec![1.5, 3.0, 5.0]);
         assert_eq!(
             ClusteredSample::new(vec![vec![1.0, 2.0]]),
-            Err(StatsError::TooFew { what: "requests", expected: 2, actual: 1 })
+            Err(StatsError::TooFew {
+                what: "requests",
+                expected: 2,
+                actual: 1
+            })
         );
         assert_eq!(
             ClusteredSample::new(vec![vec![1.0], vec![]]),
@@ -283,7 +311,10 @@ mod tests {
         );
         assert_eq!(
             ClusteredSample::new(vec![vec![1.0], vec![2.0, f64::INFINITY]]),
-            Err(StatsError::NotFinite { index: 2, value: f64::INFINITY })
+            Err(StatsError::NotFinite {
+                index: 2,
+                value: f64::INFINITY
+            })
         );
     }
 }

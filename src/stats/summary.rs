@@ -205,24 +205,31 @@ mod tests {
         assert_eq!(sum.outliers.total(), 0);
         // cv = 0.55 and a wide interval on 10 points: two warnings, not the unit count (10).
         let kinds: Vec<WarningKind> = sum.warnings.iter().map(|w| w.kind).collect();
-        assert_eq!(kinds, vec![WarningKind::HighVariation, WarningKind::WideMedianInterval]);
+        assert_eq!(
+            kinds,
+            vec![WarningKind::HighVariation, WarningKind::WideMedianInterval]
+        );
     }
 
     #[test]
     fn steady_data_draws_no_warning_and_few_requests_draw_one() {
         // 12 requests whose steps are 1000 ± 1 %: stable.
         let requests: Vec<Vec<f64>> = (0..12)
-            .map(|r| (0..50).map(|s| 1000.0 + f64::from((r * 7 + s * 3) % 21) - 10.0).collect())
+            .map(|r| {
+                (0..50)
+                    .map(|s| 1000.0 + f64::from((r * 7 + s * 3) % 21) - 10.0)
+                    .collect()
+            })
             .collect();
         let c = ClusteredSample::new(requests.clone()).unwrap();
-        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default())
-            .unwrap();
+        let sum =
+            Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
         assert_eq!(sum.requests, Some(12));
         assert!(sum.warnings.is_empty(), "{:?}", sum.warnings);
 
         let c = ClusteredSample::new(requests[..3].to_vec()).unwrap();
-        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default())
-            .unwrap();
+        let sum =
+            Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
         assert_eq!(sum.warnings.len(), 1);
         assert_eq!(sum.warnings[0].kind, WarningKind::TooFewUnits);
         assert_eq!(
@@ -241,8 +248,14 @@ mod tests {
         let back: Summary = serde_json::from_value(json.clone()).unwrap();
         // Exactly representable fields compare exactly; irrational ones (std_dev, cv) may move by
         // an ulp through serde_json's default float parser, so they are compared with a tolerance.
-        assert_eq!((back.n, back.median, back.mad), (sum.n, sum.median, sum.mad));
-        assert_eq!((back.median_ci, back.outliers), (sum.median_ci, sum.outliers));
+        assert_eq!(
+            (back.n, back.median, back.mad),
+            (sum.n, sum.median, sum.mad)
+        );
+        assert_eq!(
+            (back.median_ci, back.outliers),
+            (sum.median_ci, sum.outliers)
+        );
         assert!((back.std_dev - sum.std_dev).abs() <= 1e-15 * sum.std_dev);
         assert_eq!(back.warnings.len(), sum.warnings.len());
         let mut extra = json;
