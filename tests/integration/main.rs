@@ -2,5 +2,6 @@
 
 mod util;
 
+mod conformance;
 mod launcher;
 mod setup;

@@ -222,7 +222,7 @@ def validate_job(job, worker_repo):
         raise Refusal("continuation", f"must be null in {job['mode']} mode")
     cell = {"case": case_id, "prompt": prompt_id, "mode": job["mode"]}
     if cell not in manifest["cells"]:
-        raise Refusal("mode", f"the cell {case_id}.{prompt_id}.{job['mode']} is not in the manifest's cells")
+        raise Refusal("cells", f"the cell {case_id}.{prompt_id}.{job['mode']} is not in the manifest")
     if job["stop_ids"] != case["stop_ids"]:
         raise mismatch("stop_ids", f"{case['stop_ids']} ({case_field}.stop_ids)", job["stop_ids"])
 
