@@ -19,7 +19,8 @@ use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options}
 use crate::model::Model;
 
 const VARIANTS: [&str; 4] = ["tiny-qwen3", "tiny-qwen3-tied", "tiny-qwen3-bf16", "tiny-qwen3-q4"];
-const PROMPT: [u32; 12] = [5, 17, 42, 100, 7, 300, 12, 9, 250, 61, 480, 3];
+/// Ordinary ids of every model here (the tiny extra architectures have a vocabulary of 256).
+const PROMPT: [u32; 12] = [5, 17, 42, 100, 7, 200, 12, 9, 250, 61, 180, 3];
 const NEW_TOKENS: usize = 128;
 
 fn repo() -> PathBuf {
@@ -46,7 +47,7 @@ fn ids(v: &[u32]) -> String {
 
 /// 32 continuation tokens, spread over the ordinary ids.
 fn continuation() -> Vec<u32> {
-    (0..32u32).map(|i| (i * 97 + 11) % 509).collect()
+    (0..32u32).map(|i| (i * 97 + 11) % 251).collect()
 }
 
 struct Reference {
@@ -54,13 +55,13 @@ struct Reference {
     logits: HashMap<String, Array>,
 }
 
-fn reference(variant: &str, dir: &Path) -> Reference {
+fn reference(model_dir: &Path, prompt: &[u32], dir: &Path) -> Reference {
     python(&[
         "tools/fixture/reference_logits.py",
         "--model-dir",
-        fixture(variant).to_str().unwrap(),
+        model_dir.to_str().unwrap(),
         "--prompt",
-        &ids(&PROMPT),
+        &ids(prompt),
         "--steps",
         &(NEW_TOKENS - 1).to_string(),
         "--continuation",
@@ -105,15 +106,42 @@ fn checked() -> Options {
 #[test]
 fn logits_and_streams_match_mlx_lm_on_every_variant() {
     for variant in VARIANTS {
+        check_against_mlx_lm(&fixture(variant), variant, &PROMPT);
+    }
+}
+
+/// A 200-token prompt: the prompt forward fills most of the first 256-position cache block and
+/// decoding crosses into the second (mlx_lm's growth by concatenation), on float32 and bf16.
+#[test]
+fn long_prompt_crossing_the_cache_step_matches_mlx_lm() {
+    let prompt: Vec<u32> = (0..200u32).map(|i| (i * 37 + 5) % 251).collect();
+    for variant in ["tiny-qwen3", "tiny-qwen3-bf16"] {
+        check_against_mlx_lm(&fixture(variant), variant, &prompt);
+    }
+}
+
+/// qwen2, llama (biases, tied), llama with Llama 3 RoPE scaling, and qwen3 8-bit: tiny random
+/// models written by mlx_lm's own classes, compared the same way.
+#[test]
+fn other_architectures_match_mlx_lm() {
+    for kind in ["qwen2", "llama", "llama3", "qwen3-q8"] {
         let tmp = tempfile::tempdir().unwrap();
-        let r = reference(variant, tmp.path());
-        let model = Model::load(&fixture(variant)).unwrap();
+        python(&["tools/fixture/reference_logits.py", "--make-tiny", kind, "--out", tmp.path().to_str().unwrap()]);
+        check_against_mlx_lm(tmp.path(), kind, &PROMPT);
+    }
+}
+
+fn check_against_mlx_lm(model_dir: &Path, variant: &str, prompt_ids: &[u32]) {
+    {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = reference(model_dir, prompt_ids, tmp.path());
+        let model = Model::load(model_dir).unwrap();
         let theirs = |k: &str| r.logits.get(k).unwrap_or_else(|| panic!("{variant}: no {k}"));
 
         // The controlled structure, step by step, logits compared at every position.
         let mut cache = model.new_cache();
-        let prompt: Vec<i32> = PROMPT.iter().map(|&t| t as i32).collect();
-        let prompt = Array::from_slice(&prompt, &[1, PROMPT.len() as i32]);
+        let prompt: Vec<i32> = prompt_ids.iter().map(|&t| t as i32).collect();
+        let prompt = Array::from_slice(&prompt, &[1, prompt_ids.len() as i32]);
         let logits = model.forward_last(&prompt, &mut cache).unwrap();
         let (diff, identical) = compare(&logits, theirs("head_last"));
         assert!(identical, "{variant}: prompt logits differ from mlx_lm's (max abs diff {diff})");
@@ -131,7 +159,7 @@ fn logits_and_streams_match_mlx_lm_on_every_variant() {
 
         // Stock's structures, for the findings: the head at every position, and the split prefill.
         let full = model.forward(&prompt, &mut model.new_cache()).unwrap();
-        let l = PROMPT.len() as i32;
+        let l = prompt_ids.len() as i32;
         let full_last = mlx_rs::ops::indexing::TryIndexOp::try_index(&full, (.., l - 1, ..)).unwrap();
         let (full_diff, full_same) = compare(&full_last, theirs("full_last"));
         let (split_diff, split_same) = compare(theirs("head_last"), theirs("split_last"));
@@ -143,7 +171,7 @@ fn logits_and_streams_match_mlx_lm_on_every_variant() {
 
         // The loop itself, contract checked at every boundary: the same stream as mlx_lm's
         // model and as stock's generate_step.
-        let run = run_reference(&model, &PROMPT, NEW_TOKENS, &[], checked(), &mut never).unwrap();
+        let run = run_reference(&model, prompt_ids, NEW_TOKENS, &[], checked(), &mut never).unwrap();
         let ours: Vec<u32> = std::iter::once(run.record.first_token)
             .chain(run.record.steps.iter().map(|s| s.argmax))
             .collect();
@@ -151,7 +179,8 @@ fn logits_and_streams_match_mlx_lm_on_every_variant() {
         assert_eq!(ours, tokens(&r.summary["stock_tokens"]), "{variant}: reference-pair stream vs stock");
         assert_eq!(run.record.model_calls as usize, NEW_TOKENS);
         let positions: Vec<u32> = run.record.steps.iter().map(|s| s.position).collect();
-        assert_eq!(positions, (13..13 + 127).collect::<Vec<u32>>());
+        let first = prompt_ids.len() as u32 + 1;
+        assert_eq!(positions, (first..first + 127).collect::<Vec<u32>>());
         // Margins: recomputed from mlx_lm's logits.
         for (k, s) in run.record.steps.iter().enumerate() {
             let t = top2(theirs(&format!("greedy_{k}"))).unwrap();
@@ -161,7 +190,7 @@ fn logits_and_streams_match_mlx_lm_on_every_variant() {
         eprintln!("{variant}: reference-pair ties: {ties}");
 
         // Fixed-continuation: argmax equal to mlx_lm's at every fed step, logits identical.
-        let fixed = run_fixed(&model, &PROMPT, &continuation(), checked(), &mut never).unwrap();
+        let fixed = run_fixed(&model, prompt_ids, &continuation(), checked(), &mut never).unwrap();
         let argmax: Vec<u32> = fixed.record.steps.iter().map(|s| s.argmax).collect();
         assert_eq!(argmax, tokens(&r.summary["fixed_argmax"]), "{variant}: fixed-continuation argmax");
         let mut cache = model.new_cache();
@@ -173,7 +202,7 @@ fn logits_and_streams_match_mlx_lm_on_every_variant() {
         }
 
         // Headline: 128 tokens, the same stream, no margins.
-        let head = run_headline(&model, &PROMPT, NEW_TOKENS, &[], checked(), &mut never).unwrap();
+        let head = run_headline(&model, prompt_ids, NEW_TOKENS, &[], checked(), &mut never).unwrap();
         assert_eq!(head.record.steps.len(), NEW_TOKENS - 1);
         assert!(head.record.steps.iter().all(|s| s.margin.is_none() && s.build_ns.is_some() && s.eval_ns.is_some()));
         assert_eq!(head.record.steps.iter().map(|s| s.argmax).collect::<Vec<_>>(), greedy[1..]);

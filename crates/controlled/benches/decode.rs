@@ -1,0 +1,189 @@
+//! Controlled vs stock, side by side in one run, on one fixture (a benchmark, not a test):
+//!
+//! - per-token time: the median decode-step interval (token k to token k+1, k ≥ 1) of the
+//!   controlled loop (`run_headline`) against stock's (`mlx_lm.stream_generate`, in a persistent
+//!   Python subprocess on the same libmlx, timed at each yielded response, `mx.synchronize()`
+//!   after each request), in alternating blocks so drift hits both;
+//! - the controlled host overhead: step time minus MLX evaluation time, as % of the step
+//!   (aggregate over all measured steps, and the median of the per-step ratios);
+//! - start to ready: spawn → model loaded and "ready" printed, for this executable (`--ready`)
+//!   and for Python importing mlx_lm and loading the model.
+//!
+//! Run: `cargo bench -p decode-baseline-controlled --bench decode [-- FIXTURE [BLOCKS]]`
+//! (default `fixtures/tiny-qwen3`, 4 blocks of 10 requests per adapter after 5 warm-ups each).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use decode_baseline_controlled::decode::{run_headline, Checkpoint, Options};
+use decode_baseline_controlled::model::Model;
+
+const PROMPT: [u32; 12] = [5, 17, 42, 100, 7, 300, 12, 9, 250, 61, 480, 3];
+const NEW_TOKENS: usize = 128;
+const WARMUP: usize = 5;
+const PER_BLOCK: usize = 10;
+
+const STOCK: &str = r#"
+import json, sys, time
+import mlx.core as mx
+mx.set_default_device(mx.cpu)
+from mlx_lm import load, stream_generate
+model, tok = load(sys.argv[1])
+prompt = [int(t) for t in sys.argv[2].split(",")]
+n = int(sys.argv[3])
+print("ready", flush=True)
+for line in sys.stdin:
+    out = []
+    for _ in range(int(line)):
+        mx.synchronize()
+        events = []
+        t0 = time.perf_counter_ns()
+        for r in stream_generate(model, tok, prompt, max_tokens=n):
+            events.append(time.perf_counter_ns() - t0)
+        mx.synchronize()
+        out.append([b - a for a, b in zip(events, events[1:])])
+    print(json.dumps(out), flush=True)
+"#;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn prompt_arg() -> String {
+    PROMPT.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+struct Stock {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Stock {
+    fn spawn(fixture: &Path) -> (Self, f64) {
+        let t = Instant::now();
+        let mut child = Command::new(repo().join(".venv/bin/python"))
+            .args(["-c", STOCK, fixture.to_str().unwrap(), &prompt_arg(), &NEW_TOKENS.to_string()])
+            .env("HF_HUB_OFFLINE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn .venv/bin/python");
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready", "stock subprocess did not get ready");
+        let ready_ms = t.elapsed().as_secs_f64() * 1e3;
+        (Stock { child, stdin, stdout }, ready_ms)
+    }
+
+    /// Per-token intervals (ns) of `n` requests.
+    fn run(&mut self, n: usize) -> Vec<Vec<f64>> {
+        writeln!(self.stdin, "{n}").unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).expect("stock output")
+    }
+}
+
+/// Spawns this executable in `--ready` mode: load the model, print "ready".
+fn controlled_ready_ms(fixture: &Path) -> f64 {
+    let t = Instant::now();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ready", fixture.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(line.trim(), "ready");
+    child.wait().unwrap();
+    ms
+}
+
+#[derive(Default)]
+struct Controlled {
+    dur: Vec<f64>,
+    eval: Vec<f64>,
+    build: Vec<f64>,
+}
+
+fn run_controlled(model: &Model, n: usize, into: Option<&mut Controlled>) {
+    let mut sink = Controlled::default();
+    let into = into.unwrap_or(&mut sink);
+    for _ in 0..n {
+        let run = run_headline(model, &PROMPT, NEW_TOKENS, &[], Options { check_contract: false }, &mut |_: Checkpoint| {
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        for s in &run.record.steps {
+            into.dur.push(s.dur_ns as f64);
+            into.eval.push(s.eval_ns.unwrap() as f64);
+            into.build.push(s.build_ns.unwrap() as f64);
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    if args.first().map(String::as_str) == Some("--ready") {
+        Model::load(Path::new(&args[1])).unwrap();
+        println!("ready");
+        return;
+    }
+    let fixture = args.first().map(PathBuf::from).unwrap_or_else(|| repo().join("fixtures/tiny-qwen3"));
+    let blocks: usize = args.get(1).map(|b| b.parse().unwrap()).unwrap_or(4);
+
+    let ready_controlled: Vec<f64> = (0..3).map(|_| controlled_ready_ms(&fixture)).collect();
+    let (mut stock, first_stock_ready) = Stock::spawn(&fixture);
+    let model = Model::load(&fixture).unwrap();
+
+    stock.run(WARMUP);
+    run_controlled(&model, WARMUP, None);
+    let mut ours = Controlled::default();
+    let mut theirs: Vec<f64> = Vec::new();
+    for _ in 0..blocks {
+        theirs.extend(stock.run(PER_BLOCK).into_iter().flatten());
+        run_controlled(&model, PER_BLOCK, Some(&mut ours));
+    }
+    drop(stock.stdin);
+    stock.child.wait().unwrap();
+    let mut stock_ready = vec![first_stock_ready];
+    for _ in 0..2 {
+        let (s, ms) = Stock::spawn(&fixture);
+        drop(s.stdin);
+        let mut c = s.child;
+        c.wait().unwrap();
+        stock_ready.push(ms);
+    }
+
+    let c_med = median(&mut ours.dur.clone());
+    let s_med = median(&mut theirs.clone());
+    let overhead_total: f64 = ours.dur.iter().sum::<f64>() - ours.eval.iter().sum::<f64>();
+    let overhead_pct = 100.0 * overhead_total / ours.dur.iter().sum::<f64>();
+    let mut per_step: Vec<f64> = ours.dur.iter().zip(&ours.eval).map(|(d, e)| 100.0 * (d - e) / d).collect();
+    let build_med = median(&mut ours.build.clone());
+    let eval_med = median(&mut ours.eval.clone());
+
+    println!("fixture {}", fixture.display());
+    println!("requests per adapter: {} measured ({} blocks of {}), {} warm-up; {} tokens each", blocks * PER_BLOCK, blocks, PER_BLOCK, WARMUP, NEW_TOKENS);
+    println!("controlled per-token median  {:8.1} us  (build {:.1} us, eval {:.1} us)", c_med / 1e3, build_med / 1e3, eval_med / 1e3);
+    println!("stock      per-token median  {:8.1} us", s_med / 1e3);
+    println!("ratio controlled/stock       {:8.3}  (target <= 1.00, aim <= 0.90)", c_med / s_med);
+    println!("controlled host overhead     {:8.2} % of step time (aggregate), {:.2} % (median per step)  (target <= 10 %)", overhead_pct, median(&mut per_step));
+    println!("start to ready, median of 3  controlled {:.0} ms, stock {:.0} ms, ratio {:.3}", median(&mut ready_controlled.clone()), median(&mut stock_ready), median(&mut ready_controlled.clone()) / median(&mut stock_ready.clone()));
+}
