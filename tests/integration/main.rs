@@ -3,5 +3,6 @@
 mod util;
 
 mod conformance;
+mod guard;
 mod launcher;
 mod setup;
