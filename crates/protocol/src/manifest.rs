@@ -45,7 +45,8 @@ pub struct Case {
     /// Weight dtype (`float32`, `bfloat16`, `float16`) or quantization (`affine-q4-g64`).
     pub dtype: String,
     /// Every file of the artifact, by file name, with its SHA-256. The folder must hold exactly
-    /// these `*.safetensors` files and at least these others.
+    /// these files (dot-files and sub-folders aside; see `req/manifest.md`): a stray or missing
+    /// file, `*.safetensors` or not, is an error.
     pub files: BTreeMap<String, Sha256Digest>,
     /// The stop set (eos ids) as the tokenizer and generation config resolve it, ascending.
     pub stop_ids: Vec<u32>,
