@@ -13,7 +13,7 @@ use crate::{RunPolicy, Sha256Digest};
 pub const WORKER_JOB_SCHEMA_VERSION: u32 = 1;
 
 /// Which decode loop a worker runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Adapter {
     /// Ours: Rust on mlx-rs, synchronous, no look-ahead.
@@ -23,7 +23,7 @@ pub enum Adapter {
 }
 
 /// What a worker measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Greedy generation of `max_new_tokens` tokens per request, per-token times recorded.
@@ -54,7 +54,7 @@ impl Mode {
 }
 
 /// The pins a worker checks against the installed environment before loading the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvironmentPins {
     /// SHA-256 of the platform's hash-locked requirements file.
@@ -70,7 +70,7 @@ pub struct EnvironmentPins {
 }
 
 /// The job a launcher hands to one worker (`<out_dir>/job.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerJob {
     /// Must equal [`WORKER_JOB_SCHEMA_VERSION`].

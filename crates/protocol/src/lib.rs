@@ -13,6 +13,7 @@ pub mod manifest;
 pub mod pins;
 pub mod policy;
 pub mod report;
+pub mod schema;
 pub mod sources;
 pub mod session;
 pub mod worker;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Finite limits of a run. All counts and durations must be positive.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunPolicy {
     /// Requests run first after load and discarded from statistics (cold caches, lazy init).

@@ -12,7 +12,7 @@ use crate::{Adapter, Mode, Sha256Digest};
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
 
 /// How a worker run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Every request of the job completed.
@@ -26,7 +26,7 @@ pub enum Status {
 }
 
 /// Where a request sits in the run policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     First,
@@ -35,7 +35,7 @@ pub enum Phase {
 }
 
 /// What the worker ran on, as it found it (not as the job claimed).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Identity {
     /// SHA-256 of the manifest file the worker validated.
@@ -61,7 +61,7 @@ pub struct Identity {
 }
 
 /// One decode step: a token produced (headline, reference-pair) or fed (fixed-continuation).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepRecord {
     /// Sequence position of the token fed in this step (prompt positions are 1..=L).
@@ -70,7 +70,10 @@ pub struct StepRecord {
     pub argmax: u32,
     /// Time since request start at which this step's logits were evaluated.
     pub t_ns: u64,
-    /// This step's duration: from the previous step's stamp to this one.
+    /// This step's duration. Headline and reference-pair: from the previous token's stamp to
+    /// this one (`t_ns` minus the previous `t_ns`, or minus `first_token_ns` for the first
+    /// step). Fixed-continuation: from the start of this step's forward to its logits
+    /// evaluated, so argmax and sorting stay outside (see `req/protocol.md`).
     pub dur_ns: u64,
     /// Graph build part of the step (controlled only; `null` for stock).
     pub build_ns: Option<u64>,
@@ -83,7 +86,7 @@ pub struct StepRecord {
 }
 
 /// One request: a prompt, its prefill, and its steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestRecord {
     /// 0-based index in the job.
@@ -111,7 +114,7 @@ pub struct RequestRecord {
 }
 
 /// A worker's report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerReport {
     /// Must equal [`REPORT_SCHEMA_VERSION`].
