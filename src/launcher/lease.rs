@@ -4,7 +4,9 @@
 //! `/tmp/decode-baseline.lease`). The kernel drops it when the holder dies, however it dies,
 //! so a stale lease recovers by itself. The holder writes its pid and session id into the file
 //! so a waiting launcher can say whom it waits for. The lease is held by the launcher process
-//! and released only when [`Lease`] is dropped, after every worker has been reaped.
+//! and released only when [`Lease`] is dropped, after every worker has been reaped. Workers
+//! inherit the locked descriptor, so a launcher killed mid-session leaves the lease held until
+//! its orphaned worker has stopped too.
 
 use std::{
     fs::{File, OpenOptions},
@@ -69,6 +71,10 @@ pub fn acquire(session_id: &str, no_wait: bool) -> Result<Lease, LeaseError> {
         }
         Err((_, source)) => return Err(LeaseError::Lock { path, source }),
     };
+    // The lock belongs to the open file description; letting the workers inherit it keeps the
+    // lease held until the last of them is gone, even if the launcher itself is killed.
+    nix::fcntl::fcntl(&*lock, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()))
+        .map_err(|source| LeaseError::Lock { path: path.clone(), source })?;
     let holder = format!("pid {} (session {session_id})\n", std::process::id());
     let file: &mut File = &mut lock;
     let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| file.write_all(holder.as_bytes()));

@@ -5,6 +5,7 @@ mod analysis;
 mod lease;
 mod output;
 mod plan;
+mod recovery;
 mod run;
 mod session_job;
 mod signals;

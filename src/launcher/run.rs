@@ -8,14 +8,14 @@ use std::{
 use anyhow::Context;
 use decode_baseline_protocol::{
     report::Status,
-    session::{SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION},
+    session::{LauncherMarker, SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION},
     pins::{self, PinError},
     ExitCode,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{
-    analysis, lease, output, plan,
+    analysis, lease, output, plan, recovery,
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -68,8 +68,28 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             Err(err) => return Err(err.into()),
         }
     };
-    let session_dir = create_session_dir(&resolved.output_root, &session_id)?;
     let started = Instant::now();
+    if lease.is_some() {
+        for line in recovery::recover(&resolved.output_root, &session_id, &started_utc) {
+            eprintln!("decode-baseline: {line}");
+        }
+    }
+    let session_dir = create_session_dir(&resolved.output_root, &session_id)?;
+    if !args.dry_run {
+        recovery::write_marker(
+        &session_dir,
+        &LauncherMarker {
+            schema_version: SESSION_REPORT_SCHEMA_VERSION,
+            session_id: session_id.clone(),
+            pid: std::process::id(),
+            started_utc: started_utc.clone(),
+            job: resolved.job.clone(),
+            manifest_path: loaded.path.clone(),
+            manifest_sha256: loaded.sha256,
+        },
+    )
+    .with_context(|| format!("failed to write {}", session_dir.join(recovery::MARKER).display()))?;
+    }
 
     // Every worker's folder and job first: a dry run stops here, a real run finds them ready.
     let mut prepared = Vec::new();
@@ -172,6 +192,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         problems,
     };
     output::write_session(&session_dir, &report)?;
+    if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
+        eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
+    }
     drop(lease);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

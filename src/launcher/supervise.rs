@@ -96,12 +96,23 @@ pub fn supervise(
         File::create(&path).map_err(|source| SuperviseError::Log { path, source })
     };
     let started = Instant::now();
-    let mut child = Command::new(&argv[0])
+    let mut command = Command::new(&argv[0]);
+    command
         .args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(log("stdout.log")?)
         .stderr(log("stderr.log")?)
-        .process_group(0)
+        .process_group(0);
+    // SAFETY: the closure runs in the forked child before exec and only makes one
+    // async-signal-safe system call (prctl).
+    unsafe {
+        command.pre_exec(|| {
+            // If the launcher dies (even by SIGKILL), the worker is told to cancel; it then
+            // stops at its next poll site and reports `cancelled`.
+            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
+        });
+    }
+    let mut child = command
         .spawn()
         .map_err(|source| SuperviseError::Spawn { program: argv[0].clone(), source })?;
     let pid = child.id();

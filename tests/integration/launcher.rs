@@ -21,6 +21,11 @@ struct Scratch {
 
 impl Scratch {
     fn new() -> Self {
+        Self::with_grace(1)
+    }
+
+    /// `backstop_grace_s`: also the launcher's wait between SIGTERM and SIGKILL.
+    fn with_grace(grace_s: u32) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let manifest = json!({
             "schema_version": 1,
@@ -31,7 +36,7 @@ impl Scratch {
             "cells": [{"case": "tiny", "prompt": "p4", "mode": "headline"}],
             "run_policy": {"first_requests": 1, "warmup_requests": 1, "measured_requests": 2,
                 "max_new_tokens": 4, "fixed_continuation_steps": 2, "ready_timeout_s": 2,
-                "job_deadline_s": 1, "watchdog_poll_ms": 1000, "backstop_grace_s": 1},
+                "job_deadline_s": 1, "watchdog_poll_ms": 1000, "backstop_grace_s": grace_s},
             "worker_sources": {"stock": {}, "controlled": {}},
             "environment": {"lock_sha256": ZERO, "mlx_version": "0.32.2", "mlx_lm_version": "0.32.2",
                 "mlx_lm_freeze_sha256": ZERO, "libmlx_sha256": ZERO}
@@ -82,9 +87,13 @@ fn process_alive_with(needle: &str) -> bool {
     })
 }
 
+/// Whether `pid` is a live process. A zombie counts as dead: it runs nothing, and an orphan's
+/// zombie waits on whatever reaps orphans here (in a container, possibly nothing).
 fn pid_alive(pid: i32) -> bool {
-    // Signal 0 probes existence; a reaped child's pid is gone (ESRCH).
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(") ").map_or(true, |(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
 }
 
 fn the_worker(session: &Value) -> &Value {
@@ -261,4 +270,107 @@ fn two_launchers_take_turns_and_never_overlap() {
     let events: Vec<&str> = log.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
     assert_eq!(events.len(), 12, "{log}");
     assert!(events.chunks(2).all(|pair| pair == ["start", "end"]), "worker runs interleaved: {log}");
+}
+
+/// Starts the launcher and returns once its (single) worker has signalled ready.
+fn start_until_ready(s: &Scratch, worker: &str) -> (std::process::Child, PathBuf) {
+    let child = s.launcher(worker).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(ready) = find_file(&s.path().join("out"), "worker-ready") {
+            return (child, ready.parent().unwrap().to_owned());
+        }
+        assert!(std::time::Instant::now() < deadline, "the worker never became ready");
+        std::thread::yield_now();
+    }
+}
+
+fn wait_for_file(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !path.exists() {
+        assert!(std::time::Instant::now() < deadline, "{} never appeared", path.display());
+        std::thread::yield_now();
+    }
+}
+
+fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+        if path.is_dir() {
+            if let Some(found) = find_file(&path, name) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+}
+
+#[test]
+fn the_first_ctrl_c_cancels_the_worker_gracefully() {
+    let s = Scratch::new();
+    let (mut child, worker_dir) = start_until_ready(&s, "cancellable.sh");
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(4));
+    assert!(worker_dir.join("cancelled-by-sigterm").exists(), "the worker got SIGTERM and stopped itself");
+    let session = s.session();
+    assert_eq!(session["status"], "cancelled");
+    assert_eq!(the_worker(&session)["intervention"], "cancelled: SIGTERM");
+    assert_eq!(the_worker(&session)["exit_code"], 4);
+    assert_worker_gone(&session);
+}
+
+#[test]
+fn a_second_ctrl_c_kills_at_once() {
+    // A grace period far longer than the test, so only the second Ctrl-C can explain a SIGKILL.
+    let s = Scratch::with_grace(600);
+    let (mut child, worker_dir) = start_until_ready(&s, "ignores_sigterm.sh");
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    // Two signals sent back to back may arrive as one; the second waits until the first has
+    // been forwarded to the worker.
+    wait_for_file(&worker_dir.join("sigterm-seen"));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(4));
+    let session = s.session();
+    assert_eq!(session["status"], "cancelled");
+    assert_eq!(the_worker(&session)["intervention"], "killed: SIGKILL");
+    assert_eq!(the_worker(&session)["signal"], 9);
+    assert_worker_gone(&session);
+}
+
+#[test]
+fn a_launcher_killed_mid_session_leaves_nothing_running_and_is_marked_incomplete() {
+    let s = Scratch::new();
+    let (mut child, worker_dir) = start_until_ready(&s, "cancellable.sh");
+    let old_session = worker_dir.parent().unwrap().parent().unwrap().to_owned();
+    let before = crate::util::snapshot_tree(&old_session);
+    signal(&child, nix::sys::signal::Signal::SIGKILL);
+    child.wait().unwrap();
+
+    // The orphaned worker is told by the kernel (parent-death signal) and stops by itself; the
+    // lease it inherited keeps the next launcher waiting until it has.
+    let out = run(&mut s.launcher("no_report.sh"));
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    assert!(worker_dir.join("cancelled-by-sigterm").exists(), "the orphan was cancelled");
+    let claim: Value = serde_json::from_slice(&std::fs::read(worker_dir.join("worker-claim")).unwrap()).unwrap();
+    assert!(!pid_alive(claim["pid"].as_i64().unwrap() as i32), "the orphaned worker is gone");
+
+    let marked: Value = serde_json::from_slice(&std::fs::read(old_session.join("session.json")).unwrap()).unwrap();
+    assert_eq!(marked["status"], "incomplete");
+    assert!(marked["problems"][0].as_str().unwrap().contains("died before finishing"));
+    // Everything the old session had is still there, byte for byte; only session.json and the
+    // orphan's own cancellation note were added.
+    let after = crate::util::snapshot_tree(&old_session);
+    for (path, bytes) in &before {
+        let kept = after.iter().find(|(p, _)| p == path).map(|(_, b)| b);
+        assert_eq!(kept, Some(bytes), "{} changed", path.display());
+    }
 }

@@ -123,3 +123,19 @@ pub struct SessionReport {
     /// Human-readable problems, in the order found.
     pub problems: Vec<String>,
 }
+
+/// `launcher.json`: written into a session folder when the session starts, so that a launcher
+/// that dies leaves enough behind for the next one to mark the session incomplete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LauncherMarker {
+    /// Must equal [`SESSION_REPORT_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    pub session_id: String,
+    /// The launcher's process id.
+    pub pid: u32,
+    pub started_utc: String,
+    pub job: SessionJob,
+    pub manifest_path: PathBuf,
+    pub manifest_sha256: crate::Sha256Digest,
+}

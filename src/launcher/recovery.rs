@@ -1,0 +1,100 @@
+//! Sessions whose launcher died: found by the next launcher and marked `incomplete`.
+//!
+//! Every session folder gets `launcher.json` when it starts and `session.json` when it ends. A
+//! folder with the first and not the second, found while this launcher holds the host lease,
+//! belonged to a launcher that is gone (the lease would still be held otherwise). It gets a
+//! `session.json` with status `incomplete`, listing the worker reports found, none of them
+//! validated or used. Nothing in the folder is changed or overwritten.
+
+use std::path::Path;
+
+use decode_baseline_protocol::session::{
+    LauncherMarker, SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION,
+};
+
+use super::{output, validate};
+
+pub const MARKER: &str = "launcher.json";
+
+pub fn write_marker(session_dir: &Path, marker: &LauncherMarker) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(marker).expect("marker serializes");
+    bytes.push(b'\n');
+    std::fs::write(session_dir.join(MARKER), bytes)
+}
+
+/// Marks every abandoned session below `output_root` incomplete; returns one line per session.
+pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(output_root) else { return Vec::new() };
+    let mut lines = Vec::new();
+    for dir in entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()) {
+        if dir.join("session.json").exists() {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(dir.join(MARKER)) else { continue };
+        let Ok(marker) = serde_json::from_slice::<LauncherMarker>(&bytes) else {
+            lines.push(format!("{}: unreadable {MARKER}, left alone", dir.display()));
+            continue;
+        };
+        let report = SessionReport {
+            schema_version: SESSION_REPORT_SCHEMA_VERSION,
+            session_id: marker.session_id.clone(),
+            status: SessionStatus::Incomplete,
+            job: marker.job,
+            manifest_path: marker.manifest_path,
+            manifest_sha256: marker.manifest_sha256,
+            host: serde_json::Value::Null,
+            lease: serde_json::Value::Null,
+            started_utc: marker.started_utc,
+            finished_utc: finished_utc.to_owned(),
+            wall_ns: 0,
+            launcher_overhead_ns: 0,
+            workers: abandoned_workers(&dir),
+            analysis: serde_json::Value::Null,
+            problems: vec![format!(
+                "the launcher (pid {}) died before finishing; marked incomplete by session {by_session}",
+                marker.pid
+            )],
+        };
+        match output::write_session(&dir, &report) {
+            Ok(()) => lines.push(format!("{}: marked incomplete (launcher pid {} died)", dir.display(), marker.pid)),
+            Err(err) => lines.push(format!("{}: could not be marked incomplete: {err}", dir.display())),
+        }
+    }
+    lines
+}
+
+/// The worker folders of an abandoned session (`<cell>/<adapter>-<n>`), with any report found.
+fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
+    let folders = std::fs::read_dir(session_dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .flat_map(|cell| {
+            std::fs::read_dir(cell.path()).into_iter().flatten().filter_map(|e| e.ok()).map(move |w| (cell.file_name(), w.path()))
+        });
+    let mut runs: Vec<WorkerRun> = folders
+        .filter_map(|(cell, worker_dir)| {
+            let job: decode_baseline_protocol::WorkerJob =
+                serde_json::from_slice(&std::fs::read(worker_dir.join("job.json")).ok()?).ok()?;
+            let report = validate::read_report(&worker_dir).ok();
+            Some(WorkerRun {
+                run_id: job.run_id,
+                cell: cell.to_string_lossy().into_owned(),
+                adapter: job.adapter,
+                repetition: 0,
+                sequence: 0,
+                command: Vec::new(),
+                pid: report.as_ref().map(|r| r.pid),
+                exit_code: None,
+                signal: None,
+                intervention: None,
+                wall_ns: 0,
+                validation_errors: vec!["not validated: the launcher died during the session".to_owned()],
+                report,
+            })
+        })
+        .collect();
+    runs.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+    runs
+}
