@@ -165,7 +165,7 @@ def validate_job(job, worker_repo):
         found = manifest.get("schema_version") if isinstance(manifest, dict) else None
         raise mismatch("manifest.schema_version", MANIFEST_SCHEMA_VERSION, found)
     if set(manifest) != MANIFEST_KEYS:
-        raise mismatch("manifest", f"the keys {sorted(MANIFEST_KEYS)}", sorted(manifest))
+        raise mismatch("manifest_path", f"a manifest with the keys {sorted(MANIFEST_KEYS)}", sorted(manifest))
 
     # The case and its artifact.
     case_id = job["case_id"]

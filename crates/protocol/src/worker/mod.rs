@@ -11,6 +11,7 @@ mod ready;
 mod report_write;
 mod run;
 mod utc;
+mod validate;
 mod watchdog;
 
 pub use cancel::CancelFlag;
@@ -27,4 +28,8 @@ pub use run::{
     request_plan, run_worker, Driver, Interrupt, Refusal, RequestContext, RequestError, RequestSpec,
 };
 pub use utc::utc_now_rfc3339;
+pub use validate::{
+    check_mapped_libmlx, check_mlx_version, code_version, identity, validate_job, worker_sources_sha256,
+    Runtime, Validated,
+};
 pub use watchdog::{Backstop, Watchdog};

@@ -1,0 +1,269 @@
+//! Job validation for Rust workers: the checks of `req/protocol.md` §3, in the same order and
+//! with the same field names as the stock worker's `tools/stock/stock_validate.py`, built on the
+//! manifest checks of [`crate::pins`].
+//!
+//! [`validate_job`] does everything that needs no MLX; the driver then checks what it found
+//! at run time ([`check_mlx_version`], [`check_mapped_libmlx`]) and assembles the identity
+//! ([`identity`]).
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
+
+use super::run::Refusal;
+use crate::{
+    freeze::freeze_records,
+    installed::{mlx_dir_override, venv_dir, Installed},
+    job::token_ids_sha256,
+    manifest::{Cell, Manifest},
+    pins::{self, PinError},
+    Adapter, Identity, Mode, Sha256Digest, WorkerJob,
+};
+
+/// What validation established, for the identity block.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub manifest: Manifest,
+    pub manifest_sha256: Sha256Digest,
+    pub installed: Installed,
+    /// The freeze of the installed mlx_lm package, as checked.
+    pub mlx_lm_freeze_sha256: Sha256Digest,
+}
+
+/// A pin failure as a refusal naming its field (the message without the repeated field).
+fn refusal(err: &PinError, fallback_field: &str) -> Refusal {
+    let field = match err.field() {
+        "" => fallback_field.to_owned(),
+        field => field.to_owned(),
+    };
+    let text = err.to_string();
+    let message = text.strip_prefix(&format!("{field}: ")).map(str::to_owned).unwrap_or(text);
+    Refusal::new(field, message)
+}
+
+fn first(errors: Vec<PinError>, fallback_field: &str) -> Result<(), Refusal> {
+    match errors.first() {
+        Some(err) => Err(refusal(err, fallback_field)),
+        None => Ok(()),
+    }
+}
+
+/// Every check of the job that needs no MLX, for a worker whose code lives in `worker_repo`.
+/// The common checks of [`super::run_worker`] (schema version, adapter, policy positive,
+/// continuation present) have already passed.
+pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Refusal> {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
+    let repo = canonical(worker_repo);
+    if !job.repo_root.is_absolute() || canonical(&job.repo_root) != repo {
+        return Err(Refusal::mismatch(
+            "repo_root",
+            format!("the repository this worker runs from ({})", repo.display()),
+            job.repo_root.display(),
+        ));
+    }
+
+    // The manifest, its digest and its pin.
+    if !job.manifest_path.is_absolute() {
+        return Err(Refusal::new("manifest_path", format!("must be absolute, found {}", job.manifest_path.display())));
+    }
+    let bytes = std::fs::read(&job.manifest_path).map_err(|err| {
+        Refusal::new("manifest_path", format!("failed to read {}: {err}", job.manifest_path.display()))
+    })?;
+    let actual = Sha256Digest::of_bytes(&bytes);
+    if actual != job.manifest_sha256 {
+        return Err(Refusal::mismatch(
+            "manifest_sha256",
+            job.manifest_sha256,
+            format!("{actual} for {}", job.manifest_path.display()),
+        ));
+    }
+    pins::verify_pin(&job.manifest_path, &bytes).map_err(|err| refusal(&err, "manifest_sha256"))?;
+    let (manifest, _) = pins::load_manifest(&job.manifest_path).map_err(|err| match err {
+        PinError::SchemaVersion { expected, actual, .. } => Refusal::mismatch("manifest.schema_version", expected, actual),
+        other => refusal(&other, "manifest_path"),
+    })?;
+
+    // The case and its artifact.
+    let case = manifest
+        .cases
+        .get(&job.case_id)
+        .ok_or_else(|| Refusal::new("case_id", format!("{:?} is not a case of the manifest", job.case_id)))?;
+    let case_dir = pins::case_dir(&repo, &job.case_id, case).map_err(|err| refusal(&err, "model_dir"))?;
+    if canonical(&job.model_dir) != canonical(&case_dir) {
+        return Err(Refusal::mismatch("model_dir", format!("the case folder {}", case_dir.display()), job.model_dir.display()));
+    }
+    first(pins::check_case(&repo, &job.case_id, case), "model_dir")?;
+
+    // The prompt, continuation, cell and stop set.
+    let prompt = manifest
+        .prompts
+        .get(&job.prompt_id)
+        .ok_or_else(|| Refusal::new("prompt_id", format!("{:?} is not a prompt of the manifest", job.prompt_id)))?;
+    if prompt.case != job.case_id {
+        return Err(Refusal::mismatch(
+            "prompt_id",
+            format!("a prompt of case {:?}", job.case_id),
+            format!("one of case {:?}", prompt.case),
+        ));
+    }
+    if job.prompt_ids != prompt.ids {
+        return Err(Refusal::new("prompt_ids", format!("differ from prompts[{:?}].ids", job.prompt_id)));
+    }
+    if job.prompt_sha256 != prompt.sha256 {
+        return Err(Refusal::mismatch("prompt_sha256", prompt.sha256, job.prompt_sha256));
+    }
+    let ids_digest = token_ids_sha256(&job.prompt_ids);
+    if ids_digest != prompt.sha256 {
+        return Err(Refusal::mismatch("prompt_sha256", prompt.sha256, format!("{ids_digest} for the ids as listed")));
+    }
+    if let (Mode::FixedContinuation, Some(continuation)) = (job.mode, &job.continuation) {
+        if *continuation != prompt.continuation {
+            return Err(Refusal::new("continuation", format!("differs from prompts[{:?}].continuation", job.prompt_id)));
+        }
+        let steps = manifest.run_policy.fixed_continuation_steps as usize;
+        if continuation.len() != steps {
+            return Err(Refusal::mismatch("continuation", format!("{steps} ids"), continuation.len()));
+        }
+    }
+    let cell = Cell { case: job.case_id.clone(), prompt: job.prompt_id.clone(), mode: job.mode };
+    if !manifest.cells.contains(&cell) {
+        return Err(Refusal::new("cells", format!("the cell {} is not in the manifest", cell.name())));
+    }
+    if job.stop_ids != case.stop_ids {
+        return Err(Refusal::mismatch(
+            "stop_ids",
+            format!("{:?} (cases[{:?}].stop_ids)", case.stop_ids, job.case_id),
+            format!("{:?}", job.stop_ids),
+        ));
+    }
+
+    // Policy and environment pins: the job's must be the manifest's.
+    let by_field = |value: serde_json::Value| value.as_object().cloned().unwrap_or_default();
+    let (found, expected) = (by_field(serde_json::to_value(&job.run_policy).unwrap()), by_field(serde_json::to_value(&manifest.run_policy).unwrap()));
+    for (name, want) in &expected {
+        if found.get(name) != Some(want) {
+            return Err(Refusal::mismatch(format!("run_policy.{name}"), format!("{want} (the manifest's)"), found.get(name).cloned().unwrap_or_default()));
+        }
+    }
+    let (found, expected) = (by_field(serde_json::to_value(&job.environment).unwrap()), by_field(serde_json::to_value(&manifest.environment).unwrap()));
+    for (name, want) in &expected {
+        if found.get(name) != Some(want) {
+            return Err(Refusal::mismatch(format!("environment.{name}"), format!("{want} (the manifest's)"), found.get(name).cloned().unwrap_or_default()));
+        }
+    }
+
+    // This worker's own sources, then the lock file.
+    let set = format!("worker_sources.{}", job.adapter.as_str());
+    let own: Vec<PinError> = pins::check_worker_sources(&repo, &manifest.worker_sources)
+        .into_iter()
+        .filter(|err| err.field() == set || err.field().starts_with(&format!("{set}[")))
+        .collect();
+    first(own, &set)?;
+    pins::check_lock(&repo, &job.environment).map_err(|err| refusal(&err, "environment.lock_sha256"))?;
+
+    // The installed environment, as found on disk (versions, mlx_lm freeze, libmlx).
+    let installed = Installed::locate(&venv_dir(&repo), mlx_dir_override().as_deref())
+        .map_err(|err| Refusal::new("environment", format!("failed to locate the installed environment: {err}")))?;
+    first(pins::check_installed(&installed, &job.environment), "environment")?;
+    let mlx_lm_freeze_sha256 = job.environment.mlx_lm_freeze_sha256;
+    let manifest_sha256 = actual;
+    Ok(Validated { manifest, manifest_sha256, installed, mlx_lm_freeze_sha256 })
+}
+
+/// The MLX version the loaded library reports against the pin.
+pub fn check_mlx_version(job: &WorkerJob, found: &str) -> Result<(), Refusal> {
+    if found != job.environment.mlx_version {
+        return Err(Refusal::mismatch("environment.mlx_version", &job.environment.mlx_version, found));
+    }
+    Ok(())
+}
+
+/// The libmlx actually mapped into the process against the pin; returns its digest.
+pub fn check_mapped_libmlx(job: &WorkerJob, mapped: &Path) -> Result<Sha256Digest, Refusal> {
+    let field = "environment.libmlx_sha256";
+    let actual = Sha256Digest::of_file(mapped).map_err(|err| Refusal::new(field, err.to_string()))?;
+    if actual != job.environment.libmlx_sha256 {
+        return Err(Refusal::mismatch(field, job.environment.libmlx_sha256, format!("{actual} for {}", mapped.display())));
+    }
+    Ok(actual)
+}
+
+/// The identity's digest of a worker's source set: the freeze records over the pinned map.
+pub fn worker_sources_sha256(pinned: &BTreeMap<String, Sha256Digest>) -> Sha256Digest {
+    let mut members: Vec<(String, Sha256Digest)> = pinned.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    members.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Sha256Digest::of_bytes(&freeze_records(&members))
+}
+
+/// `git rev-parse HEAD` of `repo`, `+dirty` when `git status --porcelain` prints anything,
+/// `unknown` when git cannot tell.
+pub fn code_version(repo: &Path) -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    match (git(&["rev-parse", "HEAD"]), git(&["status", "--porcelain"])) {
+        (Some(head), Some(status)) => {
+            format!("{}{}", head.trim(), if status.trim().is_empty() { "" } else { "+dirty" })
+        }
+        _ => "unknown".to_owned(),
+    }
+}
+
+/// What the driver found at run time, for [`identity`].
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub mlx_version: String,
+    pub libmlx_path: PathBuf,
+    pub libmlx_sha256: Sha256Digest,
+    pub device: String,
+}
+
+/// The identity block of a validated job.
+pub fn identity(job: &WorkerJob, validated: &Validated, runtime: &Runtime) -> Identity {
+    let sources = match job.adapter {
+        Adapter::Stock => &validated.manifest.worker_sources.stock,
+        Adapter::Controlled => &validated.manifest.worker_sources.controlled,
+    };
+    Identity {
+        manifest_sha256: validated.manifest_sha256,
+        code_version: code_version(&job.repo_root),
+        worker_sources_sha256: worker_sources_sha256(sources),
+        lock_sha256: job.environment.lock_sha256,
+        mlx_version: runtime.mlx_version.clone(),
+        mlx_lm_version: job.environment.mlx_lm_version.clone(),
+        mlx_lm_freeze_sha256: validated.mlx_lm_freeze_sha256,
+        libmlx_path: runtime.libmlx_path.display().to_string(),
+        libmlx_sha256: runtime.libmlx_sha256,
+        device: runtime.device.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_digest_is_the_freeze_of_the_pinned_map() {
+        let a = Sha256Digest::of_bytes(b"a");
+        let b = Sha256Digest::of_bytes(b"b");
+        let map: BTreeMap<String, Sha256Digest> = [("tools/stock/z.py".to_owned(), b), ("tools/stock/a.py".to_owned(), a)].into();
+        let expected = Sha256Digest::of_bytes(format!("tools/stock/a.py\0{a}\ntools/stock/z.py\0{b}\n").as_bytes());
+        assert_eq!(worker_sources_sha256(&map), expected);
+    }
+
+    #[test]
+    fn pin_errors_become_refusals_naming_the_field_once() {
+        let err = PinError::Missing { field: "cases[\"t\"].files[\"a\"]".into(), path: "/x/a".into() };
+        let r = refusal(&err, "model_dir");
+        assert_eq!(r.field, "cases[\"t\"].files[\"a\"]");
+        assert_eq!(r.to_string(), "validation failed: cases[\"t\"].files[\"a\"]: pinned file /x/a is missing");
+    }
+}
