@@ -181,9 +181,7 @@ fn adapter_stats(reports: &[&WorkerReport], config: &BootstrapConfig) -> Result<
     let median_of = |values: Vec<f64>| decode_baseline::stats::Sample::new(values).ok().map(|s| s.median());
     let build = steps.iter().map(|s| s.build_ns.map(|v| v as f64)).collect::<Option<Vec<_>>>();
     let eval = steps.iter().map(|s| s.eval_ns.map(|v| v as f64)).collect::<Option<Vec<_>>>();
-    let request_medians: Vec<f64> = (0..sample.clusters())
-        .filter_map(|i| decode_baseline::stats::Sample::new(sample.cluster(i).to_vec()).ok().map(|s| s.median()))
-        .collect();
+    let request_medians = sample.cluster_medians();
     let drift = decode_baseline::stats::Drift::between_halves(&request_medians, &Default::default()).ok();
     let first_measured = measured.first();
     let stats = AdapterStats {
