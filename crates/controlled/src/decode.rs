@@ -83,6 +83,8 @@ pub struct Options {
     pub check_contract: bool,
 }
 
+// Not derivable: the default differs between debug and release builds.
+#[allow(clippy::derivable_impls)]
 impl Default for Options {
     fn default() -> Self {
         Options {
