@@ -417,7 +417,121 @@ fn common_checks(job: &WorkerJob, adapter: Adapter) -> Result<(), Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RunPolicy;
+    use crate::{RunPolicy, StepRecord};
+
+    /// A driver with no model: validates nothing, polls before each of its fake forwards.
+    struct Fake {
+        polls: u32,
+    }
+
+    impl Driver for Fake {
+        fn adapter(&self) -> Adapter {
+            Adapter::Stock
+        }
+
+        fn validate(&mut self, job: &WorkerJob) -> Result<Identity, Refusal> {
+            let d = job.manifest_sha256;
+            Ok(Identity {
+                manifest_sha256: d,
+                code_version: "test".into(),
+                worker_sources_sha256: d,
+                lock_sha256: d,
+                mlx_version: "0".into(),
+                mlx_lm_version: "0".into(),
+                mlx_lm_freeze_sha256: d,
+                libmlx_path: "/none".into(),
+                libmlx_sha256: d,
+                device: "cpu".into(),
+            })
+        }
+
+        fn load(&mut self, _: &WorkerJob) -> Result<(), String> {
+            Ok(())
+        }
+
+        fn run_request(&mut self, job: &WorkerJob, spec: RequestSpec, ctx: &RequestContext<'_>) -> Result<RequestRecord, RequestError> {
+            ctx.poll(Site::BeforePrefillChunk)?;
+            ctx.poll(Site::BeforeSeedForward)?;
+            let l = job.prompt_ids.len() as u32;
+            let mut steps = Vec::new();
+            for s in 1..job.run_policy.max_new_tokens {
+                ctx.poll(Site::BeforeDecodeStep)?;
+                self.polls += 1;
+                steps.push(StepRecord { position: l + s, argmax: 1, t_ns: u64::from(s) + 1, dur_ns: 1, build_ns: None, eval_ns: None, margin: None, tie: None });
+            }
+            Ok(RequestRecord {
+                index: spec.index,
+                phase: spec.phase,
+                prompt_len: l,
+                prefill_dur_ns: 1,
+                first_token_ns: 1,
+                first_token: 1,
+                steps,
+                unused_forwards: 0,
+                model_calls: job.run_policy.max_new_tokens + 1,
+                peak_memory_bytes: Some(1),
+                finish_reason: "length".into(),
+            })
+        }
+    }
+
+    fn small_job() -> serde_json::Value {
+        let policy = RunPolicy { first_requests: 1, warmup_requests: 1, measured_requests: 1, max_new_tokens: 4, ..RunPolicy::frozen() };
+        serde_json::json!({
+            "schema_version": 1, "run_id": "r", "adapter": "stock", "mode": "headline",
+            "repo_root": "/r", "manifest_path": "/r/workloads.json",
+            "manifest_sha256": "0".repeat(64), "case_id": "c", "model_dir": "/m",
+            "prompt_id": "p", "prompt_ids": [1, 2], "prompt_sha256": "0".repeat(64),
+            "continuation": null, "stop_ids": [511], "run_policy": policy,
+            "environment": {
+                "lock_sha256": "0".repeat(64), "mlx_version": "0.32.2", "mlx_lm_version": "0.32.2",
+                "mlx_lm_freeze_sha256": "0".repeat(64), "libmlx_sha256": "0".repeat(64)
+            }
+        })
+    }
+
+    #[test]
+    fn a_fake_driver_runs_the_whole_protocol_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
+        let mut fake = Fake { polls: 0 };
+        assert_eq!(run_worker(tmp.path(), &mut fake), ExitCode::Ok);
+        assert_eq!(fake.polls, 3 * 3);
+        let report: WorkerReport = serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
+        assert_eq!((report.status, report.exit_code, report.requests.len()), (Status::Ok, 0, 3));
+        assert_eq!(report.pid, std::process::id());
+        let phases: Vec<_> = report.requests.iter().map(|r| r.phase).collect();
+        assert_eq!(phases, [Some(Phase::First), Some(Phase::Warmup), Some(Phase::Measured)]);
+        assert!(tmp.path().join("worker-ready").exists());
+
+        // The same folder again: the claim refuses before anything is written.
+        let before = std::fs::read(tmp.path().join("report.json")).unwrap();
+        assert_eq!(run_worker(tmp.path(), &mut fake), ExitCode::Failed);
+        assert_eq!(std::fs::read(tmp.path().join("report.json")).unwrap(), before);
+    }
+
+    #[test]
+    fn a_preseeded_report_survives_and_the_run_fails() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
+        std::fs::write(tmp.path().join("report.json"), b"seeded").unwrap();
+        assert_eq!(run_worker(tmp.path(), &mut Fake { polls: 0 }), ExitCode::Failed);
+        assert_eq!(std::fs::read(tmp.path().join("report.json")).unwrap(), b"seeded");
+        let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(names.iter().all(|n| !n.to_string_lossy().starts_with("report.json.tmp.")), "{names:?}");
+    }
+
+    #[test]
+    fn a_preseeded_ready_file_gives_a_failed_report() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
+        std::fs::write(tmp.path().join("worker-ready"), b"seeded").unwrap();
+        assert_eq!(run_worker(tmp.path(), &mut Fake { polls: 0 }), ExitCode::Failed);
+        let report: WorkerReport = serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
+        assert_eq!(report.status, Status::Failed);
+        assert!(report.error.unwrap().contains("worker-ready"));
+        assert!(report.requests.is_empty());
+    }
 
     #[test]
     fn plan_follows_the_run_policy() {
