@@ -24,6 +24,8 @@ pub enum Command {
     Manifest(crate::manifest_cli::ManifestCommand),
     /// Compare controlled against stock in one session, or two sessions cell by cell.
     Compare(crate::compare::CompareArgs),
+    /// Write a session's figures (SVG): step times by position, distributions, roofline.
+    Plot(crate::plot::PlotArgs),
     /// Print what this build runs on: MLX version, libmlx path and SHA-256.
     Env,
     /// Run as a worker on a launcher-created folder (used by the launcher).
@@ -41,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Guard(args) => crate::guard::run(args),
         Command::Manifest(command) => crate::manifest_cli::run(command),
         Command::Compare(args) => crate::compare::run(args),
+        Command::Plot(args) => crate::plot::run(args),
         Command::Env => crate::environment::run(),
         Command::Worker { out_dir } => crate::worker::run(&out_dir),
     }

@@ -8,6 +8,7 @@ mod environment;
 mod guard;
 mod launcher;
 mod manifest_cli;
+mod plot;
 mod worker;
 
 fn main() {

@@ -2,6 +2,7 @@
 
 mod util;
 
+mod compare;
 mod conformance;
 mod guard;
 mod launcher;

@@ -21,6 +21,15 @@ pub enum ExitCode {
     GuardMismatch = 6,
     /// Launcher: the host's benchmark lease is held and `--no-wait` was given.
     LeaseBusy = 7,
+    /// Compare: the numerator is faster than the denominator in at least one cell, beyond the
+    /// noise threshold, and slower in none (see `req/compare.md`).
+    Faster = 10,
+    /// Compare: the numerator is slower than the denominator in at least one cell, beyond the
+    /// noise threshold (wins over `Faster`: CI guards against regressions).
+    Slower = 11,
+    /// Compare: the sessions differ in manifest, model, libmlx, worker sources or host, and
+    /// `--allow-mismatch` was not given.
+    Refused = 12,
 }
 
 impl ExitCode {

@@ -1,0 +1,70 @@
+//! The `compare` subcommand: arguments, the choice between one and two sessions, printing, and
+//! the exit code (see `req/compare.md`).
+
+use std::{io::Write, path::PathBuf};
+
+use decode_baseline_protocol::ExitCode;
+
+use super::{estimate, load::load_session, render};
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns for a terminal.
+    Table,
+    /// A Markdown table for a pull request.
+    Markdown,
+    /// The full comparison as JSON (schema version 1).
+    Json,
+    /// One line per row.
+    Csv,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// Session A: a `session.json` or the session folder. Alone: controlled against stock in it.
+    pub a: PathBuf,
+    /// Session B: compared against A cell by cell, per adapter (ratio B / A).
+    pub b: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Noise threshold as a fraction (0.02 = ±2 %) for every row, instead of the one measured
+    /// from the sessions' A/A pairs (or the 2 % default where none was recorded).
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// Compare even when manifest, model, libmlx, worker sources or host differ; the differences
+    /// are printed above the result.
+    #[arg(long)]
+    pub allow_mismatch: bool,
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let a = load_session(&args.a)?;
+    let report = match &args.b {
+        None => estimate::compare_within(&a, args.threshold, args.allow_mismatch)?,
+        Some(b) => estimate::compare_across(&a, &load_session(b)?, args.threshold, args.allow_mismatch)?,
+    };
+    let text = match args.format {
+        Format::Table => render::table(&report),
+        Format::Markdown => render::markdown(&report),
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
+        Format::Csv => {
+            if !report.mismatches.is_empty() {
+                eprint!("{}", render::mismatch_list(&report));
+            }
+            render::csv(&report)
+        }
+    };
+    if report.refused {
+        eprintln!("decode-baseline: compare refused: {} difference(s); see the list above or --allow-mismatch", report.mismatches.len());
+    }
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {
+        Ok(()) => {}
+        // A reader that stopped reading (`| head`) is not an error.
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(err) => return Err(err.into()),
+    }
+    Ok(report.exit())
+}

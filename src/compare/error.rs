@@ -1,0 +1,29 @@
+//! Why `compare` (and `plot`, which reads sessions the same way) could not do its work: every
+//! variant is bad input and ends with exit code 2.
+
+use std::path::PathBuf;
+
+/// A session that cannot be read, or settings that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("failed to read session report {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to parse session report {path}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("session report {path}: schema_version: expected {expected}, got {actual}")]
+    SchemaVersion { path: PathBuf, expected: u32, actual: String },
+    #[error("session report {path}: analysis.cells: {detail}")]
+    Analysis { path: PathBuf, detail: String },
+    #[error("invalid --threshold")]
+    Threshold(#[source] decode_baseline::stats::StatsError),
+    #[error("nothing to compare: {detail}")]
+    NothingToCompare { detail: String },
+}

@@ -1,0 +1,144 @@
+//! Whether two things may be compared at all: the list of what differs between them.
+//!
+//! Two sessions are alike when they share the manifest digest, the model files of every case both
+//! ran, the libmlx digest, each adapter's worker source digest, and the host. Within one session
+//! the controlled and stock workers must have loaded the same libmlx file (the whole point of the
+//! design: a difference is the loop, not the kernels); the rest is shared by construction.
+//!
+//! The model check reads each session's manifest from `manifest_path` and uses it only when its
+//! SHA-256 still equals the session's `manifest_sha256`. With equal manifest digests the models
+//! are equal by construction (the manifest pins every model file), so the files are read only
+//! when the manifests differ; a manifest that is gone or changed makes the model check "unknown",
+//! which is listed as a difference too.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use decode_baseline_protocol::{
+    manifest::Manifest,
+    report::{Identity, Status},
+    session::SessionReport,
+    Adapter, Sha256Digest,
+};
+use serde::Serialize;
+
+/// One thing that differs. In a two-session comparison `a` and `b` are the sessions' values; in
+/// one session they are the controlled and the stock workers' values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mismatch {
+    /// What differs, e.g. `libmlx_sha256` or `model tiny-qwen3: model.safetensors`.
+    pub field: String,
+    pub a: String,
+    pub b: String,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} vs {}", self.field, self.a, self.b)
+    }
+}
+
+/// The identities of the valid, `ok` worker reports of `adapter` (or of every adapter).
+fn identities(session: &SessionReport, adapter: Option<Adapter>) -> Vec<&Identity> {
+    session
+        .workers
+        .iter()
+        .filter(|w| adapter.is_none_or(|a| w.adapter == a) && w.validation_errors.is_empty())
+        .filter_map(|w| w.report.as_ref())
+        .filter(|r| r.status == Status::Ok)
+        .filter_map(|r| r.identity.as_ref())
+        .collect()
+}
+
+fn joined(values: BTreeSet<String>) -> String {
+    if values.is_empty() {
+        "none recorded".to_owned()
+    } else {
+        values.into_iter().collect::<Vec<_>>().join(", ")
+    }
+}
+
+fn set_of(session: &SessionReport, adapter: Option<Adapter>, f: impl Fn(&Identity) -> String) -> BTreeSet<String> {
+    identities(session, adapter).into_iter().map(f).collect()
+}
+
+fn hostname(session: &SessionReport) -> String {
+    session.host.get("hostname").and_then(|h| h.as_str()).unwrap_or("unknown").to_owned()
+}
+
+/// Within one session: controlled and stock must share one libmlx digest.
+pub fn within(session: &SessionReport) -> Vec<Mismatch> {
+    let libmlx = |adapter| set_of(session, Some(adapter), |i| i.libmlx_sha256.to_hex());
+    let (c, s) = (libmlx(Adapter::Controlled), libmlx(Adapter::Stock));
+    let mut out = Vec::new();
+    if !c.is_empty() && !s.is_empty() && (c != s || c.len() > 1) {
+        out.push(Mismatch { field: "libmlx_sha256".to_owned(), a: joined(c), b: joined(s) });
+    }
+    out
+}
+
+/// Between two sessions: manifest, models (when the manifests differ), libmlx, worker sources
+/// per adapter, host. `cases` are the case ids both sessions ran.
+pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    let mut differ = |field: &str, x: String, y: String| {
+        if x != y {
+            out.push(Mismatch { field: field.to_owned(), a: x, b: y });
+        }
+    };
+    differ("manifest_sha256", a.manifest_sha256.to_hex(), b.manifest_sha256.to_hex());
+    let libmlx = |s| joined(set_of(s, None, |i| i.libmlx_sha256.to_hex()));
+    differ("libmlx_sha256", libmlx(a), libmlx(b));
+    for adapter in [Adapter::Controlled, Adapter::Stock] {
+        let sources = |s| set_of(s, Some(adapter), |i| i.worker_sources_sha256.to_hex());
+        let (x, y) = (sources(a), sources(b));
+        // An adapter that one session did not run is not a difference in its sources.
+        if !x.is_empty() && !y.is_empty() {
+            differ(&format!("worker_sources_sha256 ({})", adapter.as_str()), joined(x), joined(y));
+        }
+    }
+    differ("host", hostname(a), hostname(b));
+    if a.manifest_sha256 != b.manifest_sha256 {
+        out.extend(models(a, b, cases));
+    }
+    out
+}
+
+/// The pinned files of every case, from the session's manifest if it still matches its digest.
+fn case_files(session: &SessionReport) -> Result<BTreeMap<String, BTreeMap<String, Sha256Digest>>, String> {
+    let path = &session.manifest_path;
+    let bytes = std::fs::read(path).map_err(|err| format!("unknown (manifest {} unreadable: {err})", path.display()))?;
+    if Sha256Digest::of_bytes(&bytes) != session.manifest_sha256 {
+        return Err(format!("unknown (manifest {} changed since the session)", path.display()));
+    }
+    let manifest: Manifest =
+        serde_json::from_slice(&bytes).map_err(|err| format!("unknown (manifest {} unparsable: {err})", path.display()))?;
+    Ok(manifest.cases.into_iter().map(|(id, case)| (id, case.files)).collect())
+}
+
+fn models(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) -> Vec<Mismatch> {
+    let (files_a, files_b) = (case_files(a), case_files(b));
+    let mut out = Vec::new();
+    for case in cases {
+        let field = format!("model {case}");
+        match (&files_a, &files_b) {
+            (Ok(fa), Ok(fb)) => {
+                let (x, y) = (fa.get(case), fb.get(case));
+                let names: BTreeSet<&String> = x.into_iter().chain(y).flat_map(|m| m.keys()).collect();
+                for name in names {
+                    let digest = |m: Option<&BTreeMap<String, Sha256Digest>>| {
+                        m.and_then(|m| m.get(name)).map_or("absent".to_owned(), Sha256Digest::to_hex)
+                    };
+                    let (dx, dy) = (digest(x), digest(y));
+                    if dx != dy {
+                        out.push(Mismatch { field: format!("{field}: {name}"), a: dx, b: dy });
+                    }
+                }
+            }
+            (x, y) => {
+                let show = |r: &Result<_, String>| r.as_ref().map_or_else(Clone::clone, |_| "readable".to_owned());
+                out.push(Mismatch { field, a: show(x), b: show(y) });
+            }
+        }
+    }
+    out
+}

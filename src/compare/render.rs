@@ -1,0 +1,344 @@
+//! The four faces of a comparison: a terminal table, Markdown for a pull request, JSON (the
+//! `CompareReport` as is) and CSV (one line per row; the mismatch list goes to stderr so the
+//! stdout stays one table).
+
+use decode_baseline::stats::{ThresholdSource, Verdict, DEFAULT_NOISE_THRESHOLD};
+
+use super::{
+    estimate::{CompareReport, Kind, Row, RowResult},
+    threshold::ThresholdOrigin,
+};
+
+/// Nanoseconds for people: `612.3 µs`, `1.24 ms`, `2.50 s`.
+pub fn human_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.1} µs", ns / 1e3)
+    }
+}
+
+fn verdict_words(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NoDifference => "no difference",
+    }
+}
+
+fn percent(fraction: f64) -> String {
+    format!("±{:.1} %", fraction * 100.0)
+}
+
+/// The threshold of a row in a few words: `±2.3 % (A/A)`.
+fn threshold_cell(row: &Row) -> String {
+    match &row.outcome {
+        RowResult::NotCompared { .. } => "-".to_owned(),
+        RowResult::Compared { threshold, .. } => {
+            let how = match (threshold.origin, threshold.threshold.source) {
+                (ThresholdOrigin::Flag, _) => "flag",
+                (ThresholdOrigin::Default, _) => "default",
+                (ThresholdOrigin::AaPair, ThresholdSource::Floor) => "A/A, floor",
+                (ThresholdOrigin::AaPair, _) => "A/A",
+            };
+            format!("{} ({how})", percent(threshold.threshold.value))
+        }
+    }
+}
+
+fn verdict_cell(row: &Row) -> String {
+    match &row.outcome {
+        RowResult::Compared { comparison, .. } => verdict_words(comparison.verdict).to_owned(),
+        RowResult::NotCompared { reason } => format!("not compared: {reason}"),
+    }
+}
+
+fn confidence(report: &CompareReport) -> String {
+    let level = report
+        .rows
+        .iter()
+        .find_map(|r| match &r.outcome {
+            RowResult::Compared { comparison, .. } => Some(comparison.ratio.ci.bootstrap.confidence),
+            RowResult::NotCompared { .. } => None,
+        })
+        .unwrap_or(decode_baseline::stats::DEFAULT_CONFIDENCE);
+    format!("{:.0}% CI", level * 100.0)
+}
+
+/// The cells of one row, in header order.
+fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
+    let mut cells = vec![row.cell.clone()];
+    if report.kind == Kind::AcrossSessions {
+        cells.push(row.adapter.map_or("-", |a| a.as_str()).to_owned());
+    }
+    let median = |m: Option<f64>| m.map_or("-".to_owned(), human_ns);
+    cells.push(median(row.numerator.median_ns));
+    cells.push(median(row.denominator.median_ns));
+    match &row.outcome {
+        RowResult::Compared { comparison, .. } => {
+            cells.push(format!("{:.3}", comparison.ratio.ratio));
+            cells.push(format!("[{:.3}, {:.3}]", comparison.ratio.ci.lower, comparison.ratio.ci.upper));
+        }
+        RowResult::NotCompared { .. } => cells.extend(["-".to_owned(), "-".to_owned()]),
+    }
+    cells.push(threshold_cell(row));
+    cells.push(verdict_cell(row));
+    cells
+}
+
+fn header(report: &CompareReport) -> Vec<String> {
+    let (num, den) = match report.kind {
+        Kind::WithinSession => ("controlled", "stock"),
+        Kind::AcrossSessions => ("B", "A"),
+    };
+    let mut h = vec!["cell".to_owned()];
+    if report.kind == Kind::AcrossSessions {
+        h.push("adapter".to_owned());
+    }
+    h.extend([num.to_owned(), den.to_owned(), "ratio".to_owned(), confidence(report), "threshold".to_owned(), "verdict".to_owned()]);
+    h
+}
+
+/// What was compared, in one sentence.
+fn title(report: &CompareReport) -> String {
+    match (&report.kind, &report.b) {
+        (Kind::AcrossSessions, Some(b)) => format!(
+            "session B {} ({}) against session A {} ({}), per adapter",
+            b.session_id,
+            status_word(b.status),
+            report.a.session_id,
+            status_word(report.a.status)
+        ),
+        _ => format!("controlled against stock in session {} ({})", report.a.session_id, status_word(report.a.status)),
+    }
+}
+
+/// The status as `session.json` spells it (`ok`, `worker_failed`, …).
+fn status_word(status: decode_baseline_protocol::session::SessionStatus) -> String {
+    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+fn ratio_line(report: &CompareReport) -> &'static str {
+    match report.kind {
+        Kind::WithinSession => "ratio = controlled / stock per-token median; below 1: controlled is faster",
+        Kind::AcrossSessions => "ratio = B / A per-token median; below 1: B is faster",
+    }
+}
+
+/// Which threshold sources were used, e.g. `A/A pairs for 1 row, the default ±2.0 % for 2 rows
+/// (no A/A pair recorded)`.
+pub fn threshold_line(report: &CompareReport) -> String {
+    if let Some(flag) = report.threshold_flag {
+        return format!("threshold: {} for every row (--threshold)", percent(flag));
+    }
+    let count = |origin| {
+        report
+            .rows
+            .iter()
+            .filter(|r| matches!(&r.outcome, RowResult::Compared { threshold, .. } if threshold.origin == origin))
+            .count()
+    };
+    let (aa, default) = (count(ThresholdOrigin::AaPair), count(ThresholdOrigin::Default));
+    let rows = |n: usize| if n == 1 { "1 row".to_owned() } else { format!("{n} rows") };
+    let mut parts = Vec::new();
+    if aa > 0 {
+        parts.push(format!("measured from the recorded A/A pairs for {}", rows(aa)));
+    }
+    if default > 0 {
+        parts.push(format!("the default {} for {} (no A/A pair recorded)", percent(DEFAULT_NOISE_THRESHOLD), rows(default)));
+    }
+    if parts.is_empty() {
+        "threshold: none used (no row compared)".to_owned()
+    } else {
+        format!("threshold: {}", parts.join("; "))
+    }
+}
+
+fn mismatch_intro(report: &CompareReport) -> String {
+    let who = match report.kind {
+        Kind::WithinSession => "the controlled and stock workers differ (a: controlled, b: stock)",
+        Kind::AcrossSessions => "the sessions differ (a: session A, b: session B)",
+    };
+    if report.refused {
+        format!("refused: {who}; --allow-mismatch compares anyway")
+    } else {
+        format!("mismatch allowed (--allow-mismatch): {who}")
+    }
+}
+
+fn verdict_line(report: &CompareReport) -> String {
+    match report.verdict {
+        Some(v) => format!("verdict: {} (exit {})", verdict_words(v), report.exit_code),
+        None => format!("verdict: refused (exit {})", report.exit_code),
+    }
+}
+
+fn extra_cells(report: &CompareReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if !report.only_in_a.is_empty() {
+        out.push(format!("only in A (not compared): {}", report.only_in_a.join(", ")));
+    }
+    if !report.only_in_b.is_empty() {
+        out.push(format!("only in B (not compared): {}", report.only_in_b.join(", ")));
+    }
+    out
+}
+
+/// The terminal table.
+pub fn table(report: &CompareReport) -> String {
+    let mut out = String::new();
+    if !report.mismatches.is_empty() {
+        out.push_str(&mismatch_intro(report));
+        out.push('\n');
+        for m in &report.mismatches {
+            out.push_str(&format!("  - {m}\n"));
+        }
+        out.push('\n');
+    }
+    out.push_str(&title(report));
+    out.push('\n');
+    if !report.refused {
+        out.push_str(ratio_line(report));
+        out.push('\n');
+        out.push_str(&threshold_line(report));
+        out.push_str("\n\n");
+        let mut lines = vec![header(report)];
+        lines.extend(report.rows.iter().map(|r| row_cells(report, r)));
+        let columns = lines[0].len();
+        let widths: Vec<usize> =
+            (0..columns).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
+        // Text columns (cell, adapter, threshold, verdict) left, numbers right.
+        let text = |i: usize| i == 0 || i + 2 >= columns || (report.kind == Kind::AcrossSessions && i == 1);
+        for line in &lines {
+            let padded: Vec<String> = line
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let pad = " ".repeat(widths[i] - c.chars().count());
+                    if text(i) {
+                        format!("{c}{pad}")
+                    } else {
+                        format!("{pad}{c}")
+                    }
+                })
+                .collect();
+            out.push_str(padded.join("  ").trim_end());
+            out.push('\n');
+        }
+        for line in extra_cells(report) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.push_str(&verdict_line(report));
+    out.push('\n');
+    out
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Markdown for a pull request.
+pub fn markdown(report: &CompareReport) -> String {
+    let mut out = format!("### decode-baseline compare\n\n{}.\n", title(report));
+    if !report.mismatches.is_empty() {
+        out.push_str(&format!("\n> **{}**\n>\n", md_escape(&mismatch_intro(report))));
+        for m in &report.mismatches {
+            out.push_str(&format!("> - `{}`: `{}` vs `{}`\n", md_escape(&m.field), md_escape(&m.a), md_escape(&m.b)));
+        }
+    }
+    if !report.refused {
+        out.push_str(&format!("\n{}.\n{}.\n\n", ratio_line(report), md_escape(&threshold_line(report))));
+        let head = header(report);
+        out.push_str(&format!("| {} |\n", head.join(" | ")));
+        let align: Vec<&str> = (0..head.len())
+            .map(|i| {
+                let text = i == 0 || i + 2 >= head.len() || (report.kind == Kind::AcrossSessions && i == 1);
+                if text {
+                    "---"
+                } else {
+                    "---:"
+                }
+            })
+            .collect();
+        out.push_str(&format!("|{}|\n", align.join("|")));
+        for row in &report.rows {
+            let mut cells: Vec<String> = row_cells(report, row).iter().map(|c| md_escape(c)).collect();
+            cells[0] = format!("`{}`", cells[0]);
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        for line in extra_cells(report) {
+            out.push_str(&format!("\n{}\n", md_escape(&line)));
+        }
+    }
+    out.push_str(&format!("\n**{}**\n", verdict_line(report)));
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// CSV, one line per row; numbers unformatted (ns, plain ratios).
+pub fn csv(report: &CompareReport) -> String {
+    let mut out = String::from(
+        "cell,mode,adapter,numerator,denominator,numerator_median_ns,denominator_median_ns,\
+         numerator_requests,denominator_requests,ratio,ci_lower,ci_upper,confidence,threshold,\
+         threshold_source,threshold_origin,verdict,reason\n",
+    );
+    let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    for row in &report.rows {
+        let mut f = vec![
+            row.cell.clone(),
+            row.mode.as_str().to_owned(),
+            row.adapter.map_or(String::new(), |a| a.as_str().to_owned()),
+            row.numerator.label.clone(),
+            row.denominator.label.clone(),
+            num(row.numerator.median_ns),
+            num(row.denominator.median_ns),
+            row.numerator.requests.to_string(),
+            row.denominator.requests.to_string(),
+        ];
+        match &row.outcome {
+            RowResult::Compared { comparison, threshold } => {
+                let enum_word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+                f.extend([
+                    format!("{}", comparison.ratio.ratio),
+                    format!("{}", comparison.ratio.ci.lower),
+                    format!("{}", comparison.ratio.ci.upper),
+                    format!("{}", comparison.ratio.ci.bootstrap.confidence),
+                    format!("{}", threshold.threshold.value),
+                    enum_word(serde_json::to_value(threshold.threshold.source).unwrap_or_default()),
+                    enum_word(serde_json::to_value(threshold.origin).unwrap_or_default()),
+                    enum_word(serde_json::to_value(comparison.verdict).unwrap_or_default()),
+                    String::new(),
+                ]);
+            }
+            RowResult::NotCompared { reason } => {
+                f.extend(std::iter::repeat_n(String::new(), 7));
+                f.extend(["not_compared".to_owned(), reason.clone()]);
+            }
+        }
+        out.push_str(&f.iter().map(|s| csv_field(s)).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// The mismatch list for stderr (CSV keeps stdout to the table).
+pub fn mismatch_list(report: &CompareReport) -> String {
+    let mut out = mismatch_intro(report);
+    out.push('\n');
+    for m in &report.mismatches {
+        out.push_str(&format!("  - {m}\n"));
+    }
+    out
+}

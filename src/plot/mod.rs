@@ -1,0 +1,15 @@
+//! Figures of a session, as SVG files readable in any browser: per cell, decode-step time by
+//! position (median with a p10–p90 band) and the distribution of per-token times for both
+//! adapters, and a roofline when a peak memory bandwidth is given. `run` writes them next to
+//! `session.json`; `decode-baseline plot` writes them on demand.
+
+mod command;
+mod distribution;
+mod error;
+mod roofline;
+mod steps;
+mod svg;
+mod write;
+
+pub use command::{run, PlotArgs};
+pub use write::write_session_plots;

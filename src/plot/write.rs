@@ -1,0 +1,78 @@
+//! Writing a session's figures into a folder: per cell `<cell>.steps.svg` and
+//! `<cell>.distribution.svg`, and `<cell>.roofline.svg` when a peak bandwidth is given. Each file
+//! is written to a temp file in the same folder and renamed into place, so a reader never sees a
+//! half-written figure; figures are derived data, so an existing one is replaced.
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use decode_baseline_protocol::session::SessionReport;
+
+use super::{
+    distribution,
+    error::PlotError,
+    roofline::{self, CellRoof, ModelBytes},
+    steps,
+};
+use crate::compare;
+
+/// Optional figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlotOptions {
+    /// Peak memory bandwidth in GB/s (10^9 bytes/s); enables the roofline figure.
+    pub peak_bandwidth_gbs: Option<f64>,
+}
+
+/// What was written.
+#[derive(Debug, Clone, Default)]
+pub struct Written {
+    pub files: Vec<PathBuf>,
+    pub rooflines: Vec<CellRoof>,
+}
+
+/// The per-step and distribution figures of every cell of `session`, into `dir` (the session
+/// folder, when called by `run` after writing `session.json`).
+pub fn write_session_plots(session: &SessionReport, dir: &Path) -> Result<Written, PlotError> {
+    write_plots(session, dir, PlotOptions::default())
+}
+
+/// As [`write_session_plots`], with the optional figures of `options`.
+pub fn write_plots(session: &SessionReport, dir: &Path, options: PlotOptions) -> Result<Written, PlotError> {
+    if let Some(gbs) = options.peak_bandwidth_gbs {
+        if !(gbs > 0.0 && gbs.is_finite()) {
+            return Err(PlotError::Bandwidth(gbs));
+        }
+    }
+    let cells = compare::cells(session, &dir.join("session.json"))?;
+    std::fs::create_dir_all(dir).map_err(|source| PlotError::Write { path: dir.to_owned(), source })?;
+    let mut written = Written::default();
+    for cell in &cells {
+        let mut figures = Vec::new();
+        figures.extend(steps::figure(cell).map(|svg| ("steps", svg)));
+        figures.extend(distribution::figure(cell).map(|svg| ("distribution", svg)));
+        if let Some(gbs) = options.peak_bandwidth_gbs {
+            let bytes = ModelBytes::of_case(&session.manifest_path, &cell.case_id)?;
+            if let Some((svg, roof)) = roofline::figure(cell, bytes, gbs) {
+                figures.push(("roofline", svg));
+                written.rooflines.push(roof);
+            }
+        }
+        for (kind, svg) in figures {
+            let path = dir.join(format!("{}.{kind}.svg", cell.cell));
+            write_atomic(&path, svg.as_bytes())?;
+            written.files.push(path);
+        }
+    }
+    Ok(written)
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
+    let wrap = |source| PlotError::Write { path: path.to_owned(), source };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new().prefix(".plot.").suffix(".svg").tempfile_in(dir).map_err(wrap)?;
+    temp.write_all(bytes).map_err(wrap)?;
+    temp.persist(path).map_err(|e| wrap(e.error))?;
+    Ok(())
+}

@@ -1,0 +1,666 @@
+//! `decode-baseline compare` and `plot`: every verdict, every refusal, bad input, snapshots of
+//! the table and Markdown, and the figures, on synthetic session reports built here (the
+//! launcher's output types, filled with deterministic step times) and on session reports
+//! recorded by the real launcher on the fixture (`tests/data/sessions/`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use decode_baseline::stats::{BootstrapConfig, Interval, RatioEstimate, Resampling};
+use decode_baseline_protocol::{
+    report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport},
+    session::{SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun},
+    Adapter, Mode, Sha256Digest,
+};
+use serde_json::json;
+
+use crate::util;
+
+const HEADLINE: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
+const FIXED: &str = "tiny-qwen3.tiny-qwen3-L16.fixed_continuation";
+const REFERENCE: &str = "tiny-qwen3.tiny-qwen3-L16.reference_pair";
+
+fn digest(s: &str) -> Sha256Digest {
+    Sha256Digest::of_bytes(s.as_bytes())
+}
+
+/// What differs between synthetic workers.
+#[derive(Clone)]
+struct Ids {
+    libmlx: &'static str,
+    controlled_sources: &'static str,
+    stock_sources: &'static str,
+}
+
+const IDS: Ids = Ids { libmlx: "libmlx-a", controlled_sources: "controlled-src-a", stock_sources: "stock-src-a" };
+
+fn identity(adapter: Adapter, ids: &Ids, manifest: Sha256Digest) -> Identity {
+    Identity {
+        manifest_sha256: manifest,
+        code_version: "0000000".to_owned(),
+        worker_sources_sha256: digest(match adapter {
+            Adapter::Controlled => ids.controlled_sources,
+            Adapter::Stock => ids.stock_sources,
+        }),
+        lock_sha256: digest("lock"),
+        mlx_version: "0.32.2".to_owned(),
+        mlx_lm_version: "0.32.2".to_owned(),
+        mlx_lm_freeze_sha256: digest("freeze"),
+        libmlx_path: "/venv/lib/libmlx.so".to_owned(),
+        libmlx_sha256: digest(ids.libmlx),
+        device: "cpu".to_owned(),
+    }
+}
+
+/// Step time of request `r`, step `s` at `level` ns: a per-request offset of up to ±0.4 % and a
+/// per-step wiggle of up to ±0.5 %, both deterministic.
+fn step_ns(level: f64, r: usize, s: usize) -> u64 {
+    let request = 1.0 + 0.004 * ((r * 7 % 9) as f64 - 4.0) / 4.0;
+    let step = 1.0 + 0.005 * ((s * 13 + r * 5) % 11) as f64 / 5.0 - 0.005;
+    (level * request * step).round() as u64
+}
+
+fn mode_of(cell: &str) -> Mode {
+    match cell.rsplit('.').next().unwrap() {
+        "headline" => Mode::Headline,
+        "fixed_continuation" => Mode::FixedContinuation,
+        _ => Mode::ReferencePair,
+    }
+}
+
+/// One worker run of `cell` at `level` ns per step; `suffix` is `-aa` for an A/A run.
+fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, manifest: Sha256Digest) -> WorkerRun {
+    let mode = mode_of(cell);
+    let (phases, steps): (Vec<Option<Phase>>, usize) = match mode {
+        Mode::ReferencePair => (vec![None], 127),
+        Mode::FixedContinuation => ([vec![Some(Phase::First)], vec![Some(Phase::Warmup); 2], vec![Some(Phase::Measured); 12]].concat(), 32),
+        Mode::Headline => ([vec![Some(Phase::First)], vec![Some(Phase::Warmup); 2], vec![Some(Phase::Measured); 12]].concat(), 40),
+    };
+    let requests = phases
+        .iter()
+        .enumerate()
+        .map(|(r, phase)| {
+            let mut t = 0;
+            RequestRecord {
+                index: r as u32,
+                phase: *phase,
+                prompt_len: 16,
+                prefill_dur_ns: 1_000_000,
+                first_token_ns: 1_000_000,
+                first_token: 7,
+                steps: (0..steps)
+                    .map(|s| {
+                        let dur_ns = step_ns(level, r, s);
+                        t += dur_ns;
+                        StepRecord {
+                            position: 17 + s as u32,
+                            argmax: 7,
+                            t_ns: 1_000_000 + t,
+                            dur_ns,
+                            build_ns: None,
+                            eval_ns: None,
+                            margin: None,
+                            tie: None,
+                        }
+                    })
+                    .collect(),
+                unused_forwards: 0,
+                model_calls: steps as u32 + 1,
+                peak_memory_bytes: None,
+                finish_reason: "length".to_owned(),
+            }
+        })
+        .collect();
+    let run_id = format!("s/{cell}/{}-0{suffix}", adapter.as_str());
+    let report = WorkerReport {
+        schema_version: 1,
+        run_id: run_id.clone(),
+        adapter,
+        mode,
+        case_id: "tiny-qwen3".to_owned(),
+        prompt_id: "tiny-qwen3-L16".to_owned(),
+        status: Status::Ok,
+        exit_code: 0,
+        error: None,
+        pid: 1,
+        claimed_utc: "2026-01-01T00:00:00Z".to_owned(),
+        finished_utc: "2026-01-01T00:00:01Z".to_owned(),
+        start_to_ready_ns: Some(1),
+        load_ns: Some(1),
+        identity: Some(identity(adapter, ids, manifest)),
+        requests,
+    };
+    WorkerRun {
+        run_id,
+        cell: cell.to_owned(),
+        adapter,
+        repetition: 0,
+        sequence: 0,
+        command: vec!["worker".to_owned()],
+        pid: Some(1),
+        exit_code: Some(0),
+        signal: None,
+        intervention: None,
+        wall_ns: 1,
+        validation_errors: vec![],
+        report: Some(report),
+    }
+}
+
+fn aa(lower: f64, upper: f64) -> serde_json::Value {
+    serde_json::to_value(RatioEstimate {
+        ratio: (lower + upper) / 2.0,
+        ci: Interval { lower, upper, bootstrap: BootstrapConfig::default(), resampling: Resampling::ByRequest },
+    })
+    .unwrap()
+}
+
+/// A synthetic session.
+struct Synth {
+    id: &'static str,
+    host: &'static str,
+    ids: Ids,
+    manifest_path: PathBuf,
+    manifest_sha256: Sha256Digest,
+    /// (cell, controlled level, stock level)
+    cells: Vec<(&'static str, f64, f64)>,
+    /// (cell, adapter, A/A interval)
+    aa: Vec<(&'static str, Adapter, (f64, f64))>,
+}
+
+impl Synth {
+    fn new(id: &'static str, cells: Vec<(&'static str, f64, f64)>) -> Self {
+        Synth {
+            id,
+            host: "bench-1",
+            ids: IDS,
+            manifest_path: util::repo_root().join("workloads.json"),
+            manifest_sha256: digest("manifest"),
+            cells,
+            aa: vec![],
+        }
+    }
+
+    fn report(&self) -> SessionReport {
+        let mut workers = Vec::new();
+        let mut analysis_cells = Vec::new();
+        for &(cell, controlled, stock) in &self.cells {
+            workers.push(worker(cell, Adapter::Controlled, controlled, "", &self.ids, self.manifest_sha256));
+            workers.push(worker(cell, Adapter::Stock, stock, "", &self.ids, self.manifest_sha256));
+            let mut aa_ratios = serde_json::Map::new();
+            for (c, adapter, (lo, hi)) in &self.aa {
+                if *c == cell {
+                    aa_ratios.insert(adapter.as_str().to_owned(), aa(*lo, *hi));
+                    let level = if *adapter == Adapter::Controlled { controlled } else { stock };
+                    workers.push(worker(cell, *adapter, level, "-aa", &self.ids, self.manifest_sha256));
+                }
+            }
+            // The launcher's analysis carries more per cell; compare reads only `aa_ratios`.
+            analysis_cells.push(json!({ "cell": cell, "mode": mode_of(cell), "adapters": {}, "ratio": null, "aa_ratios": aa_ratios }));
+        }
+        SessionReport {
+            schema_version: 1,
+            session_id: self.id.to_owned(),
+            status: SessionStatus::Ok,
+            job: SessionJob {
+                schema_version: 1,
+                manifest: None,
+                cells: None,
+                adapters: vec![Adapter::Controlled, Adapter::Stock],
+                output_root: PathBuf::from("out"),
+                repetitions: 1,
+                order: WorkerOrder::Alternate,
+                aa_pair: !self.aa.is_empty(),
+            },
+            manifest_path: self.manifest_path.clone(),
+            manifest_sha256: self.manifest_sha256,
+            host: json!({ "hostname": self.host, "os": "linux", "arch": "x86_64", "cpus": 2 }),
+            lease: json!({}),
+            started_utc: "2026-01-01T00:00:00Z".to_owned(),
+            finished_utc: "2026-01-01T00:01:00Z".to_owned(),
+            wall_ns: 1,
+            launcher_overhead_ns: 1,
+            workers,
+            analysis: json!({ "bootstrap": BootstrapConfig::default(), "cells": analysis_cells }),
+            problems: vec![],
+        }
+    }
+
+    /// Writes `<dir>/<id>/session.json` and returns the session folder.
+    fn write(&self, dir: &Path) -> PathBuf {
+        write_session(dir, &self.report())
+    }
+}
+
+fn write_session(dir: &Path, report: &SessionReport) -> PathBuf {
+    let folder = dir.join(&report.session_id);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("session.json"), serde_json::to_vec_pretty(report).unwrap()).unwrap();
+    folder
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn compare(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Run {
+    let mut cmd = Command::new(util::binary());
+    cmd.arg("compare");
+    for a in args {
+        cmd.arg(a);
+    }
+    let out = util::run(&mut cmd);
+    Run { code: out.status.code().expect("exited"), stdout: util::stdout(&out), stderr: util::stderr(&out) }
+}
+
+fn json_of(run: &Run) -> serde_json::Value {
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", run.stdout, run.stderr))
+}
+
+fn verdicts(run: &Run) -> Vec<String> {
+    json_of(run)["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"]["comparison"]["verdict"].as_str().unwrap_or("not_compared").to_owned())
+        .collect()
+}
+
+// Exit codes, as documented in req/compare.md.
+const NO_DIFFERENCE: i32 = 0;
+const BAD_INPUT: i32 = 2;
+const FASTER: i32 = 10;
+const SLOWER: i32 = 11;
+const REFUSED: i32 = 12;
+
+// ---------------------------------------------------------------------------------------------
+// One session: controlled against stock
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn within_session_each_verdict_and_its_exit_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (id, controlled, verdict, code) in [
+        ("same", 600_000.0, "no_difference", NO_DIFFERENCE),
+        ("fast", 540_000.0, "faster", FASTER),
+        ("slow", 660_000.0, "slower", SLOWER),
+    ] {
+        let dir = Synth::new(id, vec![(HEADLINE, controlled, 600_000.0)]).write(tmp.path());
+        let run = compare(&[&dir, &"--format", &"json"]);
+        assert_eq!(run.code, code, "{id}: {}{}", run.stdout, run.stderr);
+        assert_eq!(verdicts(&run), vec![verdict], "{id}");
+        let j = json_of(&run);
+        assert_eq!(j["kind"], "within_session");
+        assert_eq!(j["verdict"], verdict);
+        assert_eq!(j["exit_code"], code);
+        let ratio = j["rows"][0]["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap();
+        assert!((ratio - controlled / 600_000.0).abs() < 0.01, "{id}: ratio {ratio}");
+    }
+}
+
+#[test]
+fn slower_wins_over_faster_and_reference_pair_is_not_compared() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Synth::new("mixed", vec![(HEADLINE, 540_000.0, 600_000.0), (FIXED, 700_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)])
+        .write(tmp.path());
+    let run = compare(&[&dir, &"--format", &"json"]);
+    assert_eq!(run.code, SLOWER, "{}", run.stderr);
+    assert_eq!(verdicts(&run), vec!["faster", "slower", "not_compared"]);
+    let reason = json_of(&run)["rows"][2]["outcome"]["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("too few requests: expected at least 2, got 1"), "{reason}");
+}
+
+#[test]
+fn threshold_comes_from_the_aa_pair_then_the_flag_then_the_default() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Controlled 3 % faster: beyond the 2 % default, within a 5 % A/A spread.
+    let mut s = Synth::new("aa", vec![(HEADLINE, 582_000.0, 600_000.0), (FIXED, 582_000.0, 600_000.0)]);
+    s.aa = vec![(HEADLINE, Adapter::Stock, (0.96, 1.05)), (HEADLINE, Adapter::Controlled, (0.99, 1.01))];
+    let dir = s.write(tmp.path());
+
+    let run = compare(&[&dir, &"--format", &"json"]);
+    assert_eq!(run.code, FASTER, "{}", run.stderr);
+    let j = json_of(&run);
+    let head = &j["rows"][0]["outcome"]["threshold"];
+    assert_eq!(head["origin"], "aa_pair");
+    assert!((head["threshold"]["value"].as_f64().unwrap() - 0.05).abs() < 1e-9, "{head}");
+    assert_eq!(head["aa_pairs"], json!(["controlled", "stock"]));
+    assert_eq!(j["rows"][0]["outcome"]["comparison"]["verdict"], "no_difference");
+    // The fixed-continuation cell has no A/A pair: the 2 % default, and the 3 % is a verdict.
+    assert_eq!(j["rows"][1]["outcome"]["threshold"]["origin"], "default");
+    assert_eq!(j["rows"][1]["outcome"]["comparison"]["verdict"], "faster");
+
+    let table = compare(&[&dir]);
+    assert!(
+        table.stdout.contains("threshold: measured from the recorded A/A pairs for 1 row; the default ±2.0 % for 1 row (no A/A pair recorded)"),
+        "{}",
+        table.stdout
+    );
+
+    let flagged = compare(&[&dir, &"--threshold", &"0.04", &"--format", &"json"]);
+    assert_eq!(flagged.code, NO_DIFFERENCE, "{}", flagged.stderr);
+    assert_eq!(verdicts(&flagged), vec!["no_difference", "no_difference"]);
+    assert_eq!(json_of(&flagged)["rows"][1]["outcome"]["threshold"]["origin"], "flag");
+    let flagged_table = compare(&[&dir, &"--threshold", &"0.04"]);
+    assert!(flagged_table.stdout.contains("threshold: ±4.0 % for every row (--threshold)"), "{}", flagged_table.stdout);
+}
+
+#[test]
+fn within_session_refuses_different_libmlx_between_the_adapters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut report = Synth::new("libmlx", vec![(HEADLINE, 600_000.0, 600_000.0)]).report();
+    let stock = report.workers.iter_mut().find(|w| w.adapter == Adapter::Stock).unwrap();
+    stock.report.as_mut().unwrap().identity.as_mut().unwrap().libmlx_sha256 = digest("another libmlx");
+    let dir = write_session(tmp.path(), &report);
+
+    let run = compare(&[&dir]);
+    assert_eq!(run.code, REFUSED, "{}", run.stdout);
+    assert!(run.stdout.starts_with("refused: the controlled and stock workers differ"), "{}", run.stdout);
+    assert!(run.stdout.contains(&format!("  - libmlx_sha256: {} vs {}", digest("libmlx-a"), digest("another libmlx"))), "{}", run.stdout);
+    assert!(run.stderr.contains("compare refused"), "{}", run.stderr);
+
+    let allowed = compare(&[&dir, &"--allow-mismatch"]);
+    assert_eq!(allowed.code, NO_DIFFERENCE, "{}", allowed.stderr);
+    let list = allowed.stdout.find("libmlx_sha256").unwrap();
+    let result = allowed.stdout.find("verdict: no difference").unwrap();
+    assert!(allowed.stdout.starts_with("mismatch allowed (--allow-mismatch)") && list < result, "{}", allowed.stdout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two sessions: B against A
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn across_sessions_each_verdict_per_adapter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Synth::new("a", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
+    for (id, controlled, stock, expected, code) in [
+        ("b-same", 600_000.0, 600_000.0, ["no_difference", "no_difference"], NO_DIFFERENCE),
+        ("b-fast", 540_000.0, 600_000.0, ["faster", "no_difference"], FASTER),
+        ("b-slow", 600_000.0, 690_000.0, ["no_difference", "slower"], SLOWER),
+    ] {
+        let b = Synth::new(id, vec![(HEADLINE, controlled, stock)]).write(tmp.path());
+        let run = compare(&[&a, &b.join("session.json"), &"--format", &"json"]);
+        assert_eq!(run.code, code, "{id}: {}", run.stderr);
+        assert_eq!(verdicts(&run), expected, "{id}");
+        let j = json_of(&run);
+        assert_eq!(j["kind"], "across_sessions");
+        assert_eq!(j["rows"][0]["adapter"], "controlled");
+        assert_eq!(j["rows"][1]["adapter"], "stock");
+        assert_eq!(j["rows"][0]["numerator"]["label"], "B");
+    }
+}
+
+#[test]
+fn across_sessions_uses_both_sessions_aa_pairs_and_lists_unshared_cells() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Synth::new("a", vec![(HEADLINE, 600_000.0, 600_000.0), (FIXED, 600_000.0, 600_000.0)]);
+    a.aa = vec![(HEADLINE, Adapter::Controlled, (0.98, 1.03))];
+    let mut b = Synth::new("b", vec![(HEADLINE, 600_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)]);
+    b.aa = vec![(HEADLINE, Adapter::Controlled, (0.97, 1.02))];
+    let run = compare(&[&a.write(tmp.path()), &b.write(tmp.path()), &"--format", &"json"]);
+    assert_eq!(run.code, NO_DIFFERENCE, "{}", run.stderr);
+    let j = json_of(&run);
+    let t = &j["rows"][0]["outcome"]["threshold"];
+    assert_eq!(t["aa_pairs"], json!(["A controlled", "B controlled"]));
+    assert!((t["threshold"]["value"].as_f64().unwrap() - 0.03).abs() < 1e-9, "{t}");
+    assert_eq!(j["rows"][1]["outcome"]["threshold"]["origin"], "default");
+    assert_eq!(j["only_in_a"], json!([FIXED]));
+    assert_eq!(j["only_in_b"], json!([REFERENCE]));
+}
+
+/// Writes a copy of workloads.json with `edit` applied; returns its path and digest.
+fn manifest_copy(dir: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> (PathBuf, Sha256Digest) {
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(util::repo_root().join("workloads.json")).unwrap()).unwrap();
+    edit(&mut value);
+    let bytes = serde_json::to_vec_pretty(&value).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, &bytes).unwrap();
+    (path, Sha256Digest::of_bytes(&bytes))
+}
+
+#[test]
+fn across_sessions_refuses_every_kind_of_difference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = || Synth::new("a", vec![(HEADLINE, 600_000.0, 600_000.0)]);
+    let a = base().write(tmp.path());
+    let other_manifest = manifest_copy(tmp.path(), "other.json", |m| m["run_policy"]["measured_requests"] = json!(21));
+    let other_model = manifest_copy(tmp.path(), "model.json", |m| {
+        m["cases"]["tiny-qwen3"]["files"]["model.safetensors"] = json!(digest("other weights").to_hex())
+    });
+    let (same_manifest_path, same_manifest_digest) = manifest_copy(tmp.path(), "same.json", |_| {});
+    let a_on_disk = {
+        let mut s = base();
+        s.id = "a-disk";
+        (s.manifest_path, s.manifest_sha256) = (same_manifest_path, same_manifest_digest);
+        s.write(tmp.path())
+    };
+    type Edit = Box<dyn Fn(&mut Synth)>;
+    let cases: Vec<(&str, &Path, Edit, &str)> = vec![
+        ("manifest", a.as_path(), Box::new(|s: &mut Synth| s.manifest_sha256 = digest("manifest 2")), "manifest_sha256"),
+        ("libmlx", a.as_path(), Box::new(|s: &mut Synth| s.ids.libmlx = "libmlx-b"), "libmlx_sha256"),
+        ("controlled sources", a.as_path(), Box::new(|s: &mut Synth| s.ids.controlled_sources = "controlled-src-b"), "worker_sources_sha256 (controlled)"),
+        ("stock sources", a.as_path(), Box::new(|s: &mut Synth| s.ids.stock_sources = "stock-src-b"), "worker_sources_sha256 (stock)"),
+        ("host", a.as_path(), Box::new(|s: &mut Synth| s.host = "bench-2"), "host: bench-1 vs bench-2"),
+        (
+            "model",
+            a_on_disk.as_path(),
+            Box::new(move |s: &mut Synth| (s.manifest_path, s.manifest_sha256) = other_model.clone()),
+            "model tiny-qwen3: model.safetensors",
+        ),
+        (
+            "manifest only",
+            a_on_disk.as_path(),
+            Box::new(move |s: &mut Synth| (s.manifest_path, s.manifest_sha256) = other_manifest.clone()),
+            "manifest_sha256",
+        ),
+    ];
+    for (name, a_dir, edit, field) in cases {
+        let mut b = base();
+        b.id = "b";
+        edit(&mut b);
+        let b_dir = tmp.path().join(format!("b-{}", name.replace(' ', "-")));
+        std::fs::create_dir_all(&b_dir).unwrap();
+        let b_dir = b.write(&b_dir);
+        let run = compare(&[&a_dir, &b_dir]);
+        assert_eq!(run.code, REFUSED, "{name}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.starts_with("refused: the sessions differ"), "{name}: {}", run.stdout);
+        assert!(run.stdout.contains(field), "{name}: expected `{field}` in\n{}", run.stdout);
+        assert!(!run.stdout.contains("verdict: no difference"), "{name}");
+        if name == "manifest only" {
+            // Same models under a different manifest: no model line.
+            assert!(!run.stdout.contains("model tiny-qwen3"), "{}", run.stdout);
+        }
+        let json = compare(&[&a_dir, &b_dir, &"--format", &"json"]);
+        assert_eq!(json.code, REFUSED);
+        let j = json_of(&json);
+        assert_eq!((j["refused"].clone(), j["rows"].clone(), j["exit_code"].clone()), (json!(true), json!([]), json!(REFUSED)));
+
+        let allowed = compare(&[&a_dir, &b_dir, &"--allow-mismatch"]);
+        assert_eq!(allowed.code, NO_DIFFERENCE, "{name}: {}", allowed.stderr);
+        let list = allowed.stdout.find(field).unwrap();
+        assert!(list < allowed.stdout.find("verdict: no difference").unwrap(), "{}", allowed.stdout);
+        assert!(allowed.stdout.starts_with("mismatch allowed (--allow-mismatch)"), "{}", allowed.stdout);
+    }
+}
+
+#[test]
+fn a_manifest_that_changed_since_the_session_makes_the_model_check_unknown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Synth::new("a", vec![(HEADLINE, 600_000.0, 600_000.0)]);
+    a.manifest_path = tmp.path().join("gone.json");
+    let mut b = Synth::new("b", vec![(HEADLINE, 600_000.0, 600_000.0)]);
+    b.manifest_sha256 = digest("manifest 2");
+    let run = compare(&[&a.write(tmp.path()), &b.write(tmp.path())]);
+    assert_eq!(run.code, REFUSED);
+    assert!(run.stdout.contains("  - model tiny-qwen3: unknown (manifest "), "{}", run.stdout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn bad_input_is_exit_2_with_the_path_and_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = compare(&[&tmp.path().join("nope")]);
+    assert_eq!(missing.code, BAD_INPUT);
+    assert!(missing.stderr.contains("failed to read session report") && missing.stderr.contains("nope"), "{}", missing.stderr);
+
+    let garbage = tmp.path().join("garbage.json");
+    std::fs::write(&garbage, "{not json").unwrap();
+    let run = compare(&[&garbage]);
+    assert_eq!(run.code, BAD_INPUT);
+    assert!(run.stderr.contains("failed to parse session report"), "{}", run.stderr);
+
+    let mut value = serde_json::to_value(Synth::new("v", vec![(HEADLINE, 1.0, 1.0)]).report()).unwrap();
+    value["schema_version"] = json!(99);
+    let future = tmp.path().join("future.json");
+    std::fs::write(&future, value.to_string()).unwrap();
+    let run = compare(&[&future]);
+    assert_eq!(run.code, BAD_INPUT);
+    assert!(run.stderr.contains("schema_version: expected 1, got 99"), "{}", run.stderr);
+
+    let ok = Synth::new("ok", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
+    let run = compare(&[&ok, &"--threshold", &"1.5"]);
+    assert_eq!(run.code, BAD_INPUT);
+    assert!(run.stderr.contains("invalid setting `threshold`"), "{}", run.stderr);
+
+    let mut empty = Synth::new("empty", vec![(HEADLINE, 600_000.0, 600_000.0)]).report();
+    for w in &mut empty.workers {
+        w.validation_errors.push("bad".to_owned());
+    }
+    let run = compare(&[&write_session(tmp.path(), &empty)]);
+    assert_eq!(run.code, BAD_INPUT);
+    assert!(run.stderr.contains("nothing to compare"), "{}", run.stderr);
+
+    let only_reference = Synth::new("ref", vec![(REFERENCE, 600_000.0, 600_000.0)]).write(tmp.path());
+    let run = compare(&[&only_reference]);
+    assert_eq!(run.code, BAD_INPUT);
+    assert!(run.stderr.contains("no cell could be compared"), "{}", run.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formats
+// ---------------------------------------------------------------------------------------------
+
+fn format_fixture(tmp: &Path) -> (PathBuf, PathBuf) {
+    let mut a = Synth::new("session-a", vec![(HEADLINE, 590_000.0, 610_000.0), (FIXED, 600_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)]);
+    a.aa = vec![(HEADLINE, Adapter::Controlled, (0.985, 1.012)), (HEADLINE, Adapter::Stock, (0.99, 1.004))];
+    let b = Synth::new("session-b", vec![(HEADLINE, 560_000.0, 612_000.0), (FIXED, 600_000.0, 640_000.0)]);
+    (a.write(tmp), b.write(tmp))
+}
+
+#[test]
+fn snapshot_table_and_markdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = format_fixture(tmp.path());
+    let within = compare(&[&a]);
+    assert_eq!(within.code, FASTER, "{}", within.stderr);
+    insta::assert_snapshot!("within_table", within.stdout);
+    insta::assert_snapshot!("within_markdown", compare(&[&a, &"--format", &"markdown"]).stdout);
+    let across = compare(&[&a, &b]);
+    assert_eq!(across.code, SLOWER, "{}", across.stderr);
+    insta::assert_snapshot!("across_table", across.stdout);
+    insta::assert_snapshot!("across_markdown", compare(&[&a, &b, &"--format", &"markdown"]).stdout);
+
+    let mut host = Synth::new("session-c", vec![(HEADLINE, 590_000.0, 610_000.0)]);
+    host.host = "bench-2";
+    let c = host.write(tmp.path());
+    insta::assert_snapshot!("refused_table", compare(&[&a, &c]).stdout);
+    insta::assert_snapshot!("allowed_markdown", compare(&[&a, &c, &"--allow-mismatch", &"--format", &"markdown"]).stdout);
+}
+
+#[test]
+fn csv_has_one_line_per_row_and_json_has_a_schema_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = format_fixture(tmp.path());
+    let csv = compare(&[&a, &b, &"--format", &"csv"]);
+    let lines: Vec<&str> = csv.stdout.lines().collect();
+    assert_eq!(lines.len(), 1 + 4, "{}", csv.stdout);
+    assert!(lines[0].starts_with("cell,mode,adapter,numerator,denominator,"));
+    let header: Vec<&str> = lines[0].split(',').collect();
+    for line in &lines[1..] {
+        assert_eq!(line.split(',').count(), header.len(), "{line}");
+    }
+    assert!(lines[1].starts_with(&format!("{HEADLINE},headline,controlled,B,A,")), "{}", lines[1]);
+    assert!(lines[4].contains(",slower,"), "{}", lines[4]);
+    assert_eq!(csv.code, SLOWER);
+
+    let j = json_of(&compare(&[&a, &b, &"--format", &"json"]));
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["a"]["session_id"], "session-a");
+    assert_eq!(j["b"]["session_id"], "session-b");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plots
+// ---------------------------------------------------------------------------------------------
+
+fn plot(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Run {
+    let mut cmd = Command::new(util::binary());
+    cmd.arg("plot");
+    for a in args {
+        cmd.arg(a);
+    }
+    let out = util::run(&mut cmd);
+    Run { code: out.status.code().expect("exited"), stdout: util::stdout(&out), stderr: util::stderr(&out) }
+}
+
+#[test]
+fn plot_writes_step_and_distribution_figures_next_to_the_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _) = format_fixture(tmp.path());
+    let run = plot(&[&a]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for cell in [HEADLINE, FIXED, REFERENCE] {
+        for kind in ["steps", "distribution"] {
+            let path = a.join(format!("{cell}.{kind}.svg"));
+            let svg = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"), "{}", path.display());
+            assert!(svg.contains(cell) && svg.contains("controlled") && svg.contains("stock"));
+            assert!(run.stdout.contains(&path.display().to_string()));
+        }
+    }
+    let headline = std::fs::read_to_string(a.join(format!("{HEADLINE}.steps.svg"))).unwrap();
+    // Two bands and two median lines; 12 measured requests each.
+    assert_eq!(headline.matches("<polygon").count(), 2 + 2, "bands plus the legend's band swatches");
+    assert!(headline.contains("controlled 12, stock 12"), "{headline}");
+    // Nothing else in the folder but session.json and the figures (no temp files left).
+    let mut names: Vec<String> = std::fs::read_dir(&a).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names.len(), 1 + 6, "{names:?}");
+}
+
+#[test]
+fn plot_roofline_fraction_and_invalid_cell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Synth::new("roof", vec![(HEADLINE, 600_000.0, 620_000.0)]).write(tmp.path());
+    let out = tmp.path().join("figures");
+    let weights = std::fs::metadata(util::repo_root().join("fixtures/tiny-qwen3/model.safetensors")).unwrap().len() as f64;
+    // At 10 GB/s the ceiling at position p is 1e10 / (W + 512 p) tokens/s (about 14 700 in the
+    // middle of the 40 steps, p = 36.5); 600 µs a step is 1666.7 tokens/s, about 11.3 %.
+    let run = plot(&[&dir, &"--out", &out, &"--peak-bandwidth-gbs", &"10"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let svg = std::fs::read_to_string(out.join(format!("{HEADLINE}.roofline.svg"))).unwrap();
+    assert!(svg.contains("decode against the memory-bandwidth roofline"), "{svg}");
+    let expected = 1e9 / 600_000.0 / (1e10 / (weights + 512.0 * 36.5)) * 100.0;
+    let line = run.stdout.lines().find(|l| l.starts_with(&format!("roofline {HEADLINE} controlled"))).unwrap();
+    let median: f64 = line.split(": ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((median - expected).abs() / expected < 0.01, "{line}: expected about {expected:.2} %");
+    assert!(!line.contains("INVALID"));
+    assert!(!dir.join(format!("{HEADLINE}.steps.svg")).exists(), "--out puts figures elsewhere");
+
+    // 0.001 GB/s: the ceiling is 1.5 tokens/s and the loop does 1666: impossible, so invalid.
+    let run = plot(&[&dir, &"--out", &out, &"--peak-bandwidth-gbs", &"0.001"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("INVALID"), "{}", run.stdout);
+    let svg = std::fs::read_to_string(out.join(format!("{HEADLINE}.roofline.svg"))).unwrap();
+    assert!(svg.contains("INVALID, a step came above the bandwidth ceiling"));
+
+    let bad = plot(&[&dir, &"--peak-bandwidth-gbs", &"-3"]);
+    assert_eq!(bad.code, BAD_INPUT, "{}", bad.stderr);
+}
