@@ -195,9 +195,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
         eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
     }
-    if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
-        eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
-    }
     drop(lease);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
