@@ -4,9 +4,13 @@ use std::path::Path;
 
 use decode_baseline_protocol::ExitCode;
 
+/// Runs the frozen worker protocol around the controlled loop. The worker's repository is the
+/// one this binary was built from: its sources are what the manifest pins.
 #[cfg(feature = "controlled")]
-pub fn run(_out_dir: &Path) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("the controlled worker is not built yet")
+pub fn run(out_dir: &Path) -> anyhow::Result<ExitCode> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).to_owned();
+    let mut driver = decode_baseline_controlled::worker::ControlledDriver::new(repo);
+    Ok(decode_baseline_protocol::worker::run_worker(out_dir, &mut driver))
 }
 
 #[cfg(not(feature = "controlled"))]

@@ -2,7 +2,7 @@
 //!
 //! [`config`] reads a model folder's `config.json`, [`weights`] its safetensors, [`model`] is
 //! the decoder written after mlx_lm's, [`decode`] the controlled loop and [`contract`] the
-//! per-step invariants it keeps.
+//! per-step invariants it keeps, [`worker`] the driver the shared protocol runtime runs.
 
 pub mod config;
 pub mod contract;
@@ -10,6 +10,7 @@ pub mod decode;
 pub mod identity;
 pub mod model;
 pub mod weights;
+pub mod worker;
 
 #[cfg(test)]
 mod reference_tests;

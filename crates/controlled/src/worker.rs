@@ -1,0 +1,103 @@
+//! The controlled worker's [`Driver`]: the frozen protocol comes from the shared runtime
+//! (`decode_baseline_protocol::worker::run_worker`); this file supplies validation (the shared
+//! job checks, then the model folder's config, the MLX version and the libmlx actually mapped),
+//! the model load, and one request per call through [`crate::decode`].
+//!
+//! The controlled prompt forward is both the prefill chunk and the seed forward, so both sites
+//! are polled, in that order, before it.
+
+use std::path::PathBuf;
+
+use decode_baseline_protocol::worker::{
+    check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal, RequestContext, RequestError,
+    RequestSpec, Runtime, Site,
+};
+use decode_baseline_protocol::{Adapter, Identity, Mode, RequestRecord, WorkerJob};
+
+use crate::config::ModelConfig;
+use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options, RunError};
+use crate::model::Model;
+
+/// The controlled adapter, for a binary built from the repository at `repo`.
+pub struct ControlledDriver {
+    repo: PathBuf,
+    model: Option<Model>,
+}
+
+impl ControlledDriver {
+    pub fn new(repo: PathBuf) -> Self {
+        ControlledDriver { repo, model: None }
+    }
+}
+
+/// An error with its sources, one line.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+impl Driver for ControlledDriver {
+    fn adapter(&self) -> Adapter {
+        Adapter::Controlled
+    }
+
+    fn validate(&mut self, job: &WorkerJob) -> Result<Identity, Refusal> {
+        let validated = validate_job(job, &self.repo)?;
+        // An architecture or quantization this loop does not implement is refused here, before
+        // anything is loaded or timed.
+        ModelConfig::load(&job.model_dir).map_err(|e| Refusal::new("model_dir", chain(&e)))?;
+        let version = crate::identity::mlx_version().map_err(|e| Refusal::new("environment.mlx_version", chain(&e)))?;
+        check_mlx_version(job, &version)?;
+        let libmlx = crate::identity::libmlx_path().map_err(|e| Refusal::new("environment.libmlx_sha256", chain(&e)))?;
+        let libmlx_sha256 = check_mapped_libmlx(job, &libmlx)?;
+        let device = match mlx_rs::Device::try_default().and_then(|d| d.get_type()) {
+            Ok(mlx_rs::DeviceType::Cpu) => "cpu",
+            Ok(mlx_rs::DeviceType::Gpu) => "gpu",
+            Err(e) => return Err(Refusal::new("device", e.to_string())),
+        };
+        Ok(identity(
+            job,
+            &validated,
+            &Runtime { mlx_version: version, libmlx_path: libmlx, libmlx_sha256, device: device.to_owned() },
+        ))
+    }
+
+    fn load(&mut self, job: &WorkerJob) -> Result<(), String> {
+        self.model = Some(Model::load(&job.model_dir).map_err(|e| chain(&e))?);
+        Ok(())
+    }
+
+    fn run_request(&mut self, job: &WorkerJob, spec: RequestSpec, ctx: &RequestContext<'_>) -> Result<RequestRecord, RequestError> {
+        let model = self.model.as_ref().ok_or_else(|| RequestError::Failed("the model is not loaded".into()))?;
+        let mut poll = |at: Checkpoint| match at {
+            Checkpoint::Prefill => ctx.poll(Site::BeforePrefillChunk).and_then(|()| ctx.poll(Site::BeforeSeedForward)),
+            Checkpoint::Step { .. } => ctx.poll(Site::BeforeDecodeStep),
+        };
+        let options = Options::default();
+        let max_new = job.run_policy.max_new_tokens as usize;
+        let result = match job.mode {
+            Mode::Headline => run_headline(model, &job.prompt_ids, max_new, &job.stop_ids, options, &mut poll),
+            Mode::ReferencePair => run_reference(model, &job.prompt_ids, max_new, &job.stop_ids, options, &mut poll),
+            Mode::FixedContinuation => {
+                let continuation = job.continuation.as_deref().unwrap_or_default();
+                run_fixed(model, &job.prompt_ids, continuation, options, &mut poll)
+            }
+        };
+        match result {
+            Ok(run) => {
+                let mut record = run.record;
+                record.index = spec.index;
+                record.phase = spec.phase;
+                Ok(record)
+            }
+            Err(RunError::Aborted { reason, .. }) => Err(RequestError::Interrupted(reason)),
+            Err(RunError::Failed(e)) => Err(RequestError::Failed(chain(&e))),
+        }
+    }
+}
