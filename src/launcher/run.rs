@@ -147,6 +147,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         for error in &validation_errors {
             problems.push(format!("{}: {error}", job.run_id));
         }
+        if let Some(r) = report.as_ref().filter(|r| r.status != Status::Ok) {
+            let reason = r.error.as_deref().unwrap_or("no reason given");
+            problems.push(format!("{}: worker ended {:?}: {reason}", job.run_id, r.status));
+        }
         progress.inc(expected_requests(job) as u64);
         workers.push(WorkerRun {
             run_id: job.run_id.clone(),
