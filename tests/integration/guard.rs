@@ -649,3 +649,44 @@ fn committed_manifest_is_pinned_and_its_artifacts_and_prompts_match() {
     }
     assert_eq!(manifest.run_policy, decode_baseline_protocol::RunPolicy::frozen());
 }
+
+#[test]
+fn add_case_with_the_default_text_prompts_for_a_tokenizer_that_covers_the_text() {
+    // What a user with a real model gets: prompts encoded from the fixed text. A real tokenizer
+    // cannot be downloaded here, so the q4 fixture gets a word-level tokenizer whose vocabulary
+    // is the text's words (ids below the fixture's special ids).
+    let mut sb = Sandbox::copy_only();
+    sb.venv = real_venv();
+    sb.pin();
+    let model = sb.root.join("models/worded-q4");
+    copy_tree(&sb.repo.join("fixtures/tiny-qwen3-q4"), &model);
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from derive_case import TEXT
+path = sys.argv[2] + "/tokenizer.json"
+tok = json.load(open(path))
+vocab = {w: i for i, w in enumerate(sorted(set(TEXT.split())))}
+vocab.update({t["content"]: t["id"] for t in tok["added_tokens"]})
+tok["model"]["vocab"] = vocab
+json.dump(tok, open(path, "w"))
+"#;
+    let out = run(Command::new(venv_python())
+        .args(["-c", script])
+        .arg(sb.repo.join("tools/manifest"))
+        .arg(&model));
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let added = sb.cli(&["manifest", "add-case", "--id", "worded-q4", "--model-dir", model.to_str().unwrap()]);
+    assert!(added.status.success(), "add-case failed: {}", stderr(&added));
+    assert!(stdout(&added).contains("(text source)"), "{}", stdout(&added));
+    sb.pin();
+    sb.assert_passes();
+    let (manifest, _) = pins::load_manifest(&sb.manifest()).unwrap();
+    assert_eq!(manifest.cases["worded-q4"].dtype, "affine-q4-g64");
+    let short = &manifest.prompts["worded-q4-L16"];
+    let long = &manifest.prompts["worded-q4-L512"];
+    assert_eq!((short.ids.len(), long.ids.len(), long.continuation.len()), (16, 512, 32));
+    assert_eq!(short.ids[..], long.ids[..16], "the short prompt is a prefix of the long one");
+    assert!(long.ids.iter().chain(&long.continuation).all(|id| *id < 509), "no special or stop id");
+}
