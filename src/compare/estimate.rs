@@ -160,17 +160,26 @@ pub fn compare_within(a: &LoadedSession, flag: Option<f64>, allow_mismatch: bool
     let mismatches = identity::within(&a.report);
     let refused = !mismatches.is_empty() && !allow_mismatch;
     let mut rows = Vec::new();
+    let labelled = |cell: &CellData| -> Vec<(String, RatioEstimate)> {
+        cell.aa_ratios.iter().map(|(adapter, r)| (format!("{} {}", cell.cell, adapter.as_str()), *r)).collect()
+    };
     if !refused {
         for cell in &cells {
             let aa: Vec<(String, RatioEstimate)> =
                 cell.aa_ratios.iter().map(|(adapter, r)| (adapter.as_str().to_owned(), *r)).collect();
+            let others: Vec<(String, RatioEstimate)> =
+                cells.iter().filter(|c| c.cell != cell.cell).flat_map(labelled).collect();
             rows.push(Row {
                 cell: cell.cell.clone(),
                 mode: cell.mode,
                 adapter: None,
                 numerator: side("controlled", cell, Adapter::Controlled),
                 denominator: side("stock", cell, Adapter::Stock),
-                outcome: estimate(cell.sample(Adapter::Controlled), cell.sample(Adapter::Stock), threshold::choose(flag_t, &aa)),
+                outcome: estimate(
+                    cell.sample(Adapter::Controlled),
+                    cell.sample(Adapter::Stock),
+                    threshold::choose(flag_t, &aa, &others),
+                ),
             });
         }
     }
@@ -223,13 +232,21 @@ pub fn compare_across(
                         aa.push((format!("{label} {}", adapter.as_str()), *r));
                     }
                 }
+                let mut others = Vec::new();
+                for (label, cells) in [("A", &cells_a), ("B", &cells_b)] {
+                    for cell in cells.iter().filter(|c| c.cell != ca.cell) {
+                        if let Some(r) = cell.aa_ratios.get(&adapter) {
+                            others.push((format!("{label} {} {}", cell.cell, adapter.as_str()), *r));
+                        }
+                    }
+                }
                 rows.push(Row {
                     cell: ca.cell.clone(),
                     mode: ca.mode,
                     adapter: Some(adapter),
                     numerator: side("B", cb, adapter),
                     denominator: side("A", ca, adapter),
-                    outcome: estimate(cb.sample(adapter), ca.sample(adapter), threshold::choose(flag_t, &aa)),
+                    outcome: estimate(cb.sample(adapter), ca.sample(adapter), threshold::choose(flag_t, &aa, &others)),
                 });
             }
         }

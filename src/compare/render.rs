@@ -42,6 +42,8 @@ fn threshold_cell(row: &Row) -> String {
                 (ThresholdOrigin::Default, _) => "default",
                 (ThresholdOrigin::AaPair, ThresholdSource::Floor) => "A/A, floor",
                 (ThresholdOrigin::AaPair, _) => "A/A",
+                (ThresholdOrigin::AaPairOtherCells, ThresholdSource::Floor) => "A/A other cells, floor",
+                (ThresholdOrigin::AaPairOtherCells, _) => "A/A other cells",
             };
             format!("{} ({how})", percent(threshold.threshold.value))
         }
@@ -140,11 +142,15 @@ pub fn threshold_line(report: &CompareReport) -> String {
             .filter(|r| matches!(&r.outcome, RowResult::Compared { threshold, .. } if threshold.origin == origin))
             .count()
     };
-    let (aa, default) = (count(ThresholdOrigin::AaPair), count(ThresholdOrigin::Default));
+    let (aa, other, default) =
+        (count(ThresholdOrigin::AaPair), count(ThresholdOrigin::AaPairOtherCells), count(ThresholdOrigin::Default));
     let rows = |n: usize| if n == 1 { "1 row".to_owned() } else { format!("{n} rows") };
     let mut parts = Vec::new();
     if aa > 0 {
-        parts.push(format!("measured from the recorded A/A pairs for {}", rows(aa)));
+        parts.push(format!("measured from the cell's recorded A/A pairs for {}", rows(aa)));
+    }
+    if other > 0 {
+        parts.push(format!("from the other cells' A/A pairs for {} (none recorded for the cell)", rows(other)));
     }
     if default > 0 {
         parts.push(format!("the default {} for {} (no A/A pair recorded)", percent(DEFAULT_NOISE_THRESHOLD), rows(default)));

@@ -9,7 +9,7 @@ use decode_baseline_protocol::Adapter;
 
 use super::{
     steps::color,
-    svg::{legend, nice_range, quantile, Frame, LegendEntry, Scale, Svg, INK},
+    svg::{legend, nice_range, quantile, Frame, LegendEntry, Scale, Svg, TimeUnit, INK},
 };
 use crate::compare::CellData;
 
@@ -29,7 +29,8 @@ pub fn figure(cell: &CellData) -> Option<String> {
     }
     let lo = sorted.iter().map(|(_, v)| v[0]).fold(f64::INFINITY, f64::min);
     let p99 = sorted.iter().map(|(_, v)| quantile(v, 0.99)).fold(0.0, f64::max);
-    let (x_lo, x_hi) = nice_range(lo * 0.98, p99 * 1.02);
+    let unit = TimeUnit::for_max_us(p99);
+    let (x_lo, x_hi) = nice_range(unit.of(lo) * 0.98, unit.of(p99) * 1.02);
     let (w, h) = (860.0, 480.0);
     let frame = Frame {
         left: 80.0,
@@ -41,33 +42,37 @@ pub fn figure(cell: &CellData) -> Option<String> {
     };
     let mut svg = Svg::new(w, h);
     svg.text((80.0, 24.0), &format!("{}: distribution of per-token decode times", cell.cell), 15.0, "start", INK, None);
-    let maxima: Vec<String> =
-        sorted.iter().map(|(a, v)| format!("{} n={} max {:.1} µs", a.as_str(), v.len(), v[v.len() - 1])).collect();
     svg.text(
         (80.0, 44.0),
-        &format!("empirical CDF of every measured step; x axis up to the larger p99 ({})", maxima.join("; ")),
+        "empirical CDF over every step of every measured request; the x axis stops at the larger p99",
         12.0,
         "start",
         INK,
         None,
     );
-    frame.draw_axes(&mut svg, "step time (µs)", "fraction of steps at or below");
+    frame.draw_axes(&mut svg, &format!("step time ({})", unit.name), "fraction of steps at or below");
     let mut entries = Vec::new();
     for (adapter, v) in &sorted {
         let pts: Vec<(f64, f64)> = (0..=400)
             .map(|k| {
                 let p = f64::from(k) / 400.0;
-                (quantile(v, p).min(x_hi), p)
+                (unit.of(quantile(v, p)).min(x_hi), p)
             })
             .map(|(x, p)| frame.at(x, p))
             .collect();
         svg.polyline(&pts, color(*adapter), 1.8, None);
         let median = quantile(v, 0.5);
-        let x = frame.x.map(median);
+        let x = frame.x.map(unit.of(median));
         svg.line((x, frame.y.map(0.0)), (x, frame.y.map(1.0)), color(*adapter), 1.0, Some("5,4"));
-        entries.push(LegendEntry { color: color(*adapter), label: format!("{} (median {median:.1} µs)", adapter.as_str()), band: false, dash: None });
+        entries.push(LegendEntry { color: color(*adapter), label: format!(
+                "{}: {} steps, median {}, max {}",
+                adapter.as_str(),
+                v.len(),
+                unit.show(median),
+                unit.show(v[v.len() - 1])
+            ), band: false, dash: None });
     }
     entries.push(LegendEntry { color: INK, label: "dashed: medians".to_owned(), band: false, dash: Some("5,4") });
-    legend(&mut svg, (w - 300.0, frame.y.map(0.45)), &entries);
+    legend(&mut svg, (w - 36.0, frame.y.map(0.45)), &entries);
     Some(svg.finish())
 }

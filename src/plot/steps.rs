@@ -3,7 +3,7 @@
 
 use decode_baseline_protocol::Adapter;
 
-use super::svg::{legend, nice_range, quantile, Frame, LegendEntry, Scale, Svg, CONTROLLED, INK, STOCK};
+use super::svg::{legend, nice_range, quantile, Frame, LegendEntry, Scale, Svg, TimeUnit, CONTROLLED, INK, STOCK};
 use crate::compare::{CellData, MeasuredRequest};
 
 /// Per step index: position, p10, median, p90 (µs).
@@ -49,7 +49,11 @@ pub fn figure(cell: &CellData) -> Option<String> {
     }
     let all = |f: fn(&StepProfile) -> &Vec<f64>| profiles.iter().flat_map(move |(_, _, p)| f(p).iter().copied());
     let (x_lo, x_hi) = (all(|p| &p.positions).fold(f64::INFINITY, f64::min), all(|p| &p.positions).fold(0.0, f64::max));
-    let (y_lo, y_hi) = nice_range(all(|p| &p.p10).fold(f64::INFINITY, f64::min) * 0.97, all(|p| &p.p90).fold(0.0, f64::max) * 1.03);
+    let unit = TimeUnit::for_max_us(all(|p| &p.p90).fold(0.0, f64::max));
+    let (y_lo, y_hi) = nice_range(
+        unit.of(all(|p| &p.p10).fold(f64::INFINITY, f64::min)) * 0.97,
+        unit.of(all(|p| &p.p90).fold(0.0, f64::max)) * 1.03,
+    );
     let (w, h) = (860.0, 480.0);
     let frame = Frame {
         left: 80.0,
@@ -70,10 +74,10 @@ pub fn figure(cell: &CellData) -> Option<String> {
         INK,
         None,
     );
-    frame.draw_axes(&mut svg, "sequence position of the token fed", "step time (µs)");
+    frame.draw_axes(&mut svg, "sequence position of the token fed", &format!("step time ({})", unit.name));
     let mut entries = Vec::new();
     for (adapter, _, p) in &profiles {
-        let pts = |ys: &[f64]| p.positions.iter().zip(ys).map(|(&x, &y)| frame.at(x, y)).collect::<Vec<_>>();
+        let pts = |ys: &[f64]| p.positions.iter().zip(ys).map(|(&x, &y)| frame.at(x, unit.of(y))).collect::<Vec<_>>();
         svg.band(&pts(&p.p90), &pts(&p.p10), color(*adapter), 0.18);
         svg.polyline(&pts(&p.median), color(*adapter), 1.6, None);
         let overall = {
@@ -81,9 +85,9 @@ pub fn figure(cell: &CellData) -> Option<String> {
             m.sort_by(f64::total_cmp);
             quantile(&m, 0.5)
         };
-        entries.push(LegendEntry { color: color(*adapter), label: format!("{} median ({overall:.1} µs typical)", adapter.as_str()), band: false, dash: None });
+        entries.push(LegendEntry { color: color(*adapter), label: format!("{} median (median of the steps {})", adapter.as_str(), unit.show(overall)), band: false, dash: None });
         entries.push(LegendEntry { color: color(*adapter), label: format!("{} p10–p90", adapter.as_str()), band: true, dash: None });
     }
-    legend(&mut svg, (w - 330.0, 70.0), &entries);
+    legend(&mut svg, (w - 36.0, 70.0), &entries);
     Some(svg.finish())
 }

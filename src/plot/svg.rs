@@ -141,7 +141,7 @@ impl Scale {
             }
             return out;
         }
-        let step = nice_step((self.hi - self.lo) / 6.0);
+        let step = nice_step((self.hi - self.lo) / 8.0);
         let mut v = (self.lo / step).ceil() * step;
         let mut out = Vec::new();
         while v <= self.hi + step * 1e-9 {
@@ -195,6 +195,38 @@ pub fn tick_label(v: f64) -> String {
     format!("{v:.3}")
 }
 
+/// A time unit for an axis: µs below 5 ms, ms above, so that tick labels stay short.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimeUnit {
+    /// Microseconds per unit.
+    pub per_us: f64,
+    pub name: &'static str,
+}
+
+impl TimeUnit {
+    /// The unit for values up to `max_us` microseconds.
+    pub fn for_max_us(max_us: f64) -> Self {
+        if max_us >= 5_000.0 {
+            TimeUnit { per_us: 1_000.0, name: "ms" }
+        } else {
+            TimeUnit { per_us: 1.0, name: "µs" }
+        }
+    }
+
+    pub fn of(&self, us: f64) -> f64 {
+        us / self.per_us
+    }
+
+    /// `1.67 ms`, `612.3 µs`.
+    pub fn show(&self, us: f64) -> String {
+        if self.per_us > 1.0 {
+            format!("{:.2} {}", self.of(us), self.name)
+        } else {
+            format!("{:.1} {}", us, self.name)
+        }
+    }
+}
+
 /// The plot area and its two scales.
 pub struct Frame {
     pub left: f64,
@@ -239,9 +271,11 @@ pub struct LegendEntry<'a> {
     pub dash: Option<&'a str>,
 }
 
-/// A legend box with its top-left corner at `(x, y)`.
-pub fn legend(svg: &mut Svg, (x, y): (f64, f64), entries: &[LegendEntry<'_>]) {
-    let width = entries.iter().map(|e| e.label.chars().count()).max().unwrap_or(0) as f64 * 6.6 + 44.0;
+/// A legend box with its top-right corner at `(right, y)`; its width follows the longest label
+/// (estimated at 6.4 px a character at 11 px).
+pub fn legend(svg: &mut Svg, (right, y): (f64, f64), entries: &[LegendEntry<'_>]) {
+    let width = entries.iter().map(|e| e.label.chars().count()).max().unwrap_or(0) as f64 * 6.4 + 48.0;
+    let x = right - width;
     svg.rect((x, y), (width, entries.len() as f64 * 18.0 + 8.0), "white", GRID);
     for (i, e) in entries.iter().enumerate() {
         let cy = y + 13.0 + i as f64 * 18.0;
@@ -281,6 +315,9 @@ mod tests {
         assert_eq!(nice_step(33.0), 50.0);
         let s = Scale::linear(0.0, 600.0, 0.0, 100.0);
         assert_eq!(s.ticks(), vec![0.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0]);
+        assert_eq!(Scale::linear(17.0, 143.0, 0.0, 1.0).ticks(), vec![20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0]);
+        assert_eq!(TimeUnit::for_max_us(6000.0).show(1670.6), "1.67 ms");
+        assert_eq!(TimeUnit::for_max_us(900.0).show(612.34), "612.3 µs");
         assert_eq!(s.map(300.0), 50.0);
         let l = Scale::log(100.0, 10_000.0, 0.0, 100.0);
         assert_eq!(l.ticks(), vec![100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10_000.0]);

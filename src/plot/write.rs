@@ -5,6 +5,7 @@
 
 use std::{
     io::Write,
+    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
 };
 
@@ -73,6 +74,8 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut temp = tempfile::Builder::new().prefix(".plot.").suffix(".svg").tempfile_in(dir).map_err(wrap)?;
     temp.write_all(bytes).map_err(wrap)?;
+    // A temp file is created 0600; a figure is for anyone who can read the session folder.
+    temp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(wrap)?;
     temp.persist(path).map_err(|e| wrap(e.error))?;
     Ok(())
 }

@@ -313,38 +313,51 @@ fn slower_wins_over_faster_and_reference_pair_is_not_compared() {
 }
 
 #[test]
-fn threshold_comes_from_the_aa_pair_then_the_flag_then_the_default() {
+fn threshold_comes_from_the_flag_then_the_cells_aa_pairs_then_other_cells_then_the_default() {
     let tmp = tempfile::tempdir().unwrap();
-    // Controlled 3 % faster: beyond the 2 % default, within a 5 % A/A spread.
+    // Controlled 3 % faster in both cells: beyond the 2 % default, within a 5 % A/A spread.
     let mut s = Synth::new("aa", vec![(HEADLINE, 582_000.0, 600_000.0), (FIXED, 582_000.0, 600_000.0)]);
     s.aa = vec![(HEADLINE, Adapter::Stock, (0.96, 1.05)), (HEADLINE, Adapter::Controlled, (0.99, 1.01))];
     let dir = s.write(tmp.path());
 
     let run = compare(&[&dir, &"--format", &"json"]);
-    assert_eq!(run.code, FASTER, "{}", run.stderr);
+    assert_eq!(run.code, NO_DIFFERENCE, "{}", run.stderr);
     let j = json_of(&run);
     let head = &j["rows"][0]["outcome"]["threshold"];
     assert_eq!(head["origin"], "aa_pair");
     assert!((head["threshold"]["value"].as_f64().unwrap() - 0.05).abs() < 1e-9, "{head}");
     assert_eq!(head["aa_pairs"], json!(["controlled", "stock"]));
-    assert_eq!(j["rows"][0]["outcome"]["comparison"]["verdict"], "no_difference");
-    // The fixed-continuation cell has no A/A pair: the 2 % default, and the 3 % is a verdict.
-    assert_eq!(j["rows"][1]["outcome"]["threshold"]["origin"], "default");
-    assert_eq!(j["rows"][1]["outcome"]["comparison"]["verdict"], "faster");
-
+    // The fixed-continuation cell has no A/A pair of its own: the headline cell's stand in.
+    let fixed = &j["rows"][1]["outcome"]["threshold"];
+    assert_eq!(fixed["origin"], "aa_pair_other_cells");
+    assert!((fixed["threshold"]["value"].as_f64().unwrap() - 0.05).abs() < 1e-9, "{fixed}");
+    assert_eq!(fixed["aa_pairs"], json!([format!("{HEADLINE} controlled"), format!("{HEADLINE} stock")]));
+    assert_eq!(verdicts(&run), vec!["no_difference", "no_difference"]);
     let table = compare(&[&dir]);
     assert!(
-        table.stdout.contains("threshold: measured from the recorded A/A pairs for 1 row; the default ±2.0 % for 1 row (no A/A pair recorded)"),
+        table.stdout.contains(
+            "threshold: measured from the cell's recorded A/A pairs for 1 row; from the other cells' A/A pairs for 1 row (none recorded for the cell)"
+        ),
         "{}",
         table.stdout
     );
+    assert!(table.stdout.contains("±5.0 % (A/A other cells)"), "{}", table.stdout);
 
-    let flagged = compare(&[&dir, &"--threshold", &"0.04", &"--format", &"json"]);
-    assert_eq!(flagged.code, NO_DIFFERENCE, "{}", flagged.stderr);
-    assert_eq!(verdicts(&flagged), vec!["no_difference", "no_difference"]);
+    // --threshold replaces the measured threshold.
+    let flagged = compare(&[&dir, &"--threshold", &"0.01", &"--format", &"json"]);
+    assert_eq!(flagged.code, FASTER, "{}", flagged.stderr);
+    assert_eq!(verdicts(&flagged), vec!["faster", "faster"]);
     assert_eq!(json_of(&flagged)["rows"][1]["outcome"]["threshold"]["origin"], "flag");
-    let flagged_table = compare(&[&dir, &"--threshold", &"0.04"]);
-    assert!(flagged_table.stdout.contains("threshold: ±4.0 % for every row (--threshold)"), "{}", flagged_table.stdout);
+    let flagged_table = compare(&[&dir, &"--threshold", &"0.01"]);
+    assert!(flagged_table.stdout.contains("threshold: ±1.0 % for every row (--threshold)"), "{}", flagged_table.stdout);
+
+    // No A/A pair anywhere: the 2 % default, and the 3 % is a verdict.
+    let bare = Synth::new("bare", vec![(FIXED, 582_000.0, 600_000.0)]).write(tmp.path());
+    let run = compare(&[&bare, &"--format", &"json"]);
+    assert_eq!(run.code, FASTER, "{}", run.stderr);
+    assert_eq!(json_of(&run)["rows"][0]["outcome"]["threshold"]["origin"], "default");
+    let table = compare(&[&bare]);
+    assert!(table.stdout.contains("threshold: the default ±2.0 % for 1 row (no A/A pair recorded)"), "{}", table.stdout);
 }
 
 #[test]
