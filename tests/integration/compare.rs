@@ -677,3 +677,180 @@ fn plot_roofline_fraction_and_invalid_cell() {
     let bad = plot(&[&dir, &"--peak-bandwidth-gbs", &"-3"]);
     assert_eq!(bad.code, BAD_INPUT, "{}", bad.stderr);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Recorded sessions: two sessions the real launcher ran back to back on the fixture (cells
+// headline with an A/A pair, fixed-continuation, reference-pair; job tests/data/jobs/
+// compare-small.json; shrunk by tests/data/sessions/strip.py).
+// ---------------------------------------------------------------------------------------------
+
+fn recorded(name: &str) -> PathBuf {
+    util::repo_root().join("tests/data/sessions").join(name).join("session.json")
+}
+
+fn recorded_value(name: &str) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(recorded(name)).unwrap()).unwrap()
+}
+
+/// Writes `value` as `<dir>/<name>/session.json`, returning the folder.
+fn write_value(dir: &Path, name: &str, value: &serde_json::Value) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("session.json"), value.to_string()).unwrap();
+    folder
+}
+
+/// Multiplies every step time of `adapter`'s workers by `factor`.
+fn scale_steps(value: &mut serde_json::Value, adapter: &str, factor: f64) {
+    for w in value["workers"].as_array_mut().unwrap() {
+        if w["adapter"] != adapter {
+            continue;
+        }
+        for q in w["report"]["requests"].as_array_mut().unwrap() {
+            for s in q["steps"].as_array_mut().unwrap() {
+                s["dur_ns"] = json!((s["dur_ns"].as_f64().unwrap() * factor).round() as u64);
+            }
+        }
+    }
+}
+
+#[test]
+fn recorded_back_to_back_sessions_show_no_difference_in_any_cell() {
+    let run = compare(&[&recorded("back-to-back-a"), &recorded("back-to-back-b"), &"--format", &"json"]);
+    assert_eq!(run.code, NO_DIFFERENCE, "{}\n{}", run.stdout, run.stderr);
+    let j = json_of(&run);
+    assert_eq!(j["refused"], false);
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 6, "3 cells × 2 adapters");
+    for row in rows {
+        let outcome = &row["outcome"];
+        match row["mode"].as_str().unwrap() {
+            // One request per adapter: nothing to bootstrap.
+            "reference_pair" => assert_eq!(outcome["result"], "not_compared", "{row}"),
+            mode => {
+                assert_eq!(outcome["comparison"]["verdict"], "no_difference", "{row}");
+                let origin = if mode == "headline" { "aa_pair" } else { "aa_pair_other_cells" };
+                assert_eq!(outcome["threshold"]["origin"], origin, "{row}");
+            }
+        }
+    }
+}
+
+#[test]
+fn recorded_session_ratios_match_the_launchers_analysis() {
+    let value = recorded_value("back-to-back-a");
+    let run = compare(&[&recorded("back-to-back-a"), &"--threshold", &"0.02", &"--format", &"json"]);
+    let j = json_of(&run);
+    let mut checked = 0;
+    for row in j["rows"].as_array().unwrap() {
+        let Some(ratio) = row["outcome"]["comparison"]["ratio"].as_object() else { continue };
+        let cell = value["analysis"]["cells"].as_array().unwrap().iter().find(|c| c["cell"] == row["cell"]).unwrap();
+        // Same measured requests, same seeded bootstrap: the same numbers, bit for bit.
+        assert_eq!(json!(ratio), cell["ratio"], "{}", row["cell"]);
+        assert_eq!(row["numerator"]["median_ns"], cell["adapters"]["controlled"]["per_token_ns"]["median"]);
+        assert_eq!(row["denominator"]["median_ns"], cell["adapters"]["stock"]["per_token_ns"]["median"]);
+        assert_eq!(row["numerator"]["requests"], 20);
+        checked += 1;
+    }
+    assert_eq!(checked, 2, "headline and fixed-continuation");
+    // With a 2 % threshold instead of the A/A-measured one, this noisy session's differences
+    // become verdicts: the flag is honoured on recorded data.
+    assert_ne!(run.code, NO_DIFFERENCE, "{}", run.stdout);
+}
+
+#[test]
+fn recorded_sessions_give_every_verdict_when_one_adapter_is_made_faster_or_slower() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = recorded("back-to-back-a");
+    // The factors are large because the sessions were recorded on a loaded 2-core machine: their
+    // A/A pairs measured a noise of ±52–68 %, and only a change beyond that is a verdict.
+    for (name, factor, verdict, code) in [("fast", 0.2, "faster", FASTER), ("slow", 6.0, "slower", SLOWER)] {
+        let mut b = recorded_value("back-to-back-b");
+        scale_steps(&mut b, "controlled", factor);
+        let b = write_value(tmp.path(), name, &b);
+        let run = compare(&[&a, &b, &"--format", &"json"]);
+        assert_eq!(run.code, code, "{name}: {}", run.stderr);
+        let v = verdicts(&run);
+        assert_eq!(v, vec![verdict, "no_difference", verdict, "no_difference", "not_compared", "not_compared"], "{name}");
+    }
+}
+
+#[test]
+fn recorded_sessions_are_refused_for_each_identity_difference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = recorded_value("back-to-back-a");
+    let other = "0".repeat(64);
+    let edits: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+        ("manifest", Box::new(|v| v["manifest_sha256"] = json!(other)), "manifest_sha256"),
+        ("host", Box::new(|v| v["host"]["hostname"] = json!("elsewhere")), "host"),
+        (
+            "libmlx",
+            Box::new(|v| {
+                for w in v["workers"].as_array_mut().unwrap() {
+                    w["report"]["identity"]["libmlx_sha256"] = json!(other);
+                }
+            }),
+            "libmlx_sha256",
+        ),
+        (
+            "sources",
+            Box::new(|v| {
+                for w in v["workers"].as_array_mut().unwrap().iter_mut().filter(|w| w["adapter"] == "stock") {
+                    w["report"]["identity"]["worker_sources_sha256"] = json!(other);
+                }
+            }),
+            "worker_sources_sha256 (stock)",
+        ),
+    ];
+    for (name, edit, field) in edits {
+        let mut b = recorded_value("back-to-back-b");
+        edit(&mut b);
+        let b = write_value(tmp.path(), name, &b);
+        let run = compare(&[&recorded("back-to-back-a"), &b]);
+        assert_eq!(run.code, REFUSED, "{name}: {}", run.stdout);
+        assert!(run.stdout.contains(&format!("  - {field}: ")), "{name}: {}", run.stdout);
+        let allowed = compare(&[&recorded("back-to-back-a"), &b, &"--allow-mismatch"]);
+        assert_eq!(allowed.code, NO_DIFFERENCE, "{name}: {}", allowed.stdout);
+    }
+
+    // Models: point both sessions at manifests on disk that differ in one weight digest.
+    let same = manifest_copy(tmp.path(), "same.json", |_| {});
+    let other_model = manifest_copy(tmp.path(), "other-model.json", |m| {
+        m["cases"]["tiny-qwen3"]["files"]["model.safetensors"] = json!("1".repeat(64))
+    });
+    let mut a2 = a.clone();
+    (a2["manifest_path"], a2["manifest_sha256"]) = (json!(same.0), json!(same.1.to_hex()));
+    let mut b2 = recorded_value("back-to-back-b");
+    (b2["manifest_path"], b2["manifest_sha256"]) = (json!(other_model.0), json!(other_model.1.to_hex()));
+    let run = compare(&[&write_value(tmp.path(), "a-model", &a2), &write_value(tmp.path(), "b-model", &b2)]);
+    assert_eq!(run.code, REFUSED, "{}", run.stdout);
+    assert!(run.stdout.contains("  - model tiny-qwen3: model.safetensors: "), "{}", run.stdout);
+
+    // Within one session: stock on another libmlx than controlled.
+    let mut within = a;
+    for w in within["workers"].as_array_mut().unwrap().iter_mut().filter(|w| w["adapter"] == "stock") {
+        w["report"]["identity"]["libmlx_sha256"] = json!(other);
+    }
+    let run = compare(&[&write_value(tmp.path(), "within", &within)]);
+    assert_eq!(run.code, REFUSED, "{}", run.stdout);
+    assert!(run.stdout.contains("  - libmlx_sha256: "), "{}", run.stdout);
+}
+
+#[test]
+fn recorded_session_plots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_value(tmp.path(), "a", &recorded_value("back-to-back-a"));
+    let run = plot(&[&dir, &"--peak-bandwidth-gbs", &"20"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let steps = std::fs::read_to_string(dir.join(format!("{HEADLINE}.steps.svg"))).unwrap();
+    assert!(steps.contains("controlled 20, stock 20"), "the A/A runs stay out of the figure");
+    // 127 steps: the median polyline of each adapter has 127 points.
+    let medians: Vec<usize> = steps
+        .lines()
+        .filter(|l| l.starts_with("<polyline") && l.contains("stroke-width=\"1.6\""))
+        .map(|l| l.split("points=\"").nth(1).unwrap().split_whitespace().count())
+        .collect();
+    assert_eq!(medians, vec![127, 127]);
+    assert_eq!(run.stdout.lines().filter(|l| l.starts_with("roofline ")).count(), 6);
+    assert!(!run.stdout.contains("INVALID"), "{}", run.stdout);
+}
