@@ -40,6 +40,12 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    // A full disk can show up as RLIMIT_FSIZE, whose SIGXFSZ would kill the launcher in the
+    // middle of writing `session.json` without a word. Ignored, the write fails with EFBIG,
+    // the temp is removed and the error is reported. Workers inherit the ignored disposition.
+    // SAFETY: setting a disposition to SIG_IGN installs no handler code.
+    unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGXFSZ, nix::sys::signal::SigHandler::SigIgn) }
+        .context("failed to ignore SIGXFSZ")?;
     let resolved = session_job::load(&args.job)?;
     let loaded = match load_manifest(&resolved.manifest_path) {
         Ok(loaded) => loaded,

@@ -26,10 +26,6 @@ pub struct LoadedManifest {
 }
 
 impl LoadedManifest {
-    /// The folder relative case paths are resolved against: the manifest's own.
-    pub fn root(&self) -> &Path {
-        self.path.parent().unwrap_or(Path::new("."))
-    }
 }
 
 pub fn build(
@@ -50,7 +46,10 @@ pub fn build(
         cell: cell.name(),
         prompt: cell.prompt.clone(),
     })?;
-    let model_dir = if case.path.is_absolute() { case.path.clone() } else { loaded.root().join(&case.path) };
+    // A relative case path is relative to the repository (req/manifest.md §4), which is what
+    // every worker checks `model_dir` against; the manifest's own folder only coincides with it
+    // for the repository's `workloads.json`.
+    let model_dir = if case.path.is_absolute() { case.path.clone() } else { repo.join(&case.path) };
     Ok(WorkerJob {
         schema_version: WORKER_JOB_SCHEMA_VERSION,
         run_id,

@@ -4,6 +4,7 @@ mod util;
 
 mod compare;
 mod conformance;
+mod faults;
 mod guard;
 mod launcher;
 mod setup;

@@ -233,6 +233,16 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
             return ExitCode::Failed;
         }
     };
+    // A write past RLIMIT_FSIZE (a full quota, a test's small limit) raises SIGXFSZ, whose
+    // default action kills the process before the failed report write can be cleaned up and
+    // reported. With a no-op handler the write fails with EFBIG and takes the documented path
+    // (no temp, no report, exit 1). Python workers get the same from the interpreter, which
+    // ignores SIGXFSZ at start-up.
+    // SAFETY: the handler does nothing, which is async-signal-safe.
+    if let Err(err) = unsafe { signal_hook::low_level::register(signal_hook::consts::SIGXFSZ, || {}) } {
+        eprintln!("worker refused: failed to install the SIGXFSZ handler: {err}");
+        return ExitCode::Failed;
+    }
     let out = match OutDir::open(out_dir) {
         Ok(out) => out,
         Err(err) => {
