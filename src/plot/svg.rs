@@ -154,7 +154,7 @@ impl Scale {
 
 /// The 1-2-5 number nearest above `raw`.
 pub fn nice_step(raw: f64) -> f64 {
-    if !(raw > 0.0) || !raw.is_finite() {
+    if raw.is_nan() || raw <= 0.0 || !raw.is_finite() {
         return 1.0;
     }
     let magnitude = 10f64.powf(raw.log10().floor());
@@ -183,7 +183,7 @@ pub fn tick_label(v: f64) -> String {
         return "0".to_owned();
     }
     let a = v.abs();
-    if a >= 1e6 || a < 1e-3 {
+    if !(1e-3..1e6).contains(&a) {
         return format!("{v:.0e}");
     }
     for decimals in 0..=3 {

@@ -780,7 +780,8 @@ fn recorded_sessions_are_refused_for_each_identity_difference() {
     let tmp = tempfile::tempdir().unwrap();
     let a = recorded_value("back-to-back-a");
     let other = "0".repeat(64);
-    let edits: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    type Edit<'a> = Box<dyn Fn(&mut serde_json::Value) + 'a>;
+    let edits: Vec<(&str, Edit<'_>, &str)> = vec![
         ("manifest", Box::new(|v| v["manifest_sha256"] = json!(other)), "manifest_sha256"),
         ("host", Box::new(|v| v["host"]["hostname"] = json!("elsewhere")), "host"),
         (
