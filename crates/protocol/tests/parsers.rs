@@ -1,0 +1,365 @@
+//! The readers of the wire formats never panic: any input ends in a typed error or a valid
+//! value (property tests).
+//!
+//! Readers: the worker job (`serde_json` into [`WorkerJob`], as `run_worker` reads `job.json`,
+//! then [`validate_job`]), the report ([`WorkerReport`], as the launcher reads `report.json`),
+//! the manifest ([`pins::load_manifest`] and the pin, [`pins::parse_pin`]), the session job
+//! ([`SessionJob`]; the launcher's own checks are tested in `src/launcher/reader_props.rs`) and
+//! the `{utc, pid}` markers. Inputs: arbitrary bytes, arbitrary JSON built from the formats' key
+//! names, and structured mutations of valid documents (`support/mutate.rs`).
+//!
+//! A value that parses must survive a round trip (serialize, parse, equal). A lone unknown field
+//! is always refused (`deny_unknown_fields` everywhere), and a manifest of another schema version
+//! is refused with the typed [`PinError::SchemaVersion`].
+//!
+//! Case count: proptest's default (256 per property) or `PROPTEST_CASES`; the reliability note
+//! (`req/reliability.md`) records a large run.
+
+#[path = "support/mutate.rs"]
+mod mutate;
+
+use std::{collections::BTreeMap, path::Path};
+
+use decode_baseline_protocol::{
+    job::{token_ids_sha256, EnvironmentPins},
+    manifest::{Case, Cell, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
+    pins::{self, PinError},
+    report::Identity,
+    session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
+    worker::{validate_job, Marker},
+    Adapter, Mode, Phase, RequestRecord, RunPolicy, Sha256Digest, Status, StepRecord, WorkerJob, WorkerReport,
+    REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
+};
+use mutate::{apply, arbitrary_json, mutations, only_unknown_field, only_wrong_version, Mutation};
+use proptest::{prelude::*, strategy::ValueTree};
+use serde::{de::DeserializeOwned, Serialize};
+use serde_json::Value;
+
+fn digest(tag: &str) -> Sha256Digest {
+    Sha256Digest::of_bytes(tag.as_bytes())
+}
+
+fn environment() -> EnvironmentPins {
+    EnvironmentPins {
+        lock_sha256: digest("lock"),
+        mlx_version: "0.32.2".into(),
+        mlx_lm_version: "0.32.2".into(),
+        mlx_lm_freeze_sha256: digest("freeze"),
+        libmlx_sha256: digest("libmlx"),
+    }
+}
+
+fn policy() -> RunPolicy {
+    RunPolicy { fixed_continuation_steps: 3, ..RunPolicy::frozen() }
+}
+
+/// A valid manifest whose case folder is `<repo>/model` (holding `config.json` = `{}`).
+fn manifest() -> Manifest {
+    let ids = vec![1, 2, 3, 4];
+    let continuation = vec![5, 6, 7];
+    Manifest {
+        schema_version: MANIFEST_SCHEMA_VERSION,
+        cases: [(
+            "tiny".to_owned(),
+            Case {
+                path: "model".into(),
+                architecture: "qwen3".into(),
+                dtype: "float32".into(),
+                files: [("config.json".to_owned(), Sha256Digest::of_bytes(b"{}"))].into(),
+                stop_ids: vec![511],
+            },
+        )]
+        .into(),
+        prompts: [(
+            "p4".to_owned(),
+            Prompt {
+                case: "tiny".into(),
+                sha256: token_ids_sha256(&ids),
+                ids,
+                continuation_sha256: token_ids_sha256(&continuation),
+                continuation,
+            },
+        )]
+        .into(),
+        cells: vec![
+            Cell { case: "tiny".into(), prompt: "p4".into(), mode: Mode::Headline },
+            Cell { case: "tiny".into(), prompt: "p4".into(), mode: Mode::FixedContinuation },
+        ],
+        run_policy: policy(),
+        worker_sources: WorkerSources {
+            stock: [("tools/stock/worker.py".to_owned(), digest("worker"))].into(),
+            controlled: BTreeMap::new(),
+        },
+        environment: environment(),
+    }
+}
+
+/// A scratch repository holding the manifest (with its pin) and the case folder.
+struct Repo {
+    dir: tempfile::TempDir,
+    manifest_sha256: Sha256Digest,
+}
+
+impl Repo {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("model")).unwrap();
+        std::fs::write(dir.path().join("model/config.json"), b"{}").unwrap();
+        let path = dir.path().join("workloads.json");
+        let bytes = serde_json::to_vec_pretty(&manifest()).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        std::fs::write(pins::pin_path(&path), pins::pin_text(&path, &bytes)).unwrap();
+        Self { manifest_sha256: Sha256Digest::of_bytes(&bytes), dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A job consistent with the manifest: validation gets as far as the worker sources.
+    fn job(&self) -> WorkerJob {
+        let m = manifest();
+        let prompt = &m.prompts["p4"];
+        WorkerJob {
+            schema_version: WORKER_JOB_SCHEMA_VERSION,
+            run_id: "s/tiny.p4.headline/stock-0".into(),
+            adapter: Adapter::Stock,
+            mode: Mode::FixedContinuation,
+            repo_root: self.path().to_owned(),
+            manifest_path: self.path().join("workloads.json"),
+            manifest_sha256: self.manifest_sha256,
+            case_id: "tiny".into(),
+            model_dir: self.path().join("model"),
+            prompt_id: "p4".into(),
+            prompt_ids: prompt.ids.clone(),
+            prompt_sha256: prompt.sha256,
+            continuation: Some(prompt.continuation.clone()),
+            stop_ids: vec![511],
+            run_policy: policy(),
+            environment: environment(),
+        }
+    }
+}
+
+fn report() -> WorkerReport {
+    let step = |s: u32| StepRecord {
+        position: 4 + s,
+        argmax: 7,
+        t_ns: 1_000 + 500 * u64::from(s),
+        dur_ns: 400,
+        build_ns: Some(100),
+        eval_ns: Some(300),
+        margin: Some(0.25),
+        tie: Some(false),
+    };
+    let request = |index: u32, phase| RequestRecord {
+        index,
+        phase,
+        prompt_len: 4,
+        prefill_dur_ns: 900,
+        first_token_ns: 1_000,
+        first_token: 7,
+        steps: (1..=3).map(step).collect(),
+        unused_forwards: 0,
+        model_calls: 4,
+        peak_memory_bytes: Some(1 << 20),
+        finish_reason: "length".into(),
+    };
+    WorkerReport {
+        schema_version: REPORT_SCHEMA_VERSION,
+        run_id: "s/tiny.p4.headline/stock-0".into(),
+        adapter: Adapter::Controlled,
+        mode: Mode::FixedContinuation,
+        case_id: "tiny".into(),
+        prompt_id: "p4".into(),
+        status: Status::Ok,
+        exit_code: 0,
+        error: None,
+        pid: 4242,
+        claimed_utc: "2026-01-01T00:00:00.000000Z".into(),
+        finished_utc: "2026-01-01T00:00:01.000000Z".into(),
+        start_to_ready_ns: Some(10),
+        load_ns: Some(5),
+        identity: Some(Identity {
+            manifest_sha256: digest("manifest"),
+            code_version: "abc+dirty".into(),
+            worker_sources_sha256: digest("sources"),
+            lock_sha256: digest("lock"),
+            mlx_version: "0.32.2".into(),
+            mlx_lm_version: "0.32.2".into(),
+            mlx_lm_freeze_sha256: digest("freeze"),
+            libmlx_path: "/x/libmlx.so".into(),
+            libmlx_sha256: digest("libmlx"),
+            device: "cpu".into(),
+        }),
+        requests: vec![request(0, Some(Phase::First)), request(1, Some(Phase::Measured))],
+    }
+}
+
+fn session_job() -> SessionJob {
+    SessionJob {
+        schema_version: SESSION_JOB_SCHEMA_VERSION,
+        manifest: Some("workloads.json".into()),
+        cells: Some(vec!["tiny.p4.headline".into()]),
+        adapters: vec![Adapter::Controlled, Adapter::Stock],
+        output_root: "out".into(),
+        repetitions: 2,
+        order: WorkerOrder::Alternate,
+        aa_pair: true,
+    }
+}
+
+/// Parses `bytes` as `T`; a value that parses must round-trip exactly.
+fn parse<T: DeserializeOwned + Serialize + PartialEq + std::fmt::Debug>(bytes: &[u8]) -> Result<T, serde_json::Error> {
+    let parsed = serde_json::from_slice::<T>(bytes);
+    if let Ok(value) = &parsed {
+        let again: T = serde_json::from_slice(&serde_json::to_vec(value).unwrap()).expect("a parsed value re-parses");
+        assert_eq!(&again, value, "round trip");
+    }
+    parsed
+}
+
+/// The manifest reader on `bytes`, through a file as in real use; plus the pin parser.
+fn load_manifest(dir: &Path, bytes: &[u8]) -> Result<Manifest, PinError> {
+    let path = dir.join("workloads.json");
+    std::fs::write(&path, bytes).unwrap();
+    let loaded = pins::load_manifest(&path).map(|(m, read)| {
+        assert_eq!(read, bytes, "the bytes read are the bytes hashed");
+        m
+    });
+    let _ = pins::parse_pin(&String::from_utf8_lossy(bytes), "workloads.json");
+    loaded
+}
+
+fn value_of<T: Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).unwrap()
+}
+
+#[test]
+fn the_valid_documents_parse() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(parse::<WorkerReport>(&serde_json::to_vec(&report()).unwrap()).unwrap(), report());
+    assert_eq!(parse::<SessionJob>(&serde_json::to_vec(&session_job()).unwrap()).unwrap(), session_job());
+    assert_eq!(load_manifest(tmp.path(), &serde_json::to_vec(&manifest()).unwrap()).unwrap(), manifest());
+    let repo = Repo::new();
+    let job = repo.job();
+    assert_eq!(parse::<WorkerJob>(&serde_json::to_vec(&job).unwrap()).unwrap(), job);
+    // The scratch repository has no worker sources: validation gets that far and stops there.
+    let refusal = validate_job(&job, repo.path()).unwrap_err();
+    assert!(refusal.field.starts_with("worker_sources.stock"), "{refusal}");
+}
+
+proptest! {
+    // proptest's default case count (256) unless PROPTEST_CASES says otherwise.
+    #![proptest_config(ProptestConfig::default())]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
+        let tmp = tempfile::tempdir().unwrap();
+        let _ = parse::<WorkerJob>(&bytes);
+        let _ = parse::<WorkerReport>(&bytes);
+        let _ = parse::<SessionJob>(&bytes);
+        let _ = parse::<Marker>(&bytes);
+        let _ = load_manifest(tmp.path(), &bytes);
+    }
+
+    #[test]
+    fn arbitrary_json_never_panics(value in arbitrary_json()) {
+        let tmp = tempfile::tempdir().unwrap();
+        let bytes = serde_json::to_vec(&value).unwrap();
+        let _ = parse::<WorkerJob>(&bytes);
+        let _ = parse::<WorkerReport>(&bytes);
+        let _ = parse::<SessionJob>(&bytes);
+        let _ = parse::<Marker>(&bytes);
+        let _ = load_manifest(tmp.path(), &bytes);
+    }
+
+    #[test]
+    fn mutated_reports_parse_or_fail_typed(ms in mutations()) {
+        let bytes = apply(&value_of(&report()), &ms);
+        let parsed = parse::<WorkerReport>(&bytes);
+        if only_unknown_field(&ms) {
+            prop_assert!(parsed.is_err(), "an unknown field was accepted: {}", String::from_utf8_lossy(&bytes));
+        }
+    }
+
+    #[test]
+    fn mutated_session_jobs_parse_or_fail_typed(ms in mutations()) {
+        let bytes = apply(&value_of(&session_job()), &ms);
+        let parsed = parse::<SessionJob>(&bytes);
+        if only_unknown_field(&ms) {
+            prop_assert!(parsed.is_err(), "an unknown field was accepted: {}", String::from_utf8_lossy(&bytes));
+        }
+    }
+
+    #[test]
+    fn mutated_manifests_load_or_fail_typed(ms in mutations()) {
+        let tmp = tempfile::tempdir().unwrap();
+        let bytes = apply(&value_of(&manifest()), &ms);
+        let loaded = load_manifest(tmp.path(), &bytes);
+        if only_unknown_field(&ms) {
+            prop_assert!(loaded.is_err(), "an unknown field was accepted: {}", String::from_utf8_lossy(&bytes));
+        }
+        if let Some(version) = only_wrong_version(&ms) {
+            match (version.as_u64(), &loaded) {
+                // A version that is a u32 is read and refused by number.
+                (Some(v), Err(PinError::SchemaVersion { actual, .. })) if u32::try_from(v).is_ok() => {
+                    prop_assert_eq!(u64::from(*actual), v);
+                }
+                (Some(v), other) if u32::try_from(v).is_ok() => {
+                    prop_assert!(false, "schema_version {v}: expected SchemaVersion, got {other:?}");
+                }
+                // Anything else is not a version at all.
+                (_, loaded) => prop_assert!(matches!(loaded, Err(PinError::ManifestParse { .. })), "{loaded:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn mutated_worker_jobs_parse_and_validate_or_fail_typed(ms in mutations()) {
+        let repo = Repo::new();
+        let bytes = apply(&value_of(&repo.job()), &ms);
+        let parsed = parse::<WorkerJob>(&bytes);
+        if only_unknown_field(&ms) {
+            prop_assert!(parsed.is_err(), "an unknown field was accepted: {}", String::from_utf8_lossy(&bytes));
+        }
+        if let Ok(job) = parsed {
+            // Validation of whatever parsed: a refusal naming a field, never a panic.
+            if let Err(refusal) = validate_job(&job, repo.path()) {
+                prop_assert!(!refusal.field.is_empty());
+            }
+        }
+    }
+}
+
+/// A mutation sanity check: the engine really produces each kind of change.
+#[test]
+fn mutations_change_the_document() {
+    use proptest::sample::Index;
+    let doc = value_of(&session_job());
+    let index = |n: usize| -> Index {
+        // Index is opaque; draw one through a runner with a fixed seed until it selects `n` of 8.
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        loop {
+            let i = any::<Index>().new_tree(&mut runner).unwrap().current();
+            if i.index(8) == n {
+                return i;
+            }
+        }
+    };
+    let original = serde_json::to_vec(&doc).unwrap();
+    for m in [
+        Mutation::Drop(index(0)),
+        Mutation::Replace(index(1), Value::Null),
+        Mutation::AddUnknown(index(0)),
+        Mutation::Version(Value::from(2)),
+        Mutation::RawNumber(index(2), "1e400"),
+    ] {
+        let bytes = apply(&doc, std::slice::from_ref(&m));
+        assert_ne!(bytes, original, "{m:?} changed nothing");
+    }
+    let unknown = apply(&doc, &[Mutation::AddUnknown(index(0))]);
+    assert!(String::from_utf8(unknown).unwrap().contains(mutate::UNKNOWN_KEY));
+    let raw = apply(&doc, &[Mutation::RawNumber(index(2), "1e400")]);
+    assert!(String::from_utf8(raw).unwrap().contains("1e400"));
+}
