@@ -5,6 +5,8 @@ mod analysis;
 mod lease;
 mod output;
 mod plan;
+#[cfg(test)]
+mod reader_props;
 mod recovery;
 mod run;
 mod session_job;
