@@ -4,11 +4,11 @@
 //! Property tests (proptest, default 256 cases or `PROPTEST_CASES`) of [`session_job::load`]
 //! (then [`session_job::select_cells`]), [`validate::read_report`] and [`validate::validate`]
 //! on arbitrary bytes, key-aware arbitrary JSON and structured mutations of valid documents
-//! (`crates/protocol/tests/support/mutate.rs`): every input ends in a typed error, a list of
+//! (`tests/integration/mutate.rs`): every input ends in a typed error, a list of
 //! problems, or a valid value. The wire types' own readers are tested in
-//! `crates/protocol/tests/parsers.rs`.
+//! `tests/integration/parsers.rs`.
 
-#[path = "../../crates/protocol/tests/support/mutate.rs"]
+#[path = "../../tests/integration/mutate.rs"]
 mod mutate;
 
 use std::path::Path;

@@ -7,4 +7,6 @@ mod conformance;
 mod faults;
 mod guard;
 mod launcher;
+mod mutate;
+mod parsers;
 mod setup;

@@ -2,8 +2,9 @@
 //! and structured mutations of a valid document (drop a field, change a value's type, extreme
 //! or malformed numbers, an unknown field, another schema version).
 //!
-//! Shared by `crates/protocol/tests/parsers.rs` and the launcher's reader tests
-//! (`src/launcher/reader_props.rs`, through `#[path]`).
+//! Shared by `tests/integration/parsers.rs` and the launcher's reader tests
+//! (`src/launcher/reader_props.rs`, through `#[path]`). It lives with the integration tests, not
+//! in `crates/protocol/`, whose every `.rs` file is a pinned controlled-worker source.
 #![allow(dead_code)]
 
 use proptest::{prelude::*, sample::Index};

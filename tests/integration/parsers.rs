@@ -6,7 +6,7 @@
 //! the manifest ([`pins::load_manifest`] and the pin, [`pins::parse_pin`]), the session job
 //! ([`SessionJob`]; the launcher's own checks are tested in `src/launcher/reader_props.rs`) and
 //! the `{utc, pid}` markers. Inputs: arbitrary bytes, arbitrary JSON built from the formats' key
-//! names, and structured mutations of valid documents (`support/mutate.rs`).
+//! names, and structured mutations of valid documents (`mutate.rs`).
 //!
 //! A value that parses must survive a round trip (serialize, parse, equal). A lone unknown field
 //! is always refused (`deny_unknown_fields` everywhere), and a manifest of another schema version
@@ -14,9 +14,6 @@
 //!
 //! Case count: proptest's default (256 per property) or `PROPTEST_CASES`; the reliability note
 //! (`req/reliability.md`) records a large run.
-
-#[path = "support/mutate.rs"]
-mod mutate;
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -30,7 +27,7 @@ use decode_baseline_protocol::{
     Adapter, Mode, Phase, RequestRecord, RunPolicy, Sha256Digest, Status, StepRecord, WorkerJob, WorkerReport,
     REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
 };
-use mutate::{apply, arbitrary_json, mutations, only_unknown_field, only_wrong_version, Mutation};
+use crate::mutate::{self, apply, arbitrary_json, mutations, only_unknown_field, only_wrong_version, Mutation};
 use proptest::{prelude::*, strategy::ValueTree};
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
