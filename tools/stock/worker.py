@@ -106,7 +106,8 @@ def main(argv):
         identity = stock_validate.check_environment_and_identify(job, manifest, manifest_sha256, WORKER_REPO)
     except proto.Refusal as err:
         return fail(str(err))
-    except (KeyError, TypeError, AttributeError) as err:
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
+        # ValueError: e.g. a path with an embedded NUL byte, which os functions refuse.
         return fail(f"validation failed: job: malformed ({err!r})")
     slot.report["identity"] = identity
 
