@@ -15,4 +15,5 @@ mod threshold;
 pub use command::{run, CompareArgs};
 pub use error::CompareError;
 pub use load::load_session;
+pub use render::human_ns;
 pub use samples::{cells, CellData, MeasuredRequest};

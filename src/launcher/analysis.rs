@@ -12,10 +12,8 @@ use decode_baseline_protocol::{
 };
 use serde::Serialize;
 
-use super::{
-    agreement::{self, ArgmaxAgreement, StreamAgreement},
-    output::human_ns,
-};
+use super::agreement::{self, ArgmaxAgreement, StreamAgreement};
+use crate::compare::human_ns;
 use decode_baseline::stats::{BootstrapConfig, ClusteredSample, RatioEstimate, Resampling, Summary};
 
 /// Everything computed, keyed for `session.json`.

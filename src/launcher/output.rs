@@ -26,22 +26,16 @@ pub fn write_session(dir: &Path, report: &SessionReport) -> Result<(), OutputErr
     let mut bytes = serde_json::to_vec_pretty(report).expect("session report serializes");
     bytes.push(b'\n');
     let mut temp = tempfile::Builder::new().prefix(".session.json.").tempfile_in(dir).map_err(wrap)?;
-    temp.write_all(&bytes).and_then(|_| temp.as_file().sync_all()).map_err(wrap)?;
+    // A temp file is private (0600); the report is for everyone who can read the folder.
+    temp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .and_then(|_| temp.write_all(&bytes))
+        .and_then(|_| temp.as_file().sync_all())
+        .map_err(wrap)?;
     match std::fs::hard_link(temp.path(), &path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(OutputError::Exists { path }),
         Err(source) => Err(OutputError::Write { path, source }),
     }
     // `temp` is removed when dropped, on every path.
-}
-
-/// Formats nanoseconds for people: `612.3 µs`, `1.24 ms`, `2.50 s`.
-pub fn human_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.1} µs", ns / 1e3)
-    }
 }

@@ -1,9 +1,9 @@
 //! The worker conformance suite: the frozen protocol (`req/protocol.md`) seen from outside, run
 //! against any worker command.
 //!
-//! Every test runs for the stock worker (`.venv/bin/python tools/stock/worker.py`). The same
-//! tests run for the controlled worker (`decode-baseline worker`) when
-//! `DECODE_BASELINE_CONFORMANCE_CONTROLLED=1`; until then they are skipped with a note.
+//! Every test runs for the stock worker (`.venv/bin/python tools/stock/worker.py`) and, in a
+//! build with the `controlled` feature (the default), for the controlled worker
+//! (`decode-baseline worker`).
 //!
 //! Synchronisation is by the workers' test hooks (`DECODE_BASELINE_TEST_HOOK`): a worker
 //! blocks at a named site until the test creates the release file; the deadline sites force
@@ -30,9 +30,6 @@ use serde_json::Value;
 
 use crate::util::{self, FixtureManifest};
 
-/// Set to `1` to run the suite against the controlled worker too.
-const CONTROLLED_ENV: &str = "DECODE_BASELINE_CONFORMANCE_CONTROLLED";
-
 /// How long a worker may take from SIGTERM (sent while it is held at a hook before a forward)
 /// to exit. It covers: seeing the flag at the hook, the re-poll, draining work already
 /// dispatched (stock: the look-ahead forward in flight), writing the report and process exit.
@@ -54,13 +51,6 @@ impl Worker {
         match self {
             Worker::Stock => Adapter::Stock,
             Worker::Controlled => Adapter::Controlled,
-        }
-    }
-
-    fn enabled(self) -> bool {
-        match self {
-            Worker::Stock => true,
-            Worker::Controlled => std::env::var(CONTROLLED_ENV).is_ok_and(|v| v == "1"),
         }
     }
 
@@ -835,17 +825,10 @@ macro_rules! conformance {
         mod stock {
             $( #[test] fn $name() { super::$name(super::Worker::Stock) } )*
         }
+        // The controlled worker is part of this build only with the `controlled` feature.
+        #[cfg(feature = "controlled")]
         mod controlled {
-            $(
-                #[test]
-                fn $name() {
-                    if !super::Worker::Controlled.enabled() {
-                        eprintln!("skipped: set {}=1 to run the suite against the controlled worker", super::CONTROLLED_ENV);
-                        return;
-                    }
-                    super::$name(super::Worker::Controlled)
-                }
-            )*
+            $( #[test] fn $name() { super::$name(super::Worker::Controlled) } )*
         }
     };
 }

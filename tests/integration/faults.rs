@@ -30,7 +30,7 @@ use decode_baseline_protocol::{
 use nix::{sys::signal::Signal, unistd::Pid};
 use serde_json::{json, Value};
 
-use crate::util::{self, FixtureManifest};
+use crate::util::{self, find_file, pid_alive, the_worker, FixtureManifest};
 
 /// Only a broken build reaches this.
 const BOUND: Duration = Duration::from_secs(300);
@@ -168,21 +168,6 @@ impl Scratch {
     }
 }
 
-fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
-    for entry in std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()) {
-        let path = entry.path();
-        if path.file_name().is_some_and(|n| n == name) {
-            return Some(path);
-        }
-        if path.is_dir() {
-            if let Some(found) = find_file(&path, name) {
-                return Some(found);
-            }
-        }
-    }
-    None
-}
-
 /// Waits until `path` exists (a file written by a process the test is not waiting on).
 fn wait_for_path(path: &Path) {
     let start = Instant::now();
@@ -252,13 +237,6 @@ fn live_in_group(pgid: i32) -> Vec<i32> {
 fn assert_group_gone(pgid: i32) {
     let left = live_in_group(pgid);
     assert!(left.is_empty(), "processes left in worker group {pgid}: {left:?}");
-}
-
-fn pid_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')),
-        Err(_) => false,
-    }
 }
 
 fn temps_in(dir: &Path) -> Vec<String> {
@@ -331,12 +309,6 @@ fn assert_kept(before: &[(PathBuf, Vec<u8>)], dir: &Path) {
             None => panic!("{} was removed", path.display()),
         }
     }
-}
-
-fn the_worker(session: &Value) -> &Value {
-    let workers = session["workers"].as_array().unwrap();
-    assert_eq!(workers.len(), 1, "one worker run");
-    &workers[0]
 }
 
 fn adapter_of(worker: Worker) -> Adapter {

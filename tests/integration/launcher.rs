@@ -9,7 +9,7 @@ use std::{
 use decode_baseline_protocol::pins;
 use serde_json::{json, Value};
 
-use crate::util::{binary, repo_root, run, stderr};
+use crate::util::{binary, find_file, pid_alive, repo_root, run, stderr, the_worker};
 
 const ZERO: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -85,21 +85,6 @@ fn process_alive_with(needle: &str) -> bool {
             .map(|cmd| String::from_utf8_lossy(&cmd).contains(needle))
             .unwrap_or(false)
     })
-}
-
-/// Whether `pid` is a live process. A zombie counts as dead: it runs nothing, and an orphan's
-/// zombie waits on whatever reaps orphans here (in a container, possibly nothing).
-fn pid_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit_once(") ").map_or(true, |(_, rest)| !rest.starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-fn the_worker(session: &Value) -> &Value {
-    let workers = session["workers"].as_array().unwrap();
-    assert_eq!(workers.len(), 1);
-    &workers[0]
 }
 
 fn assert_worker_gone(session: &Value) {
@@ -291,21 +276,6 @@ fn wait_for_file(path: &Path) {
         assert!(std::time::Instant::now() < deadline, "{} never appeared", path.display());
         std::thread::yield_now();
     }
-}
-
-fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
-    for entry in std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()) {
-        let path = entry.path();
-        if path.file_name().is_some_and(|n| n == name) {
-            return Some(path);
-        }
-        if path.is_dir() {
-            if let Some(found) = find_file(&path, name) {
-                return Some(found);
-            }
-        }
-    }
-    None
 }
 
 fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {

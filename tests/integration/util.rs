@@ -213,3 +213,35 @@ pub fn fixture_job(fixture: &FixtureManifest, adapter: Adapter, mode: Mode, run_
         environment: manifest.environment.clone(),
     }
 }
+
+/// The first file called `name` below `dir`, depth first.
+pub fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+        if path.is_dir() {
+            if let Some(found) = find_file(&path, name) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+/// Whether `pid` is a live process. A zombie counts as dead: it runs nothing, and an orphan's
+/// zombie waits on whatever reaps orphans here (in a container, possibly nothing).
+pub fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// The one worker run of a session report.
+pub fn the_worker(session: &serde_json::Value) -> &serde_json::Value {
+    let workers = session["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1, "one worker run");
+    &workers[0]
+}
