@@ -198,15 +198,17 @@ fn adapter_stats(reports: &[&WorkerReport], config: &BootstrapConfig) -> Result<
 
 /// The summary table printed at the end of `run`.
 pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
+    // Cell names come from the manifest and can be long; the first column fits the longest.
+    let w = analysis.cells.iter().map(|c| c.cell.len()).max().unwrap_or(0).max(4);
     let mut out = format!(
-        "\n{:<44} {:<10} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
+        "\n{:<w$} {:<10} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
         "cell", "adapter", "per token", "95% CI", "p90", "CV", "prefill"
     );
     for cell in &analysis.cells {
         for (adapter, stats) in &cell.adapters {
             let s = &stats.per_token_ns;
             out.push_str(&format!(
-                "{:<44} {:<10} {:>11} {:>23} {:>10} {:>5.1}% {:>11}\n",
+                "{:<w$} {:<10} {:>11} {:>23} {:>10} {:>5.1}% {:>11}\n",
                 cell.cell,
                 adapter,
                 human_ns(s.median),
@@ -215,19 +217,22 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 s.cv.unwrap_or(0.0) * 100.0,
                 stats.prefill_ns.as_ref().map_or("-".to_owned(), |p| human_ns(p.median)),
             ));
-            for w in &s.warnings {
-                out.push_str(&format!("{:<44} warning: {}\n", "", w.message));
+            for warning in &s.warnings {
+                out.push_str(&format!("{:<w$} warning: {}\n", "", warning.message));
             }
         }
         if let Some(r) = &cell.ratio {
             out.push_str(&format!(
-                "{:<44} controlled/stock {:.3} [{:.3}, {:.3}]\n",
-                cell.cell, r.ratio, r.ci.lower, r.ci.upper
+                "{:<w$} {:<10} {:>11.3} {:>23}\n",
+                cell.cell,
+                "c/s ratio",
+                r.ratio,
+                format!("[{:.3}, {:.3}]", r.ci.lower, r.ci.upper)
             ));
         }
         if let Some(a) = &cell.argmax {
             out.push_str(&format!(
-                "{:<44} argmax: {} steps, {} mismatches, ties at {:?}\n",
+                "{:<w$} argmax: {} steps, {} mismatches, ties at {:?}\n",
                 cell.cell,
                 a.steps_compared,
                 a.mismatches.len(),
@@ -236,7 +241,7 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         }
         if let Some(s) = &cell.stream {
             let verdict = if s.identical { "identical".to_owned() } else { format!("diverge at {:?}", s.first_divergence.as_ref().map(|m| m.position)) };
-            out.push_str(&format!("{:<44} reference streams: {} tokens, {verdict}\n", cell.cell, s.tokens_compared));
+            out.push_str(&format!("{:<w$} reference streams: {} tokens, {verdict}\n", cell.cell, s.tokens_compared));
         }
     }
     out.push_str(&format!(
