@@ -44,6 +44,12 @@ pub enum WeightsError {
         expected: String,
         actual: String,
     },
+    #[error("failed to build the transpose of tensor {name}")]
+    Transpose {
+        name: String,
+        #[source]
+        source: mlx_rs::error::Exception,
+    },
     #[error("tensor {name} missing from {dir}")]
     Missing { name: String, dir: PathBuf },
     #[error("tensor {name} in {dir}: expected shape {expected:?}, found {actual:?}")]

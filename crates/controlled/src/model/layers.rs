@@ -37,6 +37,10 @@ pub enum LinearWeight {
 /// `nn.Linear` / `nn.QuantizedLinear`.
 pub struct Linear {
     weight: LinearWeight,
+    /// `W.T` of a dense weight, built once at load: a strided view of `W` once evaluated, so the
+    /// matmul reads the same buffer with the same strides as with a per-call `transpose(W)`,
+    /// without adding a transpose node to every step's graph.
+    weight_t: Option<Array>,
     bias: Option<Array>,
 }
 
@@ -88,14 +92,17 @@ impl Linear {
     pub fn load(w: &mut Weights, prefix: &str, out_dims: i32, in_dims: i32, bias: bool) -> Result<Self, WeightsError> {
         let weight = load_matrix(w, prefix, out_dims, in_dims)?;
         let bias = if bias { Some(w.take(&format!("{prefix}.bias"), Some(&[out_dims]))?) } else { None };
-        Ok(Linear { weight, bias })
+        let weight_t = dense_transpose(&weight).map_err(|source| WeightsError::Transpose { name: format!("{prefix}.weight"), source })?;
+        Ok(Linear { weight, weight_t, bias })
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array, Exception> {
-        match (&self.weight, &self.bias) {
-            (LinearWeight::Dense(w), None) => matmul(x, transpose(w)?),
-            (LinearWeight::Dense(w), Some(b)) => addmm(b, x, transpose(w)?, None, None),
-            (LinearWeight::Quantized(p), bias) => {
+        match (&self.weight_t, &self.weight, &self.bias) {
+            (Some(wt), _, None) => matmul(x, wt),
+            (Some(wt), _, Some(b)) => addmm(b, x, wt, None, None),
+            (None, LinearWeight::Dense(w), None) => matmul(x, transpose(w)?),
+            (None, LinearWeight::Dense(w), Some(b)) => addmm(b, x, transpose(w)?, None, None),
+            (_, LinearWeight::Quantized(p), bias) => {
                 let y = quantized_matmul(x, &p.weight, &p.scales, &p.biases, true, p.group_size, p.bits)?;
                 match bias {
                     Some(b) => y.add(b),
@@ -108,8 +115,17 @@ impl Linear {
     /// The arrays this layer holds (for evaluating them at load).
     pub fn arrays(&self) -> Vec<&Array> {
         let mut v = weight_arrays(&self.weight);
+        v.extend(self.weight_t.iter());
         v.extend(self.bias.iter());
         v
+    }
+}
+
+/// `transpose(W)` of a dense weight (lazy; evaluated with the model's other arrays).
+fn dense_transpose(w: &LinearWeight) -> Result<Option<Array>, Exception> {
+    match w {
+        LinearWeight::Dense(w) => Ok(Some(transpose(w)?)),
+        LinearWeight::Quantized(_) => Ok(None),
     }
 }
 
@@ -123,13 +139,15 @@ fn weight_arrays(w: &LinearWeight) -> Vec<&Array> {
 /// `nn.Embedding` / `nn.QuantizedEmbedding`, including `as_linear` for tied heads.
 pub struct Embedding {
     weight: LinearWeight,
+    /// `W.T` of a dense matrix for `as_linear` (see [`Linear`]).
+    weight_t: Option<Array>,
 }
 
 impl Embedding {
     pub fn load(w: &mut Weights, prefix: &str, vocab: i32, dims: i32) -> Result<Self, WeightsError> {
-        Ok(Embedding {
-            weight: load_matrix(w, prefix, vocab, dims)?,
-        })
+        let weight = load_matrix(w, prefix, vocab, dims)?;
+        let weight_t = dense_transpose(&weight).map_err(|source| WeightsError::Transpose { name: format!("{prefix}.weight"), source })?;
+        Ok(Embedding { weight, weight_t })
     }
 
     /// The rows of `ids` (any integer dtype, any shape): `W[ids]`.
@@ -148,16 +166,19 @@ impl Embedding {
 
     /// The embedding matrix used as the output head: `x @ W.T`.
     pub fn as_linear(&self, x: &Array) -> Result<Array, Exception> {
-        match &self.weight {
-            LinearWeight::Dense(w) => matmul(x, transpose(w)?),
-            LinearWeight::Quantized(p) => {
+        match (&self.weight_t, &self.weight) {
+            (Some(wt), _) => matmul(x, wt),
+            (None, LinearWeight::Dense(w)) => matmul(x, transpose(w)?),
+            (_, LinearWeight::Quantized(p)) => {
                 quantized_matmul(x, &p.weight, &p.scales, &p.biases, true, p.group_size, p.bits)
             }
         }
     }
 
     pub fn arrays(&self) -> Vec<&Array> {
-        weight_arrays(&self.weight)
+        let mut v = weight_arrays(&self.weight);
+        v.extend(self.weight_t.iter());
+        v
     }
 }
 
