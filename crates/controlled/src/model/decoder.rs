@@ -14,7 +14,7 @@ use mlx_rs::Array;
 
 use super::cache::KvCache;
 use super::layers::{rms_norm, swiglu, Embedding, Linear};
-use super::rope::{Angles, Rope};
+use super::rope::Rope;
 use crate::config::{ConfigError, ModelConfig};
 use crate::weights::{Weights, WeightsError};
 
@@ -76,7 +76,7 @@ pub struct Model {
 }
 
 impl Attention {
-    fn forward(&self, x: &Array, mask: Option<ScaledDotProductAttentionMask<'_>>, angles: &mut Option<Angles>, cache: &mut KvCache) -> Result<Array, Exception> {
+    fn forward(&self, x: &Array, mask: Option<ScaledDotProductAttentionMask<'_>>, cache: &mut KvCache) -> Result<Array, Exception> {
         let (b, l) = (x.dim(0), x.dim(1));
         let queries = self.q_proj.forward(x)?;
         let keys = self.k_proj.forward(x)?;
@@ -93,13 +93,8 @@ impl Attention {
         let values = transpose_axes(values.reshape(&[b, l, self.n_kv_heads, -1])?, &[0, 2, 1, 3])?;
 
         let offset = cache.offset();
-        // Every layer shares the rope configuration and the offset: the angles are built once.
-        let angles = match angles {
-            Some(a) => a,
-            None => angles.insert(self.rope.angles(l, offset, queries.dtype())?),
-        };
-        let queries = self.rope.apply(&queries, angles, offset)?;
-        let keys = self.rope.apply(&keys, angles, offset)?;
+        let queries = self.rope.forward(&queries, offset)?;
+        let keys = self.rope.forward(&keys, offset)?;
         let (keys, values) = cache.update_and_fetch(&keys, &values)?;
 
         let output = mlx_rs::fast::scaled_dot_product_attention(&queries, &keys, &values, self.scale, mask, None)?;
@@ -115,9 +110,9 @@ impl Mlp {
 }
 
 impl Block {
-    fn forward(&self, x: &Array, causal: bool, angles: &mut Option<Angles>, cache: &mut KvCache, eps: f32) -> Result<Array, Exception> {
+    fn forward(&self, x: &Array, causal: bool, cache: &mut KvCache, eps: f32) -> Result<Array, Exception> {
         let mask = causal.then_some(ScaledDotProductAttentionMask::Causal);
-        let r = self.self_attn.forward(&rms_norm(x, &self.input_layernorm, eps)?, mask, angles, cache)?;
+        let r = self.self_attn.forward(&rms_norm(x, &self.input_layernorm, eps)?, mask, cache)?;
         let h = x.add(&r)?;
         let r = self.mlp.forward(&rms_norm(&h, &self.post_attention_layernorm, eps)?)?;
         h.add(&r)
@@ -211,9 +206,8 @@ impl Model {
     pub fn hidden(&self, ids: &Array, cache: &mut [KvCache]) -> Result<Array, Exception> {
         let mut h = self.embed_tokens.forward(ids)?;
         let causal = h.dim(1) > 1;
-        let mut angles = None;
         for (layer, c) in self.layers.iter().zip(cache.iter_mut()) {
-            h = layer.forward(&h, causal, &mut angles, c, self.config.rms_norm_eps)?;
+            h = layer.forward(&h, causal, c, self.config.rms_norm_eps)?;
         }
         rms_norm(&h, &self.norm, self.config.rms_norm_eps)
     }
