@@ -164,9 +164,23 @@ fn ns(from: Instant, to: Instant) -> u64 {
     to.duration_since(from).as_nanos() as u64
 }
 
-/// `eval` on the step's outputs and every cache buffer.
-fn eval_step(token: &Array, logits: &Array, cache: &[KvCache]) -> Result<(), Exception> {
-    mlx_rs::transforms::eval([token, logits].into_iter().chain(cache.iter().flat_map(KvCache::state)))
+/// `eval` on the step's outputs and every cache buffer. `token` is `None` when the argmax is not
+/// part of the loop (fixed-continuation feeds its own tokens): then it stays outside the interval.
+fn eval_step(token: Option<&Array>, logits: &Array, cache: &[KvCache]) -> Result<(), Exception> {
+    mlx_rs::transforms::eval(token.into_iter().chain([logits]).chain(cache.iter().flat_map(KvCache::state)))
+}
+
+/// The argmax of `logits`: the one evaluated inside the step when the loop needs it, else
+/// computed and evaluated now, after the step's stamp.
+fn settle_argmax(timed: Option<Array>, logits: &Array) -> Result<Array, Exception> {
+    match timed {
+        Some(token) => Ok(token),
+        None => {
+            let token = argmax_axis(logits, -1, false)?;
+            token.eval()?;
+            Ok(token)
+        }
+    }
 }
 
 fn run<E>(
@@ -198,10 +212,13 @@ fn run<E>(
     poll(Checkpoint::Prefill).map_err(|reason| RunError::Aborted { at: Checkpoint::Prefill, reason })?;
     let t0 = Instant::now();
     let mut cache = model.new_cache();
+    // Greedy decoding samples inside the loop; fixed-continuation only needs the logits there.
+    let sample_in_loop = matches!(feed, Feed::Greedy { .. });
     let logits = model.forward_last(&prompt_ids, &mut cache).map_err(mlx("prompt forward"))?;
-    let mut token = argmax_axis(&logits, -1, false).map_err(mlx("prompt argmax"))?;
-    eval_step(&token, &logits, &cache).map_err(mlx("prompt eval"))?;
+    let timed = sample_in_loop.then(|| argmax_axis(&logits, -1, false)).transpose().map_err(mlx("prompt argmax"))?;
+    eval_step(timed.as_ref(), &logits, &cache).map_err(mlx("prompt eval"))?;
     let t1 = Instant::now();
+    let mut token = settle_argmax(timed, &logits).map_err(mlx("prompt argmax"))?;
     let first_token = token
         .try_item_exact::<u32>()
         .map_err(|e| DecodeError::Logits { position: prompt_len, reason: e.to_string() })?;
@@ -225,6 +242,7 @@ fn run<E>(
         let k = steps.len();
         let position = prompt_len + 1 + k as u32;
         let at = Checkpoint::Step { position };
+        let step_start = Instant::now();
         poll(at).map_err(|reason| RunError::Aborted { at, reason })?;
         let s0 = Instant::now();
         let input = match feed {
@@ -233,10 +251,11 @@ fn run<E>(
             Feed::Fixed(c) => Array::from_slice(&c[k..k + 1], &[1, 1]),
         };
         let logits = model.forward(&input, &mut cache).map_err(mlx("step forward"))?;
-        token = argmax_axis(&logits, -1, false).map_err(mlx("step argmax"))?;
+        let timed = sample_in_loop.then(|| argmax_axis(&logits, -1, false)).transpose().map_err(mlx("step argmax"))?;
         let s1 = Instant::now();
-        eval_step(&token, &logits, &cache).map_err(mlx("step eval"))?;
+        eval_step(timed.as_ref(), &logits, &cache).map_err(mlx("step eval"))?;
         let s2 = Instant::now();
+        token = settle_argmax(timed, &logits).map_err(mlx("step argmax"))?;
         let argmax = token
             .try_item_exact::<u32>()
             .map_err(|e| DecodeError::Logits { position, reason: e.to_string() })?;
@@ -244,7 +263,9 @@ fn run<E>(
             position,
             argmax,
             t_ns: ns(start, s2),
-            dur_ns: ns(previous_stamp, s2),
+            // Greedy: stamp to stamp, as a stream of tokens is timed. Fixed-continuation: this
+            // step's poll and forward to its logits evaluated (req/protocol.md, timing per mode).
+            dur_ns: if sample_in_loop { ns(previous_stamp, s2) } else { ns(step_start, s2) },
             build_ns: Some(ns(s0, s1)),
             eval_ns: Some(ns(s1, s2)),
             margin: None,
