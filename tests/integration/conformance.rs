@@ -28,7 +28,7 @@ use decode_baseline_protocol::{
 };
 use serde_json::Value;
 
-use crate::util::{self, FixtureManifest};
+use crate::util::{self, FixtureManifest, Worker};
 
 /// How long a worker may take from SIGTERM (sent while it is held at a hook before a forward)
 /// to exit. It covers: seeing the flag at the hook, the re-poll, draining work already
@@ -40,45 +40,15 @@ const CANCEL_RELEASE_BOUND: Duration = Duration::from_secs(10);
 /// Only a broken worker reaches these.
 const RUN_BOUND: Duration = Duration::from_secs(300);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Worker {
-    Stock,
-    Controlled,
-}
-
-impl Worker {
-    fn adapter(self) -> Adapter {
-        match self {
-            Worker::Stock => Adapter::Stock,
-            Worker::Controlled => Adapter::Controlled,
-        }
-    }
-
-    /// The command the launcher would spawn, with no test hook inherited.
-    fn command(self, out_dir: &Path) -> Command {
-        let mut cmd = match self {
-            Worker::Stock => {
-                let mut cmd = Command::new(util::venv_python());
-                cmd.arg(util::repo_root().join("tools/stock/worker.py"));
-                cmd
-            }
-            Worker::Controlled => {
-                let mut cmd = Command::new(util::binary());
-                cmd.arg("worker");
-                cmd
-            }
-        };
-        cmd.arg("--out-dir")
-            .arg(out_dir)
-            .current_dir(util::repo_root())
-            .env("HF_HUB_OFFLINE", "1")
-            .env_remove(HOOK_ENV)
-            .env_remove(HOOK_REQUEST_ENV)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd
-    }
+/// The command the launcher would spawn, with no test hook inherited.
+fn worker_command(worker: Worker, out_dir: &Path) -> Command {
+    let mut cmd = worker.command(out_dir);
+    cmd.env_remove(HOOK_ENV)
+        .env_remove(HOOK_REQUEST_ENV)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
 }
 
 /// The policy of the protocol tests: the frozen shape, fewer requests, fast watchdog polls.
@@ -124,7 +94,7 @@ impl Setup {
     }
 
     fn command(&self) -> Command {
-        self.worker.command(&self.out)
+        worker_command(self.worker, &self.out)
     }
 
     fn spawn(&self, hook: Option<(&str, u32)>) -> Child {
@@ -349,7 +319,7 @@ fn check_report(setup: &Setup, finished: &Finished) -> WorkerReport {
 fn missing_out_dir_is_refused(worker: Worker) {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("never-created");
-    let finished = wait(worker.command(&missing).spawn().unwrap(), RUN_BOUND);
+    let finished = wait(worker_command(worker, &missing).spawn().unwrap(), RUN_BOUND);
     assert_eq!(finished.code(), 1, "{}", finished.stderr);
     assert!(finished.stderr.contains(LAUNCHER_MESSAGE), "{}", finished.stderr);
     assert!(!missing.exists());
@@ -360,7 +330,7 @@ fn file_in_place_of_out_dir_is_refused(worker: Worker) {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("out");
     std::fs::write(&file, b"not a folder").unwrap();
-    let finished = wait(worker.command(&file).spawn().unwrap(), RUN_BOUND);
+    let finished = wait(worker_command(worker, &file).spawn().unwrap(), RUN_BOUND);
     assert_eq!(finished.code(), 1, "{}", finished.stderr);
     assert!(finished.stderr.contains(LAUNCHER_MESSAGE), "{}", finished.stderr);
     assert_eq!(std::fs::read(&file).unwrap(), b"not a folder");
@@ -750,7 +720,7 @@ fn validation_failures_name_the_field(worker: Worker) {
         let mut job = util::fixture_job(&fixture, worker.adapter(), Mode::Headline, "conformance/tamper/worker-0");
         (tamper.job)(&mut job, root);
         std::fs::write(out.join("job.json"), serde_json::to_vec_pretty(&job).unwrap()).unwrap();
-        let finished = wait(worker.command(&out).spawn().unwrap(), RUN_BOUND);
+        let finished = wait(worker_command(worker, &out).spawn().unwrap(), RUN_BOUND);
         let expected = format!("validation failed: {}", tamper.field);
         let outcome = if finished.code() != 1 {
             Some(format!("exit {} instead of 1", finished.code()))

@@ -30,7 +30,7 @@ use decode_baseline_protocol::{
 use nix::{sys::signal::Signal, unistd::Pid};
 use serde_json::{json, Value};
 
-use crate::util::{self, find_file, pid_alive, the_worker, FixtureManifest};
+use crate::util::{self, find_file, pid_alive, the_worker, FixtureManifest, Worker};
 
 /// Only a broken build reaches this.
 const BOUND: Duration = Duration::from_secs(300);
@@ -311,18 +311,6 @@ fn assert_kept(before: &[(PathBuf, Vec<u8>)], dir: &Path) {
     }
 }
 
-fn adapter_of(worker: Worker) -> Adapter {
-    match worker {
-        Worker::Stock => Adapter::Stock,
-        Worker::Controlled => Adapter::Controlled,
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Worker {
-    Stock,
-    Controlled,
-}
 
 /// The hook sites of the four phases, with the request they are armed for. Prefill and decode
 /// are armed in request 1, so a complete request 0 exists that must not be presented.
@@ -336,7 +324,7 @@ const IN_REPORT_WRITE: (&str, u32) = ("before_report_write", 0);
 // ---------------------------------------------------------------------------------------------
 
 fn killed_worker_fails_the_session(worker: Worker, hook: (&str, u32)) {
-    let s = Scratch::new(adapter_of(worker), 1);
+    let s = Scratch::new(worker.adapter(), 1);
     let mut launcher = s.launcher(Some(hook), None).spawn().unwrap();
     let reached = s.wait_for(&format!("hook-{}-reached", hook.0), &mut launcher);
     let dir = reached.parent().unwrap().to_owned();
@@ -359,23 +347,8 @@ fn killed_worker_fails_the_session(worker: Worker, hook: (&str, u32)) {
 // ---------------------------------------------------------------------------------------------
 
 fn worker_command(worker: Worker, out: &Path) -> Command {
-    let mut cmd = match worker {
-        Worker::Stock => {
-            let mut cmd = Command::new(util::venv_python());
-            cmd.arg(util::repo_root().join("tools/stock/worker.py"));
-            cmd
-        }
-        Worker::Controlled => {
-            let mut cmd = Command::new(util::binary());
-            cmd.arg("worker");
-            cmd
-        }
-    };
-    cmd.arg("--out-dir")
-        .arg(out)
-        .current_dir(util::repo_root())
-        .env("HF_HUB_OFFLINE", "1")
-        .stdin(Stdio::null())
+    let mut cmd = worker.command(out);
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(File::create(out.with_extension("stderr")).unwrap())
         // Its own group, so the test can tell whether anything it started outlived it.
@@ -388,7 +361,7 @@ fn killed_worker_leaves_no_report(worker: Worker, hook: (&str, u32)) {
     let out = tmp.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let fixture = util::fixture_manifest(tmp.path(), &policy(), |_| {});
-    let job = util::fixture_job(&fixture, adapter_of(worker), Mode::Headline, "faults/direct/worker-0");
+    let job = util::fixture_job(&fixture, worker.adapter(), Mode::Headline, "faults/direct/worker-0");
     std::fs::write(out.join("job.json"), serde_json::to_vec_pretty(&job).unwrap()).unwrap();
     let mut child = worker_command(worker, &out)
         .env(HOOK_ENV, hook.0)
@@ -422,7 +395,7 @@ fn killed_worker_leaves_no_report(worker: Worker, hook: (&str, u32)) {
 // ---------------------------------------------------------------------------------------------
 
 fn ctrl_c_cancels_the_session(worker: Worker, hook: (&str, u32), complete_requests: u32) {
-    let s = Scratch::new(adapter_of(worker), 1);
+    let s = Scratch::new(worker.adapter(), 1);
     let mut launcher = s.launcher(Some(hook), None).spawn().unwrap();
     let reached = s.wait_for(&format!("hook-{}-reached", hook.0), &mut launcher);
     let dir = reached.parent().unwrap().to_owned();
@@ -451,7 +424,7 @@ fn ctrl_c_cancels_the_session(worker: Worker, hook: (&str, u32), complete_reques
 /// The worker's report write fails (EFBIG): no report, no temp, the worker says so, the session
 /// says the worker failed.
 fn full_disk_during_the_report_write(worker: Worker) {
-    let s = Scratch::new(adapter_of(worker), 1);
+    let s = Scratch::new(worker.adapter(), 1);
     let mut launcher = s.launcher(Some(IN_REPORT_WRITE), None).spawn().unwrap();
     let reached = s.wait_for("hook-before_report_write-reached", &mut launcher);
     let dir = reached.parent().unwrap().to_owned();

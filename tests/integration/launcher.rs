@@ -262,8 +262,12 @@ fn start_until_ready(s: &Scratch, worker: &str) -> (std::process::Child, PathBuf
     let child = s.launcher(worker).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
+        // The fixture workers write the marker with a shell redirection: created first, filled
+        // an instant later. Ready means filled, so later snapshots compare like with like.
         if let Some(ready) = find_file(&s.path().join("out"), "worker-ready") {
-            return (child, ready.parent().unwrap().to_owned());
+            if std::fs::metadata(&ready).is_ok_and(|m| m.len() > 0) {
+                return (child, ready.parent().unwrap().to_owned());
+            }
         }
         assert!(std::time::Instant::now() < deadline, "the worker never became ready");
         std::thread::yield_now();

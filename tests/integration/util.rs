@@ -245,3 +245,38 @@ pub fn the_worker(session: &serde_json::Value) -> &serde_json::Value {
     assert_eq!(workers.len(), 1, "one worker run");
     &workers[0]
 }
+
+/// The two workers, as the tests start them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worker {
+    Stock,
+    Controlled,
+}
+
+impl Worker {
+    pub fn adapter(self) -> decode_baseline_protocol::Adapter {
+        match self {
+            Worker::Stock => decode_baseline_protocol::Adapter::Stock,
+            Worker::Controlled => decode_baseline_protocol::Adapter::Controlled,
+        }
+    }
+
+    /// The worker's command line as the launcher builds it, run from the repository, offline;
+    /// callers add what their test needs (standard streams, hooks, process group).
+    pub fn command(self, out_dir: &Path) -> Command {
+        let mut cmd = match self {
+            Worker::Stock => {
+                let mut cmd = Command::new(venv_python());
+                cmd.arg(repo_root().join("tools/stock/worker.py"));
+                cmd
+            }
+            Worker::Controlled => {
+                let mut cmd = Command::new(binary());
+                cmd.arg("worker");
+                cmd
+            }
+        };
+        cmd.arg("--out-dir").arg(out_dir).current_dir(repo_root()).env("HF_HUB_OFFLINE", "1");
+        cmd
+    }
+}
