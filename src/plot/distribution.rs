@@ -9,7 +9,7 @@ use decode_baseline_protocol::Adapter;
 
 use super::{
     steps::color,
-    svg::{legend, nice_range, quantile, Frame, LegendEntry, Scale, Svg, TimeUnit, INK},
+    svg::{legend, nice_range, quantile, Axis, Frame, LegendEntry, Svg, TimeUnit, FIGURE, INK},
 };
 use crate::compare::CellData;
 
@@ -31,15 +31,8 @@ pub fn figure(cell: &CellData) -> Option<String> {
     let p99 = sorted.iter().map(|(_, v)| quantile(v, 0.99)).fold(0.0, f64::max);
     let unit = TimeUnit::for_max_us(p99);
     let (x_lo, x_hi) = nice_range(unit.of(lo) * 0.98, unit.of(p99) * 1.02);
-    let (w, h) = (860.0, 480.0);
-    let frame = Frame {
-        left: 80.0,
-        top: 64.0,
-        width: w - 110.0,
-        height: h - 124.0,
-        x: Scale::linear(x_lo.max(0.0), x_hi, 80.0, w - 30.0),
-        y: Scale::linear(0.0, 1.0, h - 60.0, 64.0),
-    };
+    let (w, h) = FIGURE;
+    let frame = Frame::standard((x_lo.max(0.0), x_hi), (0.0, 1.0), Axis::Linear);
     let mut svg = Svg::new(w, h);
     svg.text((80.0, 24.0), &format!("{}: distribution of per-token decode times", cell.cell), 15.0, "start", INK, None);
     svg.text(

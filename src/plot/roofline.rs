@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::{
     error::PlotError,
     steps::{color, profile},
-    svg::{legend, Frame, LegendEntry, Scale, Svg, INK, INVALID},
+    svg::{legend, Axis, Frame, LegendEntry, Svg, FIGURE, INK, INVALID},
 };
 use crate::compare::CellData;
 
@@ -143,15 +143,8 @@ pub fn figure(cell: &CellData, bytes: ModelBytes, peak_bandwidth_gbs: f64) -> Op
         series.iter().flat_map(|(_, _, t)| t.iter().copied()).chain([ceiling(x_lo), ceiling(x_hi)]).collect();
     let (lo, hi) = (values.iter().copied().fold(f64::INFINITY, f64::min), values.iter().copied().fold(0.0, f64::max));
     let (y_lo, y_hi) = (10f64.powf((lo * 0.8).log10().floor()), 10f64.powf((hi * 1.25).log10().ceil()));
-    let (w, h) = (860.0, 480.0);
-    let frame = Frame {
-        left: 80.0,
-        top: 64.0,
-        width: w - 110.0,
-        height: h - 124.0,
-        x: Scale::linear(x_lo, x_hi, 80.0, w - 30.0),
-        y: Scale::log(y_lo, y_hi, h - 60.0, 64.0),
-    };
+    let (w, h) = FIGURE;
+    let frame = Frame::standard((x_lo, x_hi), (y_lo, y_hi), Axis::Log);
     let mut svg = Svg::new(w, h);
     let (title, title_color) = if invalid {
         (format!("{}: INVALID, a step came above the bandwidth ceiling", cell.cell), INVALID)

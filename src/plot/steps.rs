@@ -3,7 +3,7 @@
 
 use decode_baseline_protocol::Adapter;
 
-use super::svg::{legend, nice_range, quantile, Frame, LegendEntry, Scale, Svg, TimeUnit, CONTROLLED, INK, STOCK};
+use super::svg::{legend, nice_range, quantile, Axis, Frame, LegendEntry, Svg, TimeUnit, CONTROLLED, FIGURE, INK, STOCK};
 use crate::compare::{CellData, MeasuredRequest};
 
 /// Per step index: position, p10, median, p90 (µs).
@@ -54,15 +54,8 @@ pub fn figure(cell: &CellData) -> Option<String> {
         unit.of(all(|p| &p.p10).fold(f64::INFINITY, f64::min)) * 0.97,
         unit.of(all(|p| &p.p90).fold(0.0, f64::max)) * 1.03,
     );
-    let (w, h) = (860.0, 480.0);
-    let frame = Frame {
-        left: 80.0,
-        top: 64.0,
-        width: w - 110.0,
-        height: h - 124.0,
-        x: Scale::linear(x_lo, x_hi, 80.0, w - 30.0),
-        y: Scale::linear(y_lo.max(0.0), y_hi, h - 60.0, 64.0),
-    };
+    let (w, h) = FIGURE;
+    let frame = Frame::standard((x_lo, x_hi), (y_lo.max(0.0), y_hi), Axis::Linear);
     let mut svg = Svg::new(w, h);
     svg.text((80.0, 24.0), &format!("{}: decode step time by position", cell.cell), 15.0, "start", INK, None);
     let counts: Vec<String> = profiles.iter().map(|(a, n, _)| format!("{} {n}", a.as_str())).collect();

@@ -237,7 +237,28 @@ pub struct Frame {
     pub y: Scale,
 }
 
+/// The size of every figure, in SVG units.
+pub const FIGURE: (f64, f64) = (860.0, 480.0);
+
+/// How the y axis maps values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    Linear,
+    Log,
+}
+
 impl Frame {
+    /// The plotting area every figure uses inside a [`FIGURE`]-sized canvas: a linear x axis over
+    /// `x`, and a y axis over `y`.
+    pub fn standard(x: (f64, f64), y: (f64, f64), y_axis: Axis) -> Self {
+        let (w, h) = FIGURE;
+        let y = match y_axis {
+            Axis::Linear => Scale::linear(y.0, y.1, h - 60.0, 64.0),
+            Axis::Log => Scale::log(y.0, y.1, h - 60.0, 64.0),
+        };
+        Frame { left: 80.0, top: 64.0, width: w - 110.0, height: h - 124.0, x: Scale::linear(x.0, x.1, 80.0, w - 30.0), y }
+    }
+
     pub fn at(&self, x: f64, y: f64) -> (f64, f64) {
         (self.x.map(x), self.y.map(y))
     }
