@@ -6,11 +6,17 @@
 //!   after each request), in alternating blocks so drift hits both;
 //! - the controlled host overhead: step time minus MLX evaluation time, as % of the step
 //!   (aggregate over all measured steps, and the median of the per-step ratios);
+//! - graph build per step against Python's: mlx_lm's own model called step by step in the same
+//!   subprocess (`model(y, cache)` and the argmax built, then `mx.eval`, no look-ahead), the
+//!   build and evaluation timed separately like the controlled loop's, so the two build times
+//!   are for the same graph;
 //! - start to ready: spawn → model loaded and "ready" printed, for this executable (`--ready`)
 //!   and for Python importing mlx_lm and loading the model.
 //!
 //! Run: `cargo bench -p decode-baseline-controlled --bench decode [-- FIXTURE [BLOCKS]]`
 //! (default `fixtures/tiny-qwen3`, 4 blocks of 10 requests per adapter after 5 warm-ups each).
+//! Larger layer stacks for the same measurements: `tools/fixture/make_fixture.py --shape small
+//! --variant tiny-qwen3 --out DIR`, then pass `DIR` as `FIXTURE`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -30,11 +36,33 @@ import json, sys, time
 import mlx.core as mx
 mx.set_default_device(mx.cpu)
 from mlx_lm import load, stream_generate
+from mlx_lm.models.cache import make_prompt_cache
 model, tok = load(sys.argv[1])
 prompt = [int(t) for t in sys.argv[2].split(",")]
 n = int(sys.argv[3])
+
+def split(requests):
+    build, ev = [], []
+    for _ in range(requests):
+        cache = make_prompt_cache(model)
+        logits = model(mx.array([prompt]), cache=cache)[:, -1, :]
+        y = mx.argmax(logits, axis=-1)
+        mx.eval(y, logits, [c.state for c in cache])
+        for _ in range(n - 1):
+            t0 = time.perf_counter_ns()
+            logits = model(y[None], cache=cache)[:, -1, :]
+            y = mx.argmax(logits, axis=-1)
+            t1 = time.perf_counter_ns()
+            mx.eval(y, logits, [c.state for c in cache])
+            build.append(t1 - t0)
+            ev.append(time.perf_counter_ns() - t1)
+    return [build, ev]
+
 print("ready", flush=True)
 for line in sys.stdin:
+    if line.startswith("split "):
+        print(json.dumps(split(int(line.split()[1]))), flush=True)
+        continue
     out = []
     for _ in range(int(line)):
         mx.synchronize()
@@ -97,6 +125,14 @@ impl Stock {
         self.stdout.read_line(&mut line).unwrap();
         serde_json::from_str(&line).expect("stock output")
     }
+
+    /// Build and evaluation times (ns) per step of mlx_lm's model stepped synchronously.
+    fn split(&mut self, n: usize) -> (Vec<f64>, Vec<f64>) {
+        writeln!(self.stdin, "split {n}").unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).expect("stock split output")
+    }
 }
 
 /// Spawns this executable in `--ready` mode: load the model, print "ready".
@@ -156,9 +192,13 @@ fn main() {
     run_controlled(&model, WARMUP, None);
     let mut ours = Controlled::default();
     let mut theirs: Vec<f64> = Vec::new();
+    let (mut py_build, mut py_eval) = (Vec::new(), Vec::new());
     for _ in 0..blocks {
         theirs.extend(stock.run(PER_BLOCK).into_iter().flatten());
         run_controlled(&model, PER_BLOCK, Some(&mut ours));
+        let (b, e) = stock.split(PER_BLOCK / 2);
+        py_build.extend(b);
+        py_eval.extend(e);
     }
     drop(stock.stdin);
     stock.child.wait().unwrap();
@@ -185,5 +225,14 @@ fn main() {
     println!("stock      per-token median  {:8.1} us", s_med / 1e3);
     println!("ratio controlled/stock       {:8.3}  (target <= 1.00, aim <= 0.90)", c_med / s_med);
     println!("controlled host overhead     {:8.2} % of step time (aggregate), {:.2} % (median per step)  (target <= 10 %)", overhead_pct, median(&mut per_step));
+    let (py_build_med, py_eval_med) = (median(&mut py_build), median(&mut py_eval));
+    println!(
+        "graph build per step, median  controlled {:.1} us, mlx_lm model in Python {:.1} us, ratio {:.3}  (Python eval {:.1} us, its build {:.2} % of its step)",
+        build_med / 1e3,
+        py_build_med / 1e3,
+        build_med / py_build_med,
+        py_eval_med / 1e3,
+        100.0 * py_build_med / (py_build_med + py_eval_med)
+    );
     println!("start to ready, median of 3  controlled {:.0} ms, stock {:.0} ms, ratio {:.3}", median(&mut ready_controlled.clone()), median(&mut stock_ready), median(&mut ready_controlled.clone()) / median(&mut stock_ready.clone()));
 }

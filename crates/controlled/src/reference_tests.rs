@@ -131,6 +131,20 @@ fn other_architectures_match_mlx_lm() {
     }
 }
 
+/// The fixture recipe on the `small` layer stack (8 layers, hidden 256, head_dim 32), float32
+/// and 4-bit: wider matmuls and more layers than the tiny fixtures, still bit-identical.
+#[test]
+fn small_shape_matches_mlx_lm() {
+    for variant in ["tiny-qwen3", "tiny-qwen3-q4"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_str().unwrap();
+        python(&["tools/fixture/make_fixture.py", "--shape", "small", "--variant", variant, "--out", dir]);
+        let config = crate::config::ModelConfig::load(tmp.path()).unwrap();
+        assert_eq!((config.num_hidden_layers, config.hidden_size, config.head_dim), (8, 256, 32));
+        check_against_mlx_lm(tmp.path(), &format!("small {variant}"), &PROMPT);
+    }
+}
+
 fn check_against_mlx_lm(model_dir: &Path, variant: &str, prompt_ids: &[u32]) {
     {
         let tmp = tempfile::tempdir().unwrap();

@@ -1,0 +1,25 @@
+//! Runs greedy requests on a fixture with no timing around them, for profilers
+//! (`valgrind --tool=callgrind`, `perf`): `profile_steps [FIXTURE] [REQUESTS] [TOKENS]`.
+use std::path::PathBuf;
+
+use decode_baseline_controlled::decode::{run_headline, Options};
+use decode_baseline_controlled::model::Model;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let fixture = PathBuf::from(args.next().unwrap_or_else(|| "fixtures/tiny-qwen3".into()));
+    let requests: usize = args.next().map_or(3, |s| s.parse().expect("REQUESTS"));
+    let tokens: usize = args.next().map_or(101, |s| s.parse().expect("TOKENS"));
+    let model = Model::load(&fixture).expect("load");
+    let prompt = [5u32, 17, 42, 100, 7, 300, 12, 9, 250, 61, 480, 3];
+    let (mut build, mut eval) = (0u64, 0u64);
+    for _ in 0..requests {
+        let run = run_headline::<()>(&model, &prompt, tokens, &[], Options { check_contract: false }, &mut |_| Ok(())).expect("decode");
+        for s in &run.record.steps {
+            build += s.build_ns.unwrap_or(0);
+            eval += s.eval_ns.unwrap_or(0);
+        }
+    }
+    let n = (requests * (tokens - 1)) as f64;
+    println!("steps {n}  build {:.1} us  eval {:.1} us  overhead {:.2} %", build as f64 / n / 1e3, eval as f64 / n / 1e3, 100.0 * build as f64 / (build + eval) as f64);
+}
