@@ -19,7 +19,12 @@ pub enum CompareError {
         source: serde_json::Error,
     },
     #[error("session report {path}: schema_version: expected {expected}, got {actual}")]
-    SchemaVersion { path: PathBuf, expected: u32, actual: String },
+    SchemaVersion {
+        path: PathBuf,
+        /// The versions this code reads, e.g. `1 or 2`.
+        expected: String,
+        actual: String,
+    },
     #[error("session report {path}: analysis.cells: {detail}")]
     Analysis { path: PathBuf, detail: String },
     #[error("invalid --threshold")]

@@ -5,18 +5,23 @@
 //! the controlled and stock workers must have loaded the same libmlx file (the whole point of the
 //! design: a difference is the loop, not the kernels); the rest is shared by construction.
 //!
-//! The model check reads each session's manifest from `manifest_path` and uses it only when its
-//! SHA-256 still equals the session's `manifest_sha256`. With equal manifest digests the models
-//! are equal by construction (the manifest pins every model file), so the files are read only
-//! when the manifests differ; a manifest that is gone or changed makes the model check "unknown",
-//! which is listed as a difference too.
+//! The model check is made only when the manifest digests differ: with equal digests the models
+//! are equal by construction (the manifest pins every model file). Each session's model files
+//! come from its own record (`model_files`, written since session report version 2), so a
+//! session copied to another machine compares on its own. A session without that record
+//! (version 1, or marked incomplete) falls back to its manifest at `manifest_path`, used only
+//! when its SHA-256 still equals the session's `manifest_sha256`; a manifest that is gone or
+//! changed makes the model check "unknown", which is listed as a difference too.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    borrow::Cow,
+    collections::{BTreeMap, BTreeSet},
+};
 
 use decode_baseline_protocol::{
     manifest::Manifest,
     report::{Identity, Status},
-    session::SessionReport,
+    session::{CaseFiles, SessionReport},
     Adapter, Sha256Digest,
 };
 use serde::Serialize;
@@ -103,8 +108,12 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
     out
 }
 
-/// The pinned files of every case, from the session's manifest if it still matches its digest.
-fn case_files(session: &SessionReport) -> Result<BTreeMap<String, BTreeMap<String, Sha256Digest>>, String> {
+/// The pinned files of the session's cases: recorded in the session, or else from its manifest
+/// if that still matches its digest.
+fn case_files(session: &SessionReport) -> Result<Cow<'_, CaseFiles>, String> {
+    if let Some(recorded) = &session.model_files {
+        return Ok(Cow::Borrowed(recorded));
+    }
     let path = &session.manifest_path;
     let bytes = std::fs::read(path).map_err(|err| format!("unknown (manifest {} unreadable: {err})", path.display()))?;
     if Sha256Digest::of_bytes(&bytes) != session.manifest_sha256 {
@@ -112,7 +121,7 @@ fn case_files(session: &SessionReport) -> Result<BTreeMap<String, BTreeMap<Strin
     }
     let manifest: Manifest =
         serde_json::from_slice(&bytes).map_err(|err| format!("unknown (manifest {} unparsable: {err})", path.display()))?;
-    Ok(manifest.cases.into_iter().map(|(id, case)| (id, case.files)).collect())
+    Ok(Cow::Owned(manifest.cases.into_iter().map(|(id, case)| (id, case.files)).collect()))
 }
 
 fn models(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) -> Vec<Mismatch> {

@@ -1,8 +1,11 @@
-//! Sessions whose launcher died: found by the next launcher and marked `incomplete`.
+//! Sessions whose launcher ended without `session.json`: found by the next launcher and marked
+//! `incomplete`.
 //!
 //! Every session folder gets `launcher.json` when it starts and `session.json` when it ends. A
 //! folder with the first and not the second, found while this launcher holds the host lease,
-//! belonged to a launcher that is gone (the lease would still be held otherwise). It gets a
+//! belonged to a launcher that is gone (the lease would still be held otherwise): it died, or it
+//! could not write `session.json` and exited 8 (`OutputFailed`); the folder cannot tell which,
+//! so the words cover both. It gets a
 //! `session.json` with status `incomplete`, listing the worker reports found, none of them
 //! validated or used. Nothing in the folder is changed or overwritten.
 
@@ -42,6 +45,7 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             job: marker.job,
             manifest_path: marker.manifest_path,
             manifest_sha256: marker.manifest_sha256,
+            model_files: None,
             host: serde_json::Value::Null,
             lease: serde_json::Value::Null,
             started_utc: marker.started_utc,
@@ -51,12 +55,17 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             workers: abandoned_workers(&dir),
             analysis: serde_json::Value::Null,
             problems: vec![format!(
-                "the launcher (pid {}) died before finishing; marked incomplete by session {by_session}",
+                "the launcher (pid {}) ended without writing session.json (died, or could not write it); \
+                 marked incomplete by session {by_session}",
                 marker.pid
             )],
         };
         match output::write_session(&dir, &report) {
-            Ok(()) => lines.push(format!("{}: marked incomplete (launcher pid {} died)", dir.display(), marker.pid)),
+            Ok(()) => lines.push(format!(
+                "{}: marked incomplete (launcher pid {} ended without writing session.json: died, or could not write it)",
+                dir.display(),
+                marker.pid
+            )),
             Err(err) => lines.push(format!("{}: could not be marked incomplete: {err}", dir.display())),
         }
     }
@@ -90,7 +99,7 @@ fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
                 signal: None,
                 intervention: None,
                 wall_ns: 0,
-                validation_errors: vec!["not validated: the launcher died during the session".to_owned()],
+                validation_errors: vec!["not validated: the launcher ended without writing session.json".to_owned()],
                 report,
             })
         })

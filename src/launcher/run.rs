@@ -8,7 +8,10 @@ use std::{
 use anyhow::Context;
 use decode_baseline_protocol::{
     report::Status,
-    session::{LauncherMarker, SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION},
+    session::{
+        CaseFiles, LauncherMarker, SessionReport, SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION,
+        SESSION_REPORT_SCHEMA_VERSION,
+    },
     pins::{self, PinError},
     ExitCode,
 };
@@ -85,7 +88,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         recovery::write_marker(
         &session_dir,
         &LauncherMarker {
-            schema_version: SESSION_REPORT_SCHEMA_VERSION,
+            schema_version: LAUNCHER_MARKER_SCHEMA_VERSION,
             session_id: session_id.clone(),
             pid: std::process::id(),
             started_utc: started_utc.clone(),
@@ -188,6 +191,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         job: resolved.job.clone(),
         manifest_path: loaded.path.clone(),
         manifest_sha256: loaded.sha256,
+        model_files: Some(model_files(&loaded, &cells)),
         host: host_facts(),
         lease: serde_json::json!({
             "path": lease.as_ref().map(|l| l.path.clone()),
@@ -201,7 +205,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         analysis: serde_json::to_value(&analysis.body)?,
         problems,
     };
-    output::write_session(&session_dir, &report)?;
+    if let Err(err) = output::write_session(&session_dir, &report) {
+        // The session ran and only its record is missing: not bad input. The worker folders stay
+        // for the next launcher, which marks the session incomplete.
+        eprintln!(
+            "decode-baseline: error: {:#}; the session ran (status {:?}) but has no session.json: nothing was \
+             overwritten, its worker folders are kept in {}",
+            anyhow::Error::from(err),
+            report.status,
+            session_dir.display()
+        );
+        return Ok(ExitCode::OutputFailed);
+    }
     if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
         eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
     }
@@ -222,6 +237,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         SessionStatus::Timeout => ExitCode::Timeout,
         SessionStatus::Cancelled => ExitCode::Cancelled,
     })
+}
+
+/// The pinned files of every case of `cells`, from the manifest the session loaded.
+fn model_files(loaded: &LoadedManifest, cells: &[decode_baseline_protocol::manifest::Cell]) -> CaseFiles {
+    cells
+        .iter()
+        .filter_map(|cell| Some((cell.case.clone(), loaded.manifest.cases.get(&cell.case)?.files.clone())))
+        .collect()
 }
 
 /// Cancelled beats timeout beats worker failure beats validation failure.

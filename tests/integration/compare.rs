@@ -9,7 +9,7 @@ use std::process::Command;
 use decode_baseline::stats::{BootstrapConfig, Interval, RatioEstimate, Resampling};
 use decode_baseline_protocol::{
     report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport},
-    session::{SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun},
+    session::{CaseFiles, SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun, SESSION_REPORT_SCHEMA_VERSION},
     Adapter, Mode, Sha256Digest,
 };
 use serde_json::json;
@@ -162,6 +162,8 @@ struct Synth {
     ids: Ids,
     manifest_path: PathBuf,
     manifest_sha256: Sha256Digest,
+    /// The recorded model files; `None` leaves compare to read them from `manifest_path`.
+    model_files: Option<CaseFiles>,
     /// (cell, controlled level, stock level)
     cells: Vec<(&'static str, f64, f64)>,
     /// (cell, adapter, A/A interval)
@@ -176,6 +178,7 @@ impl Synth {
             ids: IDS,
             manifest_path: util::repo_root().join("workloads.json"),
             manifest_sha256: digest("manifest"),
+            model_files: None,
             cells,
             aa: vec![],
         }
@@ -199,7 +202,7 @@ impl Synth {
             analysis_cells.push(json!({ "cell": cell, "mode": mode_of(cell), "adapters": {}, "ratio": null, "aa_ratios": aa_ratios }));
         }
         SessionReport {
-            schema_version: 1,
+            schema_version: SESSION_REPORT_SCHEMA_VERSION,
             session_id: self.id.to_owned(),
             status: SessionStatus::Ok,
             job: SessionJob {
@@ -214,6 +217,7 @@ impl Synth {
             },
             manifest_path: self.manifest_path.clone(),
             manifest_sha256: self.manifest_sha256,
+            model_files: self.model_files.clone(),
             host: json!({ "hostname": self.host, "os": "linux", "arch": "x86_64", "cpus": 2 }),
             lease: json!({}),
             started_utc: "2026-01-01T00:00:00Z".to_owned(),
@@ -512,6 +516,86 @@ fn a_manifest_that_changed_since_the_session_makes_the_model_check_unknown() {
     assert!(run.stdout.contains("  - model tiny-qwen3: unknown (manifest "), "{}", run.stdout);
 }
 
+/// The files the repository's manifest pins for `case`.
+fn pinned_files(case: &str) -> CaseFiles {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(util::repo_root().join("workloads.json")).unwrap()).unwrap();
+    let files = serde_json::from_value(manifest["cases"][case]["files"].clone()).unwrap();
+    [(case.to_owned(), files)].into()
+}
+
+/// Sessions `a` and `b` of the headline cell, each under its own copy of the manifest (the two
+/// differ in the run policy, not in the model files), each recording its model files; the
+/// manifest copies are then removed, as on a machine the sessions were copied to.
+fn sessions_recording_their_models(dir: &Path) -> (SessionReport, SessionReport) {
+    let manifest_a = manifest_copy(dir, "manifest-a.json", |_| {});
+    let manifest_b = manifest_copy(dir, "manifest-b.json", |m| m["run_policy"]["measured_requests"] = json!(21));
+    let session = |id, (path, sha256): &(PathBuf, Sha256Digest)| {
+        let mut s = Synth::new(id, vec![(HEADLINE, 600_000.0, 600_000.0)]);
+        (s.manifest_path, s.manifest_sha256) = (path.clone(), *sha256);
+        s.model_files = Some(pinned_files("tiny-qwen3"));
+        s.report()
+    };
+    let (a, b) = (session("a", &manifest_a), session("b", &manifest_b));
+    std::fs::remove_file(&manifest_a.0).unwrap();
+    std::fs::remove_file(&manifest_b.0).unwrap();
+    (a, b)
+}
+
+fn mismatch_fields(run: &Run) -> Vec<String> {
+    json_of(run)["mismatches"].as_array().unwrap().iter().map(|m| m["field"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn recorded_model_files_are_compared_without_the_manifests_on_disk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = sessions_recording_their_models(tmp.path());
+    let (a_dir, b_dir) = (write_session(tmp.path(), &a), write_session(tmp.path(), &b));
+
+    // The models are known from the sessions and equal: what differs is the manifest alone
+    // (a difference of its own, req/compare.md §3), and --allow-mismatch goes on to a verdict.
+    let run = compare(&[&a_dir, &b_dir, &"--format", &"json"]);
+    assert_eq!(run.code, REFUSED, "{}", run.stderr);
+    assert_eq!(mismatch_fields(&run), vec!["manifest_sha256"], "{}", run.stdout);
+    let allowed = compare(&[&a_dir, &b_dir, &"--allow-mismatch"]);
+    assert_eq!(allowed.code, NO_DIFFERENCE, "{}{}", allowed.stdout, allowed.stderr);
+    assert!(!allowed.stdout.contains("model tiny-qwen3"), "{}", allowed.stdout);
+
+    // The same sessions as version 1 wrote them (no `model_files`) still load, and fall back to
+    // the manifests, which are gone: the model check is unknown.
+    let legacy = |report: &SessionReport| {
+        let mut value = serde_json::to_value(report).unwrap();
+        value.as_object_mut().unwrap().remove("model_files").unwrap();
+        value["schema_version"] = json!(1);
+        write_value(tmp.path(), &format!("v1-{}", report.session_id), &value)
+    };
+    let run = compare(&[&legacy(&a), &legacy(&b), &"--format", &"json"]);
+    assert_eq!(run.code, REFUSED, "{}", run.stderr);
+    assert_eq!(mismatch_fields(&run), vec!["manifest_sha256", "model tiny-qwen3"], "{}", run.stdout);
+    let model = &json_of(&run)["mismatches"][1];
+    assert!(model["a"].as_str().unwrap().starts_with("unknown (manifest "), "{model}");
+}
+
+#[test]
+fn a_model_digest_changed_in_session_json_refuses_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = sessions_recording_their_models(tmp.path());
+    let weights = a.model_files.as_ref().unwrap()["tiny-qwen3"]["model.safetensors"].to_hex();
+    let other = "1".repeat(64);
+    let mut b = serde_json::to_value(&b).unwrap();
+    b["model_files"]["tiny-qwen3"]["model.safetensors"] = json!(other);
+    let (a_dir, b_dir) = (write_session(tmp.path(), &a), write_value(tmp.path(), "b-other-weights", &b));
+
+    let run = compare(&[&a_dir, &b_dir]);
+    assert_eq!(run.code, REFUSED, "{}", run.stderr);
+    assert!(run.stdout.contains(&format!("  - model tiny-qwen3: model.safetensors: {weights} vs {other}")), "{}", run.stdout);
+    let json = compare(&[&a_dir, &b_dir, &"--format", &"json"]);
+    assert_eq!(mismatch_fields(&json), vec!["manifest_sha256", "model tiny-qwen3: model.safetensors"], "{}", json.stdout);
+    let allowed = compare(&[&a_dir, &b_dir, &"--allow-mismatch"]);
+    assert_eq!(allowed.code, NO_DIFFERENCE, "{}", allowed.stderr);
+    assert!(allowed.stdout.contains("model tiny-qwen3: model.safetensors"), "{}", allowed.stdout);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bad input
 // ---------------------------------------------------------------------------------------------
@@ -535,7 +619,7 @@ fn bad_input_is_exit_2_with_the_path_and_the_field() {
     std::fs::write(&future, value.to_string()).unwrap();
     let run = compare(&[&future]);
     assert_eq!(run.code, BAD_INPUT);
-    assert!(run.stderr.contains("schema_version: expected 1, got 99"), "{}", run.stderr);
+    assert!(run.stderr.contains("schema_version: expected 1 or 2, got 99"), "{}", run.stderr);
 
     let ok = Synth::new("ok", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
     let run = compare(&[&ok, &"--threshold", &"1.5"]);

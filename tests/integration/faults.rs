@@ -476,26 +476,30 @@ both_workers! {
     disk_full_during_the_report_write => full_disk_during_the_report_write;
 }
 
-/// The launcher's own `session.json` write fails (EFBIG): it says so and exits non-zero, leaves
-/// no partial `session.json` and no temp, keeps the worker's report; the next launcher marks the
-/// session incomplete without changing anything in it.
+/// The launcher's own `session.json` write fails (EFBIG): it says so and exits 8 (the session ran,
+/// its report could not be written), leaves no partial `session.json` and no temp, overwrites
+/// nothing, keeps the worker's report, leaves no process behind; the next launcher marks the
+/// session incomplete, saying the launcher ended without writing it, and changes nothing in it.
 #[test]
 fn disk_full_during_the_session_write() {
     let s = Scratch::new(Adapter::Stock, 1);
     let mut launcher = s.launcher(Some(IN_REPORT_WRITE), None).spawn().unwrap();
     let reached = s.wait_for("hook-before_report_write-reached", &mut launcher);
     let dir = reached.parent().unwrap().to_owned();
+    let session_dir = s.the_session_dir();
+    let written_before = util::snapshot_tree(&session_dir);
     // The launcher alone: the worker, started before, keeps its own limit and writes its report.
     cap_file_size(launcher.id() as i32, SMALL_FSIZE);
     std::fs::write(dir.join("hook-before_report_write-release"), b"").unwrap();
     let status = wait_bounded(launcher, BOUND);
     let stderr = s.launcher_stderr();
     assert_eq!(status.signal(), None, "not killed by SIGXFSZ: {status}");
-    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert_eq!(status.code(), Some(8), "output failed, not bad input: {stderr}");
     assert!(stderr.contains("session.json") && stderr.contains("File too large"), "{stderr}");
-    let session_dir = s.the_session_dir();
+    assert!(stderr.contains("nothing was overwritten"), "{stderr}");
     assert!(!session_dir.join("session.json").exists(), "no partial session report");
     assert!(temps_in(&session_dir).is_empty(), "temp left: {:?}", temps_in(&session_dir));
+    assert_kept(&written_before, &session_dir);
     let report = read_json(&dir.join(REPORT_FILE));
     assert_eq!(report["status"], "ok", "the worker's report is kept");
     assert_group_gone(claim_pid(&dir));
@@ -504,8 +508,11 @@ fn disk_full_during_the_session_write() {
     // The next launcher (a quick fixture worker) finds it and marks it incomplete.
     let next = s.run(None, Some("no_report.sh"));
     assert_eq!(next.code(), Some(5), "{}", s.launcher_stderr());
+    assert!(s.launcher_stderr().contains("ended without writing session.json"), "{}", s.launcher_stderr());
     let marked = read_json(&session_dir.join("session.json"));
     assert_eq!(marked["status"], "incomplete");
+    let problem = marked["problems"][0].as_str().unwrap();
+    assert!(problem.contains("ended without writing session.json (died, or could not write it)"), "{problem}");
     assert_eq!(marked["workers"][0]["report"], report, "the worker's report, found and listed");
     assert_kept(&before, &session_dir);
 }
@@ -605,7 +612,7 @@ fn launcher_sigkilled_with_a_real_worker_in_decode() {
     assert_eq!(report["requests"].as_array().unwrap().len(), 1, "request 0 kept, request 1 dropped");
     let marked = read_json(&old_session.join("session.json"));
     assert_eq!(marked["status"], "incomplete");
-    assert!(marked["problems"][0].as_str().unwrap().contains("died before finishing"), "{marked}");
+    assert!(marked["problems"][0].as_str().unwrap().contains("ended without writing session.json"), "{marked}");
     let listed = &marked["workers"][0];
     assert_eq!(listed["report"], report, "the orphan's report is listed as found");
     assert!(listed["validation_errors"].to_string().contains("not validated"), "and not used: {listed}");

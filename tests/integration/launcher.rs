@@ -12,9 +12,11 @@ use serde_json::{json, Value};
 use crate::util::{binary, find_file, pid_alive, repo_root, run, stderr, the_worker};
 
 const ZERO: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+const ONES: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+const TWOS: &str = "2222222222222222222222222222222222222222222222222222222222222222";
 
-/// A scratch folder with a minimal manifest (one headline cell, short limits), a session job
-/// and a private lease file.
+/// A scratch folder with a minimal manifest (one headline cell, short limits; a second case no
+/// cell uses), a session job and a private lease file.
 struct Scratch {
     dir: tempfile::TempDir,
 }
@@ -30,7 +32,9 @@ impl Scratch {
         let manifest = json!({
             "schema_version": 1,
             "cases": {"tiny": {"path": repo_root().join("fixtures/tiny-qwen3"), "architecture": "qwen3",
-                "dtype": "float32", "files": {}, "stop_ids": [511]}},
+                "dtype": "float32", "files": {"model.safetensors": ONES}, "stop_ids": [511]},
+                "unused": {"path": repo_root().join("fixtures/tiny-qwen3"), "architecture": "qwen3",
+                "dtype": "float32", "files": {"model.safetensors": TWOS}, "stop_ids": [511]}},
             "prompts": {"p4": {"case": "tiny", "ids": [1, 2, 3, 4], "sha256": ZERO,
                 "continuation": [5, 6], "continuation_sha256": ZERO}},
             "cells": [{"case": "tiny", "prompt": "p4", "mode": "headline"}],
@@ -150,6 +154,17 @@ fn a_worker_that_exits_zero_without_a_report_has_failed() {
     assert_eq!(session["status"], "worker_failed");
     let errors = the_worker(&session)["validation_errors"].to_string();
     assert!(errors.contains("no report at"), "{errors}");
+}
+
+#[test]
+fn the_session_records_the_model_files_of_the_cases_it_ran() {
+    let s = Scratch::new();
+    let out = run(&mut s.launcher("no_report.sh"));
+    assert_eq!(code(&out), Some(5), "{}", stderr(&out));
+    let session = s.session();
+    assert_eq!(session["schema_version"], 2);
+    // Only the case of the cell that ran, not the manifest's other one.
+    assert_eq!(session["model_files"], json!({"tiny": {"model.safetensors": ONES}}));
 }
 
 #[test]
@@ -339,7 +354,7 @@ fn a_launcher_killed_mid_session_leaves_nothing_running_and_is_marked_incomplete
 
     let marked: Value = serde_json::from_slice(&std::fs::read(old_session.join("session.json")).unwrap()).unwrap();
     assert_eq!(marked["status"], "incomplete");
-    assert!(marked["problems"][0].as_str().unwrap().contains("died before finishing"));
+    assert!(marked["problems"][0].as_str().unwrap().contains("ended without writing session.json (died, or could not write it)"));
     // Everything the old session had is still there, byte for byte; only session.json and the
     // orphan's own cancellation note were added.
     let after = crate::util::snapshot_tree(&old_session);

@@ -21,6 +21,10 @@ pub enum ExitCode {
     GuardMismatch = 6,
     /// Launcher: the host's benchmark lease is held and `--no-wait` was given.
     LeaseBusy = 7,
+    /// Launcher: the session ran but its report (`session.json`) could not be written, e.g. a
+    /// full disk; nothing was overwritten, the worker folders are kept, and the next launcher
+    /// marks the session incomplete.
+    OutputFailed = 8,
     /// Compare: the numerator is faster than the denominator in at least one cell, beyond the
     /// noise threshold, and slower in none (see `req/compare.md`).
     Faster = 10,

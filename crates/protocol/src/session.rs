@@ -1,16 +1,27 @@
 //! The session job (what a user hands to `decode-baseline run`) and the session report
 //! (`session.json`, what the launcher writes once at the end).
 
-use std::path::PathBuf;
+use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Adapter, WorkerReport};
+use crate::{Adapter, Sha256Digest, WorkerReport};
 
 /// The version of [`SessionJob`] this code reads.
 pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
-/// The version of [`SessionReport`] this code writes.
-pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 1;
+/// The version of [`SessionReport`] this code writes. Version 2 added `model_files`; a reader
+/// of version 1 refuses it by its version rather than by an unknown field.
+pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 2;
+/// The oldest version of [`SessionReport`] this code still reads: version 1 is version 2 without
+/// `model_files` (read as `null`).
+pub const SESSION_REPORT_OLDEST_SCHEMA_VERSION: u32 = 1;
+/// The version of [`LauncherMarker`] this code writes (unchanged when the session report moved
+/// to version 2).
+pub const LAUNCHER_MARKER_SCHEMA_VERSION: u32 = 1;
+
+/// The pinned files of some cases of a manifest: by case id, each file's name and SHA-256 (the
+/// manifest's `cases.<case>.files`).
+pub type CaseFiles = BTreeMap<String, BTreeMap<String, Sha256Digest>>;
 
 /// In which order workers of one cell run when repeated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,7 +109,8 @@ pub struct WorkerRun {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionReport {
-    /// Must equal [`SESSION_REPORT_SCHEMA_VERSION`].
+    /// [`SESSION_REPORT_SCHEMA_VERSION`] when written; readers also take versions from
+    /// [`SESSION_REPORT_OLDEST_SCHEMA_VERSION`] on.
     pub schema_version: u32,
     pub session_id: String,
     pub status: SessionStatus,
@@ -106,6 +118,12 @@ pub struct SessionReport {
     pub job: SessionJob,
     pub manifest_path: PathBuf,
     pub manifest_sha256: crate::Sha256Digest,
+    /// The pinned model files (`cases.<case>.files` of the manifest) of every case of the cells
+    /// the session ran, so that `compare` can tell whether two sessions used the same models
+    /// without the manifest on disk. `null` when not known: version 1 reports (which lack the
+    /// key) and sessions marked incomplete by a later launcher.
+    #[serde(default)]
+    pub model_files: Option<CaseFiles>,
     /// Host facts: name, OS, CPU count.
     pub host: serde_json::Value,
     /// Lease facts: the lease file, how long the launcher waited for it.
@@ -129,7 +147,7 @@ pub struct SessionReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LauncherMarker {
-    /// Must equal [`SESSION_REPORT_SCHEMA_VERSION`].
+    /// [`LAUNCHER_MARKER_SCHEMA_VERSION`].
     pub schema_version: u32,
     pub session_id: String,
     /// The launcher's process id.
