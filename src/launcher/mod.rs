@@ -5,14 +5,13 @@ mod analysis;
 mod lease;
 mod output;
 mod plan;
-#[cfg(test)]
-mod reader_props;
 mod recovery;
 mod run;
-mod session_job;
 mod signals;
 mod supervise;
-mod validate;
 mod worker_job;
+
+// The readers live in the library, where the integration tests reach them.
+use decode_baseline::launcher::{session_job, validate};
 
 pub use run::{run, RunArgs};

@@ -7,6 +7,7 @@ mod conformance;
 mod faults;
 mod guard;
 mod launcher;
+mod launcher_readers;
 mod mutate;
 mod parsers;
 mod setup;

@@ -4,7 +4,7 @@
 //! Readers: the worker job (`serde_json` into [`WorkerJob`], as `run_worker` reads `job.json`,
 //! then [`validate_job`]), the report ([`WorkerReport`], as the launcher reads `report.json`),
 //! the manifest ([`pins::load_manifest`] and the pin, [`pins::parse_pin`]), the session job
-//! ([`SessionJob`]; the launcher's own checks are tested in `src/launcher/reader_props.rs`) and
+//! ([`SessionJob`]; the launcher's own checks are tested in `launcher_readers.rs`) and
 //! the `{utc, pid}` markers. Inputs: arbitrary bytes, arbitrary JSON built from the formats' key
 //! names, and structured mutations of valid documents (`mutate.rs`).
 //!
@@ -27,16 +27,16 @@ use decode_baseline_protocol::{
     Adapter, Mode, Phase, RequestRecord, RunPolicy, Sha256Digest, Status, StepRecord, WorkerJob, WorkerReport,
     REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
 };
-use crate::mutate::{self, apply, arbitrary_json, mutations, only_unknown_field, only_wrong_version, Mutation};
+use crate::mutate::{self, apply, arbitrary_json, check_refusal, mutations, only_unknown_field, Mutation};
 use proptest::{prelude::*, strategy::ValueTree};
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
 
-fn digest(tag: &str) -> Sha256Digest {
+pub(crate) fn digest(tag: &str) -> Sha256Digest {
     Sha256Digest::of_bytes(tag.as_bytes())
 }
 
-fn environment() -> EnvironmentPins {
+pub(crate) fn environment() -> EnvironmentPins {
     EnvironmentPins {
         lock_sha256: digest("lock"),
         mlx_version: "0.32.2".into(),
@@ -51,7 +51,7 @@ fn policy() -> RunPolicy {
 }
 
 /// A valid manifest whose case folder is `<repo>/model` (holding `config.json` = `{}`).
-fn manifest() -> Manifest {
+pub(crate) fn manifest() -> Manifest {
     let ids = vec![1, 2, 3, 4];
     let continuation = vec![5, 6, 7];
     Manifest {
@@ -92,13 +92,13 @@ fn manifest() -> Manifest {
 }
 
 /// A scratch repository holding the manifest (with its pin) and the case folder.
-struct Repo {
+pub(crate) struct Repo {
     dir: tempfile::TempDir,
     manifest_sha256: Sha256Digest,
 }
 
 impl Repo {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("model")).unwrap();
         std::fs::write(dir.path().join("model/config.json"), b"{}").unwrap();
@@ -109,7 +109,7 @@ impl Repo {
         Self { manifest_sha256: Sha256Digest::of_bytes(&bytes), dir }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
@@ -193,7 +193,8 @@ fn report() -> WorkerReport {
     }
 }
 
-fn session_job() -> SessionJob {
+/// A valid session job selecting one cell of [`manifest`], output under `out`.
+pub(crate) fn session_job() -> SessionJob {
     SessionJob {
         schema_version: SESSION_JOB_SCHEMA_VERSION,
         manifest: Some("workloads.json".into()),
@@ -228,8 +229,31 @@ fn load_manifest(dir: &Path, bytes: &[u8]) -> Result<Manifest, PinError> {
     loaded
 }
 
-fn value_of<T: Serialize>(t: &T) -> Value {
+pub(crate) fn value_of<T: Serialize>(t: &T) -> Value {
     serde_json::to_value(t).unwrap()
+}
+
+/// Every reader on `bytes`, for the properties that only ask that each returns.
+fn read_with_every_reader(bytes: &[u8]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let _ = parse::<WorkerJob>(bytes);
+    let _ = parse::<WorkerReport>(bytes);
+    let _ = parse::<SessionJob>(bytes);
+    let _ = parse::<Marker>(bytes);
+    let _ = load_manifest(tmp.path(), bytes);
+}
+
+/// `doc` changed by `ms`, then [`parse`]d back: a lone unknown field must be refused.
+fn parse_mutated<T: DeserializeOwned + Serialize + PartialEq + std::fmt::Debug>(
+    doc: &T,
+    ms: &[Mutation],
+) -> Result<Result<T, serde_json::Error>, TestCaseError> {
+    let bytes = apply(&value_of(doc), ms);
+    let parsed = parse::<T>(&bytes);
+    if only_unknown_field(ms) {
+        prop_assert!(parsed.is_err(), "an unknown field was accepted: {}", String::from_utf8_lossy(&bytes));
+    }
+    Ok(parsed)
 }
 
 #[test]
@@ -252,75 +276,40 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
-        let tmp = tempfile::tempdir().unwrap();
-        let _ = parse::<WorkerJob>(&bytes);
-        let _ = parse::<WorkerReport>(&bytes);
-        let _ = parse::<SessionJob>(&bytes);
-        let _ = parse::<Marker>(&bytes);
-        let _ = load_manifest(tmp.path(), &bytes);
+        read_with_every_reader(&bytes);
     }
 
     #[test]
     fn arbitrary_json_never_panics(value in arbitrary_json()) {
-        let tmp = tempfile::tempdir().unwrap();
-        let bytes = serde_json::to_vec(&value).unwrap();
-        let _ = parse::<WorkerJob>(&bytes);
-        let _ = parse::<WorkerReport>(&bytes);
-        let _ = parse::<SessionJob>(&bytes);
-        let _ = parse::<Marker>(&bytes);
-        let _ = load_manifest(tmp.path(), &bytes);
+        read_with_every_reader(&serde_json::to_vec(&value).unwrap());
     }
 
     #[test]
     fn mutated_reports_parse_or_fail_typed(ms in mutations()) {
-        let bytes = apply(&value_of(&report()), &ms);
-        let parsed = parse::<WorkerReport>(&bytes);
-        if only_unknown_field(&ms) {
-            prop_assert!(parsed.is_err(), "an unknown field was accepted: {}", String::from_utf8_lossy(&bytes));
-        }
+        let _ = parse_mutated(&report(), &ms)?;
     }
 
     #[test]
     fn mutated_session_jobs_parse_or_fail_typed(ms in mutations()) {
-        let bytes = apply(&value_of(&session_job()), &ms);
-        let parsed = parse::<SessionJob>(&bytes);
-        if only_unknown_field(&ms) {
-            prop_assert!(parsed.is_err(), "an unknown field was accepted: {}", String::from_utf8_lossy(&bytes));
-        }
+        let _ = parse_mutated(&session_job(), &ms)?;
     }
 
     #[test]
     fn mutated_manifests_load_or_fail_typed(ms in mutations()) {
         let tmp = tempfile::tempdir().unwrap();
-        let bytes = apply(&value_of(&manifest()), &ms);
-        let loaded = load_manifest(tmp.path(), &bytes);
-        if only_unknown_field(&ms) {
-            prop_assert!(loaded.is_err(), "an unknown field was accepted: {}", String::from_utf8_lossy(&bytes));
-        }
-        if let Some(version) = only_wrong_version(&ms) {
-            match (version.as_u64(), &loaded) {
-                // A version that is a u32 is read and refused by number.
-                (Some(v), Err(PinError::SchemaVersion { actual, .. })) if u32::try_from(v).is_ok() => {
-                    prop_assert_eq!(u64::from(*actual), v);
-                }
-                (Some(v), other) if u32::try_from(v).is_ok() => {
-                    prop_assert!(false, "schema_version {v}: expected SchemaVersion, got {other:?}");
-                }
-                // Anything else is not a version at all.
-                (_, loaded) => prop_assert!(matches!(loaded, Err(PinError::ManifestParse { .. })), "{loaded:?}"),
-            }
-        }
+        let loaded = load_manifest(tmp.path(), &apply(&value_of(&manifest()), &ms));
+        check_refusal(
+            &ms,
+            &loaded,
+            |e| if let PinError::SchemaVersion { actual, .. } = e { Some(*actual) } else { None },
+            |e| matches!(e, PinError::ManifestParse { .. }),
+        )?;
     }
 
     #[test]
     fn mutated_worker_jobs_parse_and_validate_or_fail_typed(ms in mutations()) {
         let repo = Repo::new();
-        let bytes = apply(&value_of(&repo.job()), &ms);
-        let parsed = parse::<WorkerJob>(&bytes);
-        if only_unknown_field(&ms) {
-            prop_assert!(parsed.is_err(), "an unknown field was accepted: {}", String::from_utf8_lossy(&bytes));
-        }
-        if let Ok(job) = parsed {
+        if let Ok(job) = parse_mutated(&repo.job(), &ms)? {
             // Validation of whatever parsed: a refusal naming a field, never a panic.
             if let Err(refusal) = validate_job(&job, repo.path()) {
                 prop_assert!(!refusal.field.is_empty());
