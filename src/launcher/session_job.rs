@@ -15,7 +15,8 @@ pub enum JobError {
         #[source]
         source: std::io::Error,
     },
-    #[error("invalid session job {path}: {source}")]
+    // The source (with line and column) is printed by the error chain.
+    #[error("invalid session job {path}")]
     Parse {
         path: PathBuf,
         #[source]
@@ -26,6 +27,10 @@ pub enum JobError {
     #[error("session job {path}: {field} {problem}")]
     Field { path: PathBuf, field: &'static str, problem: String },
 }
+
+/// The most worker runs per adapter and cell one session may ask for: a typo such as
+/// `4294967295` must not create billions of folders.
+pub const MAX_REPETITIONS: u32 = 1000;
 
 /// A session job with its paths resolved and its cells looked up in the manifest.
 #[derive(Debug, Clone)]
@@ -48,8 +53,16 @@ pub fn load(path: &Path) -> Result<ResolvedJob, JobError> {
             found: job.schema_version,
         });
     }
-    if job.repetitions == 0 {
-        return Err(field("repetitions", "must be positive, found 0".into()));
+    if !(1..=MAX_REPETITIONS).contains(&job.repetitions) {
+        return Err(field("repetitions", format!("must be between 1 and {MAX_REPETITIONS}, found {}", job.repetitions)));
+    }
+    if let Some(cells) = &job.cells {
+        if cells.is_empty() {
+            return Err(field("cells", "must name at least one cell, or be null for all of them".into()));
+        }
+        if let Some((i, name)) = cells.iter().enumerate().find(|(i, name)| cells[..*i].contains(name)) {
+            return Err(field("cells", format!("names {name:?} twice (again at index {i}); each cell at most once")));
+        }
     }
     if job.adapters.is_empty() {
         return Err(field("adapters", "must name at least one of \"controlled\", \"stock\"".into()));

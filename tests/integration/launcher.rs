@@ -194,7 +194,13 @@ fn bad_session_jobs_name_the_field_and_create_nothing() {
         (with("schema_version", json!(2)), "schema_version must be 1, found 2"),
         (with("cells", json!(["nope.p4.headline"])), "cells names unknown cell \"nope.p4.headline\""),
         (with("adapters", json!(["turbo"])), "unknown variant `turbo`"),
-        (with("repetitions", json!(0)), "repetitions must be positive, found 0"),
+        (with("repetitions", json!(0)), "repetitions must be between 1 and 1000, found 0"),
+        (with("repetitions", json!(4294967295u32)), "repetitions must be between 1 and 1000, found 4294967295"),
+        (with("cells", json!([])), "cells must name at least one cell"),
+        (
+            with("cells", json!(["tiny.p4.headline", "tiny.p4.headline"])),
+            "cells names \"tiny.p4.headline\" twice (again at index 1)",
+        ),
     ];
     for (job, expected) in cases {
         let s = Scratch::new();

@@ -210,7 +210,7 @@ fn dry_run(repo: &Repo, bytes: &[u8]) -> (Output, Vec<(std::path::PathBuf, Vec<u
 
 /// Whether a job may be given to the binary: a dry run writes every worker's folder, so a job the
 /// launcher accepts must keep its output in the scratch folder (as root, `"/"` would be written
-/// to) and ask for few runs (4,294,967,295 repetitions parse). The properties on the library
+/// to) and ask for few runs (up to 1000 repetitions are accepted). The properties on the library
 /// reader above take every job.
 fn safe_to_dry_run(bytes: &[u8]) -> bool {
     match serde_json::from_slice::<SessionJob>(bytes) {
