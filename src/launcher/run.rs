@@ -294,10 +294,12 @@ fn load_manifest(path: &Path) -> Result<LoadedManifest, PinError> {
 }
 
 /// Creates `<root>/<id>`, refusing to reuse an existing folder. The root itself may be created.
+/// Returns the canonical path, so that every path printed and recorded is absolute and free of
+/// `..` (a job in `jobs/` with `output_root: "../out"`).
 fn create_session_dir(root: &Path, id: &str) -> anyhow::Result<PathBuf> {
-    std::fs::create_dir_all(root)
-        .with_context(|| format!("output_root {} cannot be created; expected a writable folder", root.display()))?;
-    let dir = root.join(id);
+    let cannot = || format!("output_root {} cannot be created; expected a writable folder", root.display());
+    std::fs::create_dir_all(root).with_context(cannot)?;
+    let dir = root.canonicalize().with_context(cannot)?.join(id);
     std::fs::create_dir(&dir)
         .with_context(|| format!("failed to create session folder {} (output_root must be writable)", dir.display()))?;
     Ok(dir)
