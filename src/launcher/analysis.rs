@@ -51,6 +51,9 @@ pub struct AdapterStats {
     pub build_median_ns: Option<f64>,
     /// Median evaluation part of a step (controlled only), ns.
     pub eval_median_ns: Option<f64>,
+    /// Host overhead (controlled only): the share of the measured step time outside MLX's
+    /// evaluation, `(Σ dur - Σ eval) / Σ dur` over every measured step.
+    pub host_overhead: Option<f64>,
     /// Process start to worker-ready, ns, median over runs.
     pub start_to_ready_ns: Option<f64>,
     /// Unused forward passes per request (stock's look-ahead), from the first measured request.
@@ -179,6 +182,11 @@ fn adapter_stats(reports: &[&WorkerReport], config: &BootstrapConfig) -> Result<
     let median_of = |values: Vec<f64>| decode_baseline::stats::Sample::new(values).ok().map(|s| s.median());
     let build = steps.iter().map(|s| s.build_ns.map(|v| v as f64)).collect::<Option<Vec<_>>>();
     let eval = steps.iter().map(|s| s.eval_ns.map(|v| v as f64)).collect::<Option<Vec<_>>>();
+    let total_dur: f64 = steps.iter().map(|s| s.dur_ns as f64).sum();
+    let host_overhead = eval
+        .as_ref()
+        .filter(|_| total_dur > 0.0)
+        .map(|eval| (total_dur - eval.iter().sum::<f64>()) / total_dur);
     let request_medians = sample.cluster_medians();
     let drift = decode_baseline::stats::Drift::between_halves(&request_medians, &Default::default()).ok();
     let first_measured = measured.first();
@@ -188,6 +196,7 @@ fn adapter_stats(reports: &[&WorkerReport], config: &BootstrapConfig) -> Result<
         first_token_ns: per_request(&|q| q.first_token_ns as f64),
         build_median_ns: build.and_then(median_of),
         eval_median_ns: eval.and_then(median_of),
+        host_overhead,
         start_to_ready_ns: median_of(reports.iter().filter_map(|r| r.start_to_ready_ns.map(|v| v as f64)).collect()),
         unused_forwards: first_measured.map_or(0, |q| q.unused_forwards),
         model_calls: first_measured.map_or(0, |q| q.model_calls),
@@ -217,6 +226,15 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 s.cv.unwrap_or(0.0) * 100.0,
                 stats.prefill_ns.as_ref().map_or("-".to_owned(), |p| human_ns(p.median)),
             ));
+            if let (Some(build), Some(eval), Some(overhead)) = (stats.build_median_ns, stats.eval_median_ns, stats.host_overhead) {
+                out.push_str(&format!(
+                    "{:<w$} per step: graph build {} + MLX evaluation {} (medians); host overhead {:.1} %\n",
+                    "",
+                    human_ns(build),
+                    human_ns(eval),
+                    100.0 * overhead
+                ));
+            }
             for warning in &s.warnings {
                 out.push_str(&format!("{:<w$} warning: {}\n", "", warning.message));
             }
@@ -251,4 +269,54 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         human_ns(report.launcher_overhead_ns as f64)
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session recorded by the launcher (`tests/data/sessions`), its controlled steps given a
+    /// build and evaluation split: build a fifth, evaluation three quarters of each step.
+    fn recorded_with_split() -> SessionReport {
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let mut session: SessionReport = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        for worker in session.workers.iter_mut().filter(|w| w.adapter == Adapter::Controlled) {
+            for step in worker.report.as_mut().unwrap().requests.iter_mut().flat_map(|q| q.steps.iter_mut()) {
+                step.build_ns = Some(step.dur_ns / 5);
+                step.eval_ns = Some(step.dur_ns * 3 / 4);
+            }
+        }
+        session
+    }
+
+    #[test]
+    fn host_overhead_is_the_step_time_outside_evaluation_and_is_shown_under_controlled() {
+        let session = recorded_with_split();
+        let cell: Cell = serde_json::from_value(serde_json::json!({
+            "case": "tiny-qwen3", "prompt": "tiny-qwen3-L16", "mode": "headline"
+        }))
+        .unwrap();
+        let outcome = analyze(&session.workers, &[cell]);
+        let stats = &outcome.body.cells[0].adapters;
+        let (controlled, stock) = (&stats["controlled"], &stats["stock"]);
+
+        let steps: Vec<_> = valid_reports(&session.workers, "tiny-qwen3.tiny-qwen3-L16.headline", Adapter::Controlled, false)
+            .into_iter()
+            .flat_map(|r| &r.requests)
+            .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
+            .flat_map(|q| &q.steps)
+            .collect();
+        let dur: u64 = steps.iter().map(|s| s.dur_ns).sum();
+        let eval: u64 = steps.iter().map(|s| s.dur_ns * 3 / 4).sum();
+        let expected = (dur - eval) as f64 / dur as f64;
+        assert!((controlled.host_overhead.unwrap() - expected).abs() < 1e-12, "{:?} vs {expected}", controlled.host_overhead);
+        assert!((0.25..0.26).contains(&expected), "integer division rounds evaluation down: {expected}");
+        assert_eq!(stock.host_overhead, None, "stock records no split");
+
+        let table = table(&session, &outcome.body);
+        let lines: Vec<&str> = table.lines().filter(|l| l.contains("host overhead")).collect();
+        assert_eq!(lines.len(), 1, "{table}");
+        assert!(lines[0].ends_with(&format!("host overhead {:.1} %", 100.0 * expected)), "{}", lines[0]);
+        assert!(lines[0].contains(&format!("graph build {} + MLX evaluation {}", human_ns(controlled.build_median_ns.unwrap()), human_ns(controlled.eval_median_ns.unwrap()))));
+    }
 }
