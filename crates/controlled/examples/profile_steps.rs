@@ -1,5 +1,8 @@
 //! Runs greedy requests on a fixture with no timing around them, for profilers
-//! (`valgrind --tool=callgrind`, `perf`): `profile_steps [FIXTURE] [REQUESTS] [TOKENS]`.
+//! (`valgrind --tool=callgrind`, `perf`): `profile_steps [FIXTURE] [REQUESTS] [TOKENS]`
+//! (defaults `fixtures/tiny-qwen3`, 3, 101). Prints the mean graph-build and evaluation time per
+//! step and the build's share of the two. Under callgrind, `--toggle-collect='*Model*forward*'`
+//! counts the graph build alone.
 use std::path::PathBuf;
 
 use decode_baseline_controlled::decode::{run_headline, Options};
@@ -10,6 +13,7 @@ fn main() {
     let fixture = PathBuf::from(args.next().unwrap_or_else(|| "fixtures/tiny-qwen3".into()));
     let requests: usize = args.next().map_or(3, |s| s.parse().expect("REQUESTS"));
     let tokens: usize = args.next().map_or(101, |s| s.parse().expect("TOKENS"));
+    assert!(requests >= 1 && tokens >= 2, "REQUESTS must be at least 1 and TOKENS at least 2");
     let model = Model::load(&fixture).expect("load");
     let prompt = [5u32, 17, 42, 100, 7, 300, 12, 9, 250, 61, 480, 3];
     let (mut build, mut eval) = (0u64, 0u64);
@@ -21,5 +25,5 @@ fn main() {
         }
     }
     let n = (requests * (tokens - 1)) as f64;
-    println!("steps {n}  build {:.1} us  eval {:.1} us  overhead {:.2} %", build as f64 / n / 1e3, eval as f64 / n / 1e3, 100.0 * build as f64 / (build + eval) as f64);
+    println!("steps {n}  build {:.1} us  eval {:.1} us  build share {:.2} %", build as f64 / n / 1e3, eval as f64 / n / 1e3, 100.0 * build as f64 / (build + eval) as f64);
 }
