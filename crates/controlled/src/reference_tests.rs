@@ -145,6 +145,46 @@ fn small_shape_matches_mlx_lm() {
     }
 }
 
+/// Splits `fixture`'s `model.safetensors` into two shards with a `model.safetensors.index.json`,
+/// as sharded checkpoints come: the layers in the second shard, the rest in the first.
+fn write_sharded(fixture: &Path, out: &Path) {
+    let script = r#"
+import json, shutil, sys, pathlib
+import mlx.core as mx
+src, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+w = mx.load(str(src / "model.safetensors"))
+names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+shards = [{k: v for k, v in w.items() if (".layers." in k) == bool(i)} for i in range(2)]
+for name, shard in zip(names, shards):
+    mx.save_safetensors(str(out / name), shard, metadata={"format": "mlx"})
+index = {"metadata": {}, "weight_map": {k: names[i] for i, s in enumerate(shards) for k in s}}
+(out / "model.safetensors.index.json").write_text(json.dumps(index, indent=2, sort_keys=True))
+for f in src.iterdir():
+    if f.name != "model.safetensors":
+        shutil.copy(f, out / f.name)
+"#;
+    python(&["-c", script, fixture.to_str().unwrap(), out.to_str().unwrap()]);
+}
+
+/// A sharded folder (two `model-*.safetensors` and the index) loads as the single file does and
+/// matches mlx_lm, which globs the same shards; an index that names the wrong shard is refused.
+#[test]
+fn sharded_checkpoint_matches_mlx_lm_and_its_index_is_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_sharded(&fixture("tiny-qwen3-q4"), tmp.path());
+    check_against_mlx_lm(tmp.path(), "sharded tiny-qwen3-q4", &PROMPT);
+
+    let index_path = tmp.path().join("model.safetensors.index.json");
+    let mut index: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&index_path).unwrap()).unwrap();
+    index["weight_map"]["model.norm.weight"] = "model-00002-of-00002.safetensors".into();
+    std::fs::write(&index_path, index.to_string()).unwrap();
+    let err = Model::load(tmp.path()).err().expect("a wrong index is refused").to_string();
+    assert!(
+        err.contains("maps tensor model.norm.weight to model-00002-of-00002.safetensors, but it was model-00001-of-00002.safetensors"),
+        "{err}"
+    );
+}
+
 fn check_against_mlx_lm(model_dir: &Path, variant: &str, prompt_ids: &[u32]) {
     {
         let tmp = tempfile::tempdir().unwrap();
