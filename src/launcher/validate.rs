@@ -87,10 +87,9 @@ fn check_requests(report: &WorkerReport, job: &WorkerJob, problems: &mut Vec<Str
     let policy = &job.run_policy;
     let expected: Vec<Option<Phase>> = match job.mode {
         Mode::ReferencePair => vec![None],
-        Mode::Headline | Mode::FixedContinuation => std::iter::repeat(Some(Phase::First))
-            .take(policy.first_requests as usize)
-            .chain(std::iter::repeat(Some(Phase::Warmup)).take(policy.warmup_requests as usize))
-            .chain(std::iter::repeat(Some(Phase::Measured)).take(policy.measured_requests as usize))
+        Mode::Headline | Mode::FixedContinuation => std::iter::repeat_n(Some(Phase::First), policy.first_requests as usize)
+            .chain(std::iter::repeat_n(Some(Phase::Warmup), policy.warmup_requests as usize))
+            .chain(std::iter::repeat_n(Some(Phase::Measured), policy.measured_requests as usize))
             .collect(),
     };
     if report.requests.len() != expected.len() {

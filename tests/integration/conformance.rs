@@ -483,12 +483,17 @@ fn report_write_failure_leaves_no_temp_and_no_report(worker: Worker) {
     assert!(finished.stderr.contains("no report was left"), "{}", finished.stderr);
 }
 
+/// An edit of the manifest (given the scratch root).
+type ManifestEdit = Box<dyn Fn(&mut Manifest, &Path)>;
+/// An edit of the worker job (given the scratch root).
+type JobEdit = Box<dyn Fn(&mut WorkerJob, &Path)>;
+
 /// A tamper of the manifest, the job or the artifact, and the field the worker must name.
 struct Tamper {
     name: &'static str,
     field: String,
-    manifest: Box<dyn Fn(&mut Manifest, &Path)>,
-    job: Box<dyn Fn(&mut WorkerJob, &Path)>,
+    manifest: ManifestEdit,
+    job: JobEdit,
 }
 
 /// The pinned source map of `set` (`stock` or `controlled`).
@@ -505,8 +510,8 @@ fn tampers(case: &str, prompt: &str, set: &'static str, source: &str, missing: &
     let prompt = prompt.to_owned();
     let stock_file = source.to_owned();
     let missing = missing.to_owned();
-    let none_m = || -> Box<dyn Fn(&mut Manifest, &Path)> { Box::new(|_, _| {}) };
-    let none_j = || -> Box<dyn Fn(&mut WorkerJob, &Path)> { Box::new(|_, _| {}) };
+    let none_m = || -> ManifestEdit { Box::new(|_, _| {}) };
+    let none_j = || -> JobEdit { Box::new(|_, _| {}) };
     let flip = |d: &mut decode_baseline_protocol::Sha256Digest| {
         let mut hex = d.to_hex();
         let c = if hex.starts_with('0') { "1" } else { "0" };

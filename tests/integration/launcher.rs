@@ -279,8 +279,10 @@ fn two_launchers_take_turns_and_never_overlap() {
 }
 
 /// Starts the launcher and returns once its (single) worker has signalled ready.
+// The launcher is returned: the caller waits for it (or it is killed here on a timeout).
+#[allow(clippy::zombie_processes)]
 fn start_until_ready(s: &Scratch, worker: &str) -> (std::process::Child, PathBuf) {
-    let child = s.launcher(worker).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = s.launcher(worker).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         // The fixture workers write the marker with a shell redirection: created first, filled
@@ -290,7 +292,12 @@ fn start_until_ready(s: &Scratch, worker: &str) -> (std::process::Child, PathBuf
                 return (child, ready.parent().unwrap().to_owned());
             }
         }
-        assert!(std::time::Instant::now() < deadline, "the worker never became ready");
+        if std::time::Instant::now() >= deadline {
+            // Leave no launcher behind the failed test.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the worker never became ready");
+        }
         std::thread::yield_now();
     }
 }
