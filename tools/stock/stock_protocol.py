@@ -95,16 +95,20 @@ def open_out_dir(raw):
     return path
 
 
-def _create_exclusive(path, marker):
+def _write_new_synced(path, data):
+    """Creates `path` (it must not exist), writes all of `data`, fsyncs and closes it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        data = (json.dumps(marker, separators=(",", ":")) + "\n").encode()
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _create_exclusive(path, marker):
+    _write_new_synced(path, (json.dumps(marker, separators=(",", ":")) + "\n").encode())
 
 
 def claim(out):
@@ -291,14 +295,7 @@ def write_once(out, report):
     target = out / REPORT_FILE
     data = (json.dumps(report, indent=2) + "\n").encode()
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_new_synced(temp, data)
     except OSError as err:
         _remove(temp)
         raise ReportWriteError(f"failed to write the report temp file {temp}: {err}") from err
