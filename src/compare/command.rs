@@ -37,13 +37,18 @@ pub struct CompareArgs {
     /// are printed above the result.
     #[arg(long)]
     pub allow_mismatch: bool,
+    /// Across sessions, also judge each adapter's raw times B / A (by default `inconclusive`:
+    /// nothing holds the machine's speed constant between two sessions; the `against stock`
+    /// rows do). Use only when you know the host ran equally fast for both.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = load_session(&args.a)?;
     let report = match &args.b {
         None => estimate::compare_within(&a, args.threshold, args.allow_mismatch)?,
-        Some(b) => estimate::compare_across(&a, &load_session(b)?, args.threshold, args.allow_mismatch)?,
+        Some(b) => estimate::compare_across(&a, &load_session(b)?, args.threshold, args.allow_mismatch, args.raw)?,
     };
     let text = match args.format {
         Format::Table => render::table(&report),

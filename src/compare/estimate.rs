@@ -7,20 +7,43 @@
 
 use std::collections::BTreeSet;
 
-use decode_baseline::stats::{BootstrapConfig, Comparison, NoiseThreshold, RatioEstimate, Resampling, Verdict};
+use decode_baseline::stats::{
+    against_yardstick, BootstrapConfig, Comparison, NoiseBound, NoiseThreshold, RatioEstimate, Resampling, SessionRatio,
+    Verdict,
+};
 use decode_baseline_protocol::{session::SessionStatus, Adapter, ExitCode, Mode};
 use serde::Serialize;
 
 use super::{
     identity::{self, Mismatch},
     load::LoadedSession,
-    samples::{self, CellData},
-    threshold::{self, RowThreshold},
+    samples::{self, CellData, REFERENCE},
+    threshold::{self, RowThreshold, ThresholdOrigin},
     CompareError,
 };
 
-/// The version of the JSON `compare --format json` prints.
-pub const COMPARE_SCHEMA_VERSION: u32 = 1;
+/// The version of the JSON `compare --format json` prints. Version 2 added `basis`, `against`,
+/// `noise`, the `inconclusive` verdict and `raw`.
+pub const COMPARE_SCHEMA_VERSION: u32 = 2;
+
+/// What a row's ratio rests on, i.e. what it holds constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// One session, sequential order: ratio of the two adapters' pooled medians. The machine is
+    /// held constant only as far as it stayed the same between the two workers' runs.
+    RatioOfMedians,
+    /// One session, interleaved order: the median ratio of adjacent requests. The machine is
+    /// held constant request by request.
+    Paired,
+    /// Two sessions: the adapter's ratio to the reference adapter in B over the same in A. The
+    /// machine is held constant within each session; what moves is the adapter against the
+    /// reference.
+    AgainstReference,
+    /// Two sessions: the adapter's own times, B over A. Holds nothing constant: the machine's
+    /// drift between the sessions is part of it, so its verdict is `inconclusive` unless `--raw`.
+    Raw,
+}
 
 /// What was compared with what.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -70,6 +93,10 @@ pub struct Row {
     pub mode: Mode,
     /// The adapter compared across sessions; absent within one session.
     pub adapter: Option<Adapter>,
+    /// What the ratio rests on.
+    pub basis: Basis,
+    /// The adapter it is measured against within each session (`against_reference` rows).
+    pub against: Option<Adapter>,
     pub numerator: Side,
     pub denominator: Side,
     pub outcome: RowResult,
@@ -98,13 +125,15 @@ pub struct CompareReport {
     pub refused: bool,
     /// `--threshold`, when given.
     pub threshold_flag: Option<f64>,
+    /// `--raw`: raw rows across sessions get a verdict too.
+    pub raw: bool,
     pub rows: Vec<Row>,
     /// Cells only session A ran (two sessions).
     pub only_in_a: Vec<String>,
     /// Cells only session B ran (two sessions).
     pub only_in_b: Vec<String>,
     /// The overall verdict: `slower` if any row is slower, else `faster` if any is faster, else
-    /// `no_difference`; absent when refused.
+    /// `inconclusive` if any is inconclusive, else `no_difference`; absent when refused.
     pub verdict: Option<Verdict>,
     /// The process exit code this report ends with.
     pub exit_code: i32,
@@ -117,6 +146,7 @@ impl CompareReport {
             (true, _) => ExitCode::Refused,
             (false, Some(Verdict::Slower)) => ExitCode::Slower,
             (false, Some(Verdict::Faster)) => ExitCode::Faster,
+            (false, Some(Verdict::Inconclusive)) => ExitCode::Inconclusive,
             (false, Some(Verdict::NoDifference) | None) => ExitCode::Ok,
         }
     }
@@ -135,17 +165,29 @@ fn side(label: &str, cell: &CellData, adapter: Adapter) -> Side {
     }
 }
 
-fn estimate(
+/// Holds an estimated ratio against its threshold; `Err` means not compared, with the reason.
+fn outcome(ratio: Result<RatioEstimate, String>, threshold: RowThreshold, noise: NoiseBound) -> RowResult {
+    match ratio {
+        Ok(ratio) => RowResult::Compared { comparison: Comparison::new(ratio, threshold.threshold, noise), threshold },
+        Err(reason) => RowResult::NotCompared { reason },
+    }
+}
+
+fn of_medians(
     numerator: Result<decode_baseline::stats::ClusteredSample, String>,
     denominator: Result<decode_baseline::stats::ClusteredSample, String>,
-    threshold: RowThreshold,
-) -> RowResult {
-    let ratio = numerator.and_then(|n| denominator.map(|d| (n, d))).and_then(|(n, d)| {
-        RatioEstimate::of_medians(&n, &d, Resampling::ByRequest, &BootstrapConfig::default()).map_err(|e| e.to_string())
-    });
-    match ratio {
-        Ok(ratio) => RowResult::Compared { comparison: Comparison::new(ratio, threshold.threshold), threshold },
-        Err(reason) => RowResult::NotCompared { reason },
+) -> Result<RatioEstimate, String> {
+    let (n, d) = (numerator?, denominator?);
+    RatioEstimate::of_medians(&n, &d, Resampling::ByRequest, &BootstrapConfig::default()).map_err(|e| e.to_string())
+}
+
+/// Measured noise bounds the run-to-run variation; so does an interval that resampled runs.
+fn noise(threshold: &RowThreshold, runs_resampled: bool) -> NoiseBound {
+    let measured = matches!(threshold.origin, ThresholdOrigin::AaPair | ThresholdOrigin::AaPairOtherCells);
+    if measured || runs_resampled {
+        NoiseBound::Bounded
+    } else {
+        NoiseBound::Unbounded
     }
 }
 
@@ -153,33 +195,57 @@ fn flag_threshold(flag: Option<f64>) -> Result<Option<NoiseThreshold>, CompareEr
     flag.map(NoiseThreshold::given).transpose().map_err(CompareError::Threshold)
 }
 
-/// Controlled over stock in every cell of one session.
+/// Labelled A/A ratios of `pick` over `cells` other than `except`, each labelled with `prefix`.
+fn others<'a>(
+    prefix: &str,
+    cells: &'a [CellData],
+    except: &str,
+    pick: impl Fn(&'a CellData) -> Vec<(Adapter, RatioEstimate)>,
+) -> Vec<(String, RatioEstimate)> {
+    cells
+        .iter()
+        .filter(|c| c.cell != except)
+        .flat_map(|c| pick(c).into_iter().map(move |(a, r)| (format!("{prefix}{} {}", c.cell, a.as_str()), r)))
+        .collect()
+}
+
+/// Controlled over stock in every cell of one session: the paired ratio where the session
+/// interleaved them, else the ratio of medians.
 pub fn compare_within(a: &LoadedSession, flag: Option<f64>, allow_mismatch: bool) -> Result<CompareReport, CompareError> {
     let flag_t = flag_threshold(flag)?;
     let cells = samples::cells(&a.report, &a.path)?;
     let mismatches = identity::within(&a.report);
     let refused = !mismatches.is_empty() && !allow_mismatch;
     let mut rows = Vec::new();
-    let labelled = |cell: &CellData| -> Vec<(String, RatioEstimate)> {
-        cell.aa_ratios.iter().map(|(adapter, r)| (format!("{} {}", cell.cell, adapter.as_str()), *r)).collect()
-    };
     if !refused {
         for cell in &cells {
-            let aa: Vec<(String, RatioEstimate)> =
-                cell.aa_ratios.iter().map(|(adapter, r)| (adapter.as_str().to_owned(), *r)).collect();
-            let others: Vec<(String, RatioEstimate)> =
-                cells.iter().filter(|c| c.cell != cell.cell).flat_map(labelled).collect();
+            let (basis, ratio, threshold, resampled_runs) = match cell.paired(Adapter::Controlled) {
+                Some(pairs) => {
+                    let own: Vec<(String, RatioEstimate)> =
+                        cell.paired_aa.get(&Adapter::Controlled).map(|r| ("controlled against stock".to_owned(), *r)).into_iter().collect();
+                    let other = others("", &cells, &cell.cell, |c| c.paired_aa.iter().map(|(a, r)| (*a, *r)).collect());
+                    let runs = pairs.as_ref().map_or(0, |p| p.runs());
+                    let ratio = pairs.and_then(|p| p.estimate(&BootstrapConfig::default()).map_err(|e| e.to_string()));
+                    (Basis::Paired, ratio, threshold::choose(flag_t, &own, &other), runs > 1)
+                }
+                None => {
+                    let own: Vec<(String, RatioEstimate)> =
+                        cell.aa_ratios.iter().map(|(adapter, r)| (adapter.as_str().to_owned(), *r)).collect();
+                    let other = others("", &cells, &cell.cell, |c| c.aa_ratios.iter().map(|(a, r)| (*a, *r)).collect());
+                    let ratio = of_medians(cell.sample(Adapter::Controlled), cell.sample(REFERENCE));
+                    (Basis::RatioOfMedians, ratio, threshold::choose(flag_t, &own, &other), false)
+                }
+            };
+            let bound = noise(&threshold, resampled_runs);
             rows.push(Row {
                 cell: cell.cell.clone(),
                 mode: cell.mode,
                 adapter: None,
+                basis,
+                against: None,
                 numerator: side("controlled", cell, Adapter::Controlled),
-                denominator: side("stock", cell, Adapter::Stock),
-                outcome: estimate(
-                    cell.sample(Adapter::Controlled),
-                    cell.sample(Adapter::Stock),
-                    threshold::choose(flag_t, &aa, &others),
-                ),
+                denominator: side("stock", cell, REFERENCE),
+                outcome: outcome(ratio, threshold, bound),
             });
         }
     }
@@ -191,6 +257,7 @@ pub fn compare_within(a: &LoadedSession, flag: Option<f64>, allow_mismatch: bool
         mismatches,
         refused,
         threshold_flag: flag,
+        raw: false,
         rows,
         only_in_a: Vec::new(),
         only_in_b: Vec::new(),
@@ -199,12 +266,50 @@ pub fn compare_within(a: &LoadedSession, flag: Option<f64>, allow_mismatch: bool
     })
 }
 
-/// Session B over session A, cell by cell and adapter by adapter.
+/// One session's ratio of `adapter` to the reference, paired when the session interleaved them.
+enum Yardstick {
+    Paired(decode_baseline::stats::PairedSample),
+    Medians(decode_baseline::stats::ClusteredSample, decode_baseline::stats::ClusteredSample),
+}
+
+impl Yardstick {
+    fn of(cell: &CellData, adapter: Adapter) -> Result<Self, String> {
+        match cell.paired(adapter) {
+            Some(pairs) => pairs.map(Yardstick::Paired),
+            None => Ok(Yardstick::Medians(cell.sample(adapter)?, cell.sample(REFERENCE)?)),
+        }
+    }
+
+    fn ratio(&self) -> SessionRatio<'_> {
+        match self {
+            Yardstick::Paired(pairs) => SessionRatio::Paired(pairs),
+            Yardstick::Medians(adapter, reference) => SessionRatio::Medians { adapter, reference },
+        }
+    }
+
+    fn resamples_runs(&self) -> bool {
+        matches!(self, Yardstick::Paired(pairs) if pairs.runs() > 1)
+    }
+
+    /// The A/A ratios that measure this yardstick's run-to-run noise in `cell`.
+    fn aa(cell: &CellData, adapter: Adapter) -> Vec<(Adapter, RatioEstimate)> {
+        if cell.pairs.contains_key(&adapter) {
+            cell.paired_aa.get(&adapter).map(|r| (adapter, *r)).into_iter().collect()
+        } else {
+            [adapter, REFERENCE].iter().filter_map(|a| cell.aa_ratios.get(a).map(|r| (*a, *r))).collect()
+        }
+    }
+}
+
+/// Session B against session A, cell by cell: for every adapter other than the reference, its
+/// ratio to the reference in B over the same in A (`against_reference`); and for every adapter,
+/// its own times B over A (`raw`), whose verdict is `inconclusive` unless `raw` is set.
 pub fn compare_across(
     a: &LoadedSession,
     b: &LoadedSession,
     flag: Option<f64>,
     allow_mismatch: bool,
+    raw: bool,
 ) -> Result<CompareReport, CompareError> {
     let flag_t = flag_threshold(flag)?;
     let cells_a = samples::cells(&a.report, &a.path)?;
@@ -223,31 +328,15 @@ pub fn compare_across(
         for ca in &cells_a {
             let Some(cb) = cells_b.iter().find(|c| c.cell == ca.cell) else { continue };
             for adapter in [Adapter::Controlled, Adapter::Stock] {
+                let in_both = ca.adapters.contains_key(&adapter) && cb.adapters.contains_key(&adapter);
+                let with_reference = in_both && ca.adapters.contains_key(&REFERENCE) && cb.adapters.contains_key(&REFERENCE);
+                if adapter != REFERENCE && with_reference {
+                    rows.push(yardstick_row(ca, cb, &cells_a, &cells_b, adapter, flag_t));
+                }
                 if !ca.adapters.contains_key(&adapter) && !cb.adapters.contains_key(&adapter) {
                     continue;
                 }
-                let mut aa = Vec::new();
-                for (label, cell) in [("A", ca), ("B", cb)] {
-                    if let Some(r) = cell.aa_ratios.get(&adapter) {
-                        aa.push((format!("{label} {}", adapter.as_str()), *r));
-                    }
-                }
-                let mut others = Vec::new();
-                for (label, cells) in [("A", &cells_a), ("B", &cells_b)] {
-                    for cell in cells.iter().filter(|c| c.cell != ca.cell) {
-                        if let Some(r) = cell.aa_ratios.get(&adapter) {
-                            others.push((format!("{label} {} {}", cell.cell, adapter.as_str()), *r));
-                        }
-                    }
-                }
-                rows.push(Row {
-                    cell: ca.cell.clone(),
-                    mode: ca.mode,
-                    adapter: Some(adapter),
-                    numerator: side("B", cb, adapter),
-                    denominator: side("A", ca, adapter),
-                    outcome: estimate(cb.sample(adapter), ca.sample(adapter), threshold::choose(flag_t, &aa, &others)),
-                });
+                rows.push(raw_row(ca, cb, &cells_a, &cells_b, adapter, flag_t, raw));
             }
         }
     }
@@ -259,12 +348,79 @@ pub fn compare_across(
         mismatches,
         refused,
         threshold_flag: flag,
+        raw,
         rows,
         only_in_a: names_a.difference(&names_b).map(|s| (*s).to_owned()).collect(),
         only_in_b: names_b.difference(&names_a).map(|s| (*s).to_owned()).collect(),
         verdict: None,
         exit_code: 0,
     })
+}
+
+fn yardstick_row(
+    ca: &CellData,
+    cb: &CellData,
+    cells_a: &[CellData],
+    cells_b: &[CellData],
+    adapter: Adapter,
+    flag: Option<NoiseThreshold>,
+) -> Row {
+    let mut own = Vec::new();
+    for (label, cell) in [("A", ca), ("B", cb)] {
+        own.extend(Yardstick::aa(cell, adapter).into_iter().map(|(a, r)| (format!("{label} {}", a.as_str()), r)));
+    }
+    let mut other = others("A ", cells_a, &ca.cell, |c| Yardstick::aa(c, adapter));
+    other.extend(others("B ", cells_b, &ca.cell, |c| Yardstick::aa(c, adapter)));
+    let threshold = threshold::choose(flag, &own, &other);
+    let sides = Yardstick::of(cb, adapter).and_then(|yb| Yardstick::of(ca, adapter).map(|ya| (yb, ya)));
+    let resampled_runs = sides.as_ref().is_ok_and(|(yb, ya)| yb.resamples_runs() && ya.resamples_runs());
+    let ratio = sides.and_then(|(yb, ya)| {
+        against_yardstick(yb.ratio(), ya.ratio(), &BootstrapConfig::default()).map_err(|e| e.to_string())
+    });
+    let bound = noise(&threshold, resampled_runs);
+    Row {
+        cell: ca.cell.clone(),
+        mode: ca.mode,
+        adapter: Some(adapter),
+        basis: Basis::AgainstReference,
+        against: Some(REFERENCE),
+        numerator: side("B", cb, adapter),
+        denominator: side("A", ca, adapter),
+        outcome: outcome(ratio, threshold, bound),
+    }
+}
+
+fn raw_row(
+    ca: &CellData,
+    cb: &CellData,
+    cells_a: &[CellData],
+    cells_b: &[CellData],
+    adapter: Adapter,
+    flag: Option<NoiseThreshold>,
+    raw: bool,
+) -> Row {
+    let mut own = Vec::new();
+    for (label, cell) in [("A", ca), ("B", cb)] {
+        if let Some(r) = cell.aa_ratios.get(&adapter) {
+            own.push((format!("{label} {}", adapter.as_str()), *r));
+        }
+    }
+    let pick = |c: &CellData| c.aa_ratios.get(&adapter).map(|r| (adapter, *r)).into_iter().collect();
+    let mut other = others("A ", cells_a, &ca.cell, pick);
+    other.extend(others("B ", cells_b, &ca.cell, pick));
+    let threshold = threshold::choose(flag, &own, &other);
+    // Without --raw nothing bounds the machine's drift between the sessions.
+    let bound = if raw { noise(&threshold, false) } else { NoiseBound::Unbounded };
+    Row {
+        cell: ca.cell.clone(),
+        mode: ca.mode,
+        adapter: Some(adapter),
+        basis: Basis::Raw,
+        against: None,
+        numerator: side("B", cb, adapter),
+        denominator: side("A", ca, adapter),
+        outcome: outcome(of_medians(cb.sample(adapter), ca.sample(adapter)), threshold, bound),
+    }
 }
 
 /// Sets the overall verdict and exit code; a comparison with no row compared is bad input.
@@ -294,6 +450,8 @@ fn finish(mut report: CompareReport) -> Result<CompareReport, CompareError> {
         Verdict::Slower
     } else if verdicts.contains(&Verdict::Faster) {
         Verdict::Faster
+    } else if verdicts.contains(&Verdict::Inconclusive) {
+        Verdict::Inconclusive
     } else {
         Verdict::NoDifference
     };

@@ -2,10 +2,10 @@
 //! `CompareReport` as is) and CSV (one line per row; the mismatch list goes to stderr so the
 //! stdout stays one table).
 
-use decode_baseline::stats::{ThresholdSource, Verdict, DEFAULT_NOISE_THRESHOLD};
+use decode_baseline::stats::{NoiseBound, ThresholdSource, Verdict, DEFAULT_NOISE_THRESHOLD};
 
 use super::{
-    estimate::{CompareReport, Kind, Row, RowResult},
+    estimate::{Basis, CompareReport, Kind, Row, RowResult},
     threshold::ThresholdOrigin,
 };
 
@@ -25,6 +25,29 @@ fn verdict_words(v: Verdict) -> &'static str {
         Verdict::Faster => "faster",
         Verdict::Slower => "slower",
         Verdict::NoDifference => "no difference",
+        Verdict::Inconclusive => "inconclusive",
+    }
+}
+
+/// What a row's ratio rests on, in a few words.
+fn basis_cell(row: &Row) -> String {
+    match (row.basis, row.against) {
+        (Basis::RatioOfMedians, _) => "medians".to_owned(),
+        (Basis::Paired, _) => "paired".to_owned(),
+        (Basis::AgainstReference, Some(reference)) => format!("vs {}", reference.as_str()),
+        (Basis::AgainstReference, None) => "vs reference".to_owned(),
+        (Basis::Raw, _) => "raw".to_owned(),
+    }
+}
+
+/// Why an inconclusive verdict could not be more, when the interval alone does not say.
+fn inconclusive_why(row: &Row) -> Option<&'static str> {
+    match &row.outcome {
+        RowResult::Compared { comparison, .. } if comparison.noise == NoiseBound::Unbounded => Some(match row.basis {
+            Basis::Raw => "raw times of two sessions: the machine's drift between them is not measured (--raw judges anyway)",
+            _ => "run-to-run noise not bounded: one worker run per side and no A/A pair (aa_pair or repetitions ≥ 2)",
+        }),
+        _ => None,
     }
 }
 
@@ -52,6 +75,9 @@ fn threshold_cell(row: &Row) -> String {
 
 fn verdict_cell(row: &Row) -> String {
     match &row.outcome {
+        RowResult::Compared { comparison, .. } if inconclusive_why(row).is_some() => {
+            format!("{} (noise not bounded)", verdict_words(comparison.verdict))
+        }
         RowResult::Compared { comparison, .. } => verdict_words(comparison.verdict).to_owned(),
         RowResult::NotCompared { reason } => format!("not compared: {reason}"),
     }
@@ -75,6 +101,7 @@ fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
     if report.kind == Kind::AcrossSessions {
         cells.push(row.adapter.map_or("-", |a| a.as_str()).to_owned());
     }
+    cells.push(basis_cell(row));
     let median = |m: Option<f64>| m.map_or("-".to_owned(), human_ns);
     cells.push(median(row.numerator.median_ns));
     cells.push(median(row.denominator.median_ns));
@@ -99,6 +126,7 @@ fn header(report: &CompareReport) -> Vec<String> {
     if report.kind == Kind::AcrossSessions {
         h.push("adapter".to_owned());
     }
+    h.push("basis".to_owned());
     h.extend([num.to_owned(), den.to_owned(), "ratio".to_owned(), confidence(report), "threshold".to_owned(), "verdict".to_owned()]);
     h
 }
@@ -124,9 +152,24 @@ fn status_word(status: decode_baseline_protocol::session::SessionStatus) -> Stri
 
 fn ratio_line(report: &CompareReport) -> &'static str {
     match report.kind {
-        Kind::WithinSession => "ratio = controlled / stock per-token median; below 1: controlled is faster",
-        Kind::AcrossSessions => "ratio = B / A per-token median; below 1: B is faster",
+        Kind::WithinSession => {
+            "ratio = controlled / stock per-token time (paired: median over adjacent request pairs; medians: of pooled \
+             medians); below 1: controlled is faster"
+        }
+        Kind::AcrossSessions => {
+            "ratio = B / A; vs stock: the adapter's ratio to stock in B over the same in A (holds the machine constant); \
+             raw: the adapter's own per-token medians; below 1: B is faster"
+        }
     }
+}
+
+/// One line per distinct reason an inconclusive verdict could not be more.
+fn inconclusive_lines(report: &CompareReport) -> Vec<String> {
+    let mut reasons: Vec<&str> = report.rows.iter().filter_map(inconclusive_why).collect();
+    reasons.dedup();
+    reasons.sort_unstable();
+    reasons.dedup();
+    reasons.into_iter().map(|r| format!("noise not bounded: {r}")).collect()
 }
 
 /// Which threshold sources were used, e.g. `A/A pairs for 1 row, the default ±2.0 % for 2 rows
@@ -181,8 +224,16 @@ fn verdict_line(report: &CompareReport) -> String {
     }
 }
 
+/// The index of the last leading text column (cell, [adapter,] basis).
+fn text_columns(report: &CompareReport) -> usize {
+    match report.kind {
+        Kind::WithinSession => 1,
+        Kind::AcrossSessions => 2,
+    }
+}
+
 fn extra_cells(report: &CompareReport) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = inconclusive_lines(report);
     if !report.only_in_a.is_empty() {
         out.push(format!("only in A (not compared): {}", report.only_in_a.join(", ")));
     }
@@ -215,8 +266,8 @@ pub fn table(report: &CompareReport) -> String {
         let columns = lines[0].len();
         let widths: Vec<usize> =
             (0..columns).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
-        // Text columns (cell, adapter, threshold, verdict) left, numbers right.
-        let text = |i: usize| i == 0 || i + 2 >= columns || (report.kind == Kind::AcrossSessions && i == 1);
+        // Text columns (cell, adapter, basis, threshold, verdict) left, numbers right.
+        let text = |i: usize| i <= text_columns(report) || i + 2 >= columns;
         for line in &lines {
             let padded: Vec<String> = line
                 .iter()
@@ -263,7 +314,7 @@ pub fn markdown(report: &CompareReport) -> String {
         out.push_str(&format!("| {} |\n", head.join(" | ")));
         let align: Vec<&str> = (0..head.len())
             .map(|i| {
-                let text = i == 0 || i + 2 >= head.len() || (report.kind == Kind::AcrossSessions && i == 1);
+                let text = i <= text_columns(report) || i + 2 >= head.len();
                 if text {
                     "---"
                 } else {
@@ -296,9 +347,9 @@ fn csv_field(s: &str) -> String {
 /// CSV, one line per row; numbers unformatted (ns, plain ratios).
 pub fn csv(report: &CompareReport) -> String {
     let mut out = String::from(
-        "cell,mode,adapter,numerator,denominator,numerator_median_ns,denominator_median_ns,\
+        "cell,mode,adapter,basis,against,numerator,denominator,numerator_median_ns,denominator_median_ns,\
          numerator_requests,denominator_requests,ratio,ci_lower,ci_upper,confidence,threshold,\
-         threshold_source,threshold_origin,verdict,reason\n",
+         threshold_source,threshold_origin,noise,verdict,reason\n",
     );
     let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
     for row in &report.rows {
@@ -306,6 +357,8 @@ pub fn csv(report: &CompareReport) -> String {
             row.cell.clone(),
             row.mode.as_str().to_owned(),
             row.adapter.map_or(String::new(), |a| a.as_str().to_owned()),
+            serde_json::to_value(row.basis).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            row.against.map_or(String::new(), |a| a.as_str().to_owned()),
             row.numerator.label.clone(),
             row.denominator.label.clone(),
             num(row.numerator.median_ns),
@@ -324,12 +377,13 @@ pub fn csv(report: &CompareReport) -> String {
                     format!("{}", threshold.threshold.value),
                     enum_word(serde_json::to_value(threshold.threshold.source).unwrap_or_default()),
                     enum_word(serde_json::to_value(threshold.origin).unwrap_or_default()),
+                    enum_word(serde_json::to_value(comparison.noise).unwrap_or_default()),
                     enum_word(serde_json::to_value(comparison.verdict).unwrap_or_default()),
-                    String::new(),
+                    inconclusive_why(row).unwrap_or_default().to_owned(),
                 ]);
             }
             RowResult::NotCompared { reason } => {
-                f.extend(std::iter::repeat_n(String::new(), 7));
+                f.extend(std::iter::repeat_n(String::new(), 8));
                 f.extend(["not_compared".to_owned(), reason.clone()]);
             }
         }

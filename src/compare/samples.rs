@@ -8,10 +8,10 @@
 
 use std::{collections::BTreeMap, path::Path};
 
-use decode_baseline::stats::{ClusteredSample, RatioEstimate, StatsError};
+use decode_baseline::stats::{ClusteredSample, PairedSample, RatioEstimate, Sample, StatsError};
 use decode_baseline_protocol::{
-    report::{Phase, Status},
-    session::{SessionReport, WorkerRun},
+    report::{Phase, RequestRecord, Status, WorkerReport},
+    session::{SessionReport, WorkerOrder, WorkerRun},
     Adapter, Mode,
 };
 use serde::Deserialize;
@@ -40,9 +40,26 @@ pub struct CellData {
     pub adapters: BTreeMap<Adapter, Vec<MeasuredRequest>>,
     /// The launcher's A/A ratios (the extra run over the others), per adapter.
     pub aa_ratios: BTreeMap<Adapter, RatioEstimate>,
+    /// Valid worker runs per adapter, A/A runs excluded.
+    pub runs: BTreeMap<Adapter, usize>,
+    /// Interleaved sessions: per adapter other than the reference, its requests paired with the
+    /// reference's (`request_pairs`), by worker run. Empty for sequential sessions.
+    pub pairs: BTreeMap<Adapter, Vec<Vec<(f64, f64)>>>,
+    /// Interleaved sessions: per adapter other than the reference, the launcher's A/A ratio of
+    /// its paired ratio (the A/A group's over the others').
+    pub paired_aa: BTreeMap<Adapter, RatioEstimate>,
 }
 
+/// The adapter every other one is measured against within a session: the shipped loop.
+pub const REFERENCE: Adapter = Adapter::Stock;
+
 impl CellData {
+    /// The pair ratios of `adapter` against the reference, when the session interleaved them.
+    pub fn paired(&self, adapter: Adapter) -> Option<Result<PairedSample, String>> {
+        let runs = self.pairs.get(&adapter)?;
+        Some(PairedSample::from_medians(runs).map_err(|err| format!("{} against {}: {err}", adapter.as_str(), REFERENCE.as_str())))
+    }
+
     /// The steps of `adapter` as a by-request sample, for the bootstrap.
     pub fn sample(&self, adapter: Adapter) -> Result<ClusteredSample, String> {
         let requests = self.adapters.get(&adapter).ok_or_else(|| format!("no valid {} run", adapter.as_str()))?;
@@ -51,17 +68,60 @@ impl CellData {
     }
 }
 
-fn is_aa(run: &WorkerRun) -> bool {
+pub fn is_aa(run: &WorkerRun) -> bool {
     run.run_id.ends_with("-aa")
+}
+
+/// The report of a worker run that passed validation and ended ok.
+fn valid(run: &WorkerRun) -> Option<&WorkerReport> {
+    run.report.as_ref().filter(|r| r.status == Status::Ok && run.validation_errors.is_empty())
+}
+
+/// The median step time of a request (`None` below two steps: no pair is formed from it).
+fn request_median(request: &RequestRecord) -> Option<f64> {
+    Sample::new(request.steps.iter().map(|s| s.dur_ns as f64).collect()).ok().map(|s| s.median())
+}
+
+/// Pairs of adjacent requests in one cell of an interleaved session: for each repetition in
+/// which both `numerator` and `denominator` have a valid run (the A/A group when `aa`), their
+/// measured requests matched by index, as the two requests' median step times. One list per
+/// repetition, in repetition order.
+pub fn request_pairs(workers: &[WorkerRun], cell: &str, numerator: Adapter, denominator: Adapter, aa: bool) -> Vec<Vec<(f64, f64)>> {
+    let run = |adapter: Adapter, repetition: u32| {
+        workers
+            .iter()
+            .filter(|w| w.cell == cell && w.adapter == adapter && w.repetition == repetition && is_aa(w) == aa)
+            .find_map(valid)
+    };
+    let mut repetitions: Vec<u32> = workers.iter().filter(|w| w.cell == cell && is_aa(w) == aa).map(|w| w.repetition).collect();
+    repetitions.sort_unstable();
+    repetitions.dedup();
+    let measured = |r: &RequestRecord| matches!(r.phase, Some(Phase::Measured) | None);
+    repetitions
+        .into_iter()
+        .filter_map(|rep| {
+            let (num, den) = (run(numerator, rep)?, run(denominator, rep)?);
+            let pairs: Vec<(f64, f64)> = num
+                .requests
+                .iter()
+                .filter(|q| measured(q))
+                .filter_map(|q| {
+                    let other = den.requests.iter().find(|d| d.index == q.index && measured(d))?;
+                    Some((request_median(q)?, request_median(other)?))
+                })
+                .collect();
+            (!pairs.is_empty()).then_some(pairs)
+        })
+        .collect()
 }
 
 /// Every cell of `session` that has at least one valid run, in the order the session ran them.
 /// `path` names the report in errors about its analysis.
 pub fn cells(session: &SessionReport, path: &Path) -> Result<Vec<CellData>, CompareError> {
-    let aa = aa_ratios(session, path)?;
+    let recorded = recorded(session, path)?;
     let mut out: Vec<CellData> = Vec::new();
     for run in &session.workers {
-        let Some(report) = run.report.as_ref().filter(|r| r.status == Status::Ok && run.validation_errors.is_empty()) else {
+        let Some(report) = valid(run) else {
             continue;
         };
         let index = match out.iter().position(|c| c.cell == run.cell) {
@@ -72,7 +132,10 @@ pub fn cells(session: &SessionReport, path: &Path) -> Result<Vec<CellData>, Comp
                     mode: report.mode,
                     case_id: report.case_id.clone(),
                     adapters: BTreeMap::new(),
-                    aa_ratios: aa.get(&run.cell).cloned().unwrap_or_default(),
+                    aa_ratios: recorded.get(&run.cell).map(|c| c.aa_ratios.clone()).unwrap_or_default(),
+                    runs: BTreeMap::new(),
+                    pairs: BTreeMap::new(),
+                    paired_aa: recorded.get(&run.cell).map(|c| c.paired_aa.clone()).unwrap_or_default(),
                 });
                 out.len() - 1
             }
@@ -90,6 +153,17 @@ pub fn cells(session: &SessionReport, path: &Path) -> Result<Vec<CellData>, Comp
             })
             .filter(|q| !q.dur_ns.is_empty());
         out[index].adapters.entry(run.adapter).or_default().extend(requests);
+        *out[index].runs.entry(run.adapter).or_default() += 1;
+    }
+    if session.job.order == WorkerOrder::Interleaved {
+        for cell in &mut out {
+            for &adapter in cell.adapters.keys().filter(|&&a| a != REFERENCE) {
+                let pairs = request_pairs(&session.workers, &cell.cell, adapter, REFERENCE, false);
+                if !pairs.is_empty() {
+                    cell.pairs.insert(adapter, pairs);
+                }
+            }
+        }
     }
     out.retain(|c| !c.adapters.is_empty() || !c.aa_ratios.is_empty());
     Ok(out)
@@ -107,14 +181,17 @@ struct CellView {
     cell: String,
     #[serde(default)]
     aa_ratios: BTreeMap<Adapter, RatioEstimate>,
+    #[serde(default)]
+    paired_aa: BTreeMap<Adapter, RatioEstimate>,
 }
 
-/// `analysis.cells[].aa_ratios`, by cell. A session without an analysis (`null`) has none.
-fn aa_ratios(session: &SessionReport, path: &Path) -> Result<BTreeMap<String, BTreeMap<Adapter, RatioEstimate>>, CompareError> {
+/// `analysis.cells[].{aa_ratios, paired_aa}`, by cell. A session without an analysis (`null`)
+/// has none.
+fn recorded(session: &SessionReport, path: &Path) -> Result<BTreeMap<String, CellView>, CompareError> {
     if session.analysis.is_null() {
         return Ok(BTreeMap::new());
     }
     let view: AnalysisView = serde_json::from_value(session.analysis.clone())
         .map_err(|err| CompareError::Analysis { path: path.to_owned(), detail: err.to_string() })?;
-    Ok(view.cells.into_iter().map(|c| (c.cell, c.aa_ratios)).collect())
+    Ok(view.cells.into_iter().map(|c| (c.cell.clone(), c)).collect())
 }

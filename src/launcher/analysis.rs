@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use decode_baseline_protocol::{
     manifest::Cell,
     report::{Phase, Status, WorkerReport},
-    session::{SessionReport, WorkerRun},
+    session::{SessionReport, WorkerOrder, WorkerRun},
     Adapter, Mode,
 };
 use serde::Serialize;
 
 use super::agreement::{self, ArgmaxAgreement, StreamAgreement};
-use crate::compare::human_ns;
-use decode_baseline::stats::{BootstrapConfig, ClusteredSample, RatioEstimate, Resampling, Summary};
+use crate::compare::{human_ns, request_pairs};
+use decode_baseline::stats::{BootstrapConfig, ClusteredSample, PairedSample, RatioEstimate, Resampling, Summary};
 
 /// Everything computed, keyed for `session.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -34,6 +34,14 @@ pub struct CellAnalysis {
     pub ratio: Option<RatioEstimate>,
     /// Per adapter: its A/A pair (the extra run over the first), the spread `compare` uses.
     pub aa_ratios: BTreeMap<String, RatioEstimate>,
+    /// Interleaved sessions, per adapter other than stock: its paired ratio against stock (the
+    /// median ratio of adjacent requests), by-pair or by-run-then-pair bootstrap interval.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub paired: BTreeMap<String, RatioEstimate>,
+    /// Interleaved sessions with an A/A group, per adapter other than stock: the A/A group's
+    /// paired ratio over the other groups', the noise threshold `compare` uses for it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub paired_aa: BTreeMap<String, RatioEstimate>,
     pub argmax: Option<ArgmaxAgreement>,
     pub stream: Option<StreamAgreement>,
 }
@@ -62,6 +70,10 @@ pub struct AdapterStats {
     pub model_calls: u32,
     /// Early against late measured requests (per-request medians, first half against second).
     pub drift: Option<decode_baseline::stats::Drift>,
+    /// The test-only slowdown the workers applied per decode step, µs (never in a real
+    /// measurement; `DECODE_BASELINE_TEST_SLOWDOWN_US`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_slowdown_us: Option<u32>,
 }
 
 /// The result and the problems it found (disagreement, statistics that could not be computed).
@@ -90,7 +102,24 @@ fn step_clusters(reports: &[&WorkerReport]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-pub fn analyze(workers: &[WorkerRun], cells: &[Cell]) -> Outcome {
+/// The paired ratio of `adapter` against stock in an interleaved cell, and its A/A ratio when
+/// the session ran an A/A group.
+fn paired(
+    workers: &[WorkerRun],
+    cell: &str,
+    adapter: Adapter,
+    config: &BootstrapConfig,
+) -> Result<(Option<RatioEstimate>, Option<RatioEstimate>), decode_baseline::stats::StatsError> {
+    let sample = |aa| {
+        let pairs = request_pairs(workers, cell, adapter, Adapter::Stock, aa);
+        (!pairs.is_empty()).then(|| PairedSample::from_medians(&pairs)).transpose()
+    };
+    let Some(main) = sample(false)? else { return Ok((None, None)) };
+    let aa = sample(true)?.map(|aa| aa.over(&main, config)).transpose()?;
+    Ok((Some(main.estimate(config)?), aa))
+}
+
+pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Outcome {
     let config = BootstrapConfig::default();
     let mut problems = Vec::new();
     let mut out = Vec::new();
@@ -136,6 +165,16 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell]) -> Outcome {
             },
             _ => None,
         };
+        let (mut paired_ratios, mut paired_aa) = (BTreeMap::new(), BTreeMap::new());
+        if order == WorkerOrder::Interleaved && cell.mode != Mode::ReferencePair {
+            match paired(workers, &name, Adapter::Controlled, &config) {
+                Ok((main, aa)) => {
+                    paired_ratios.extend(main.map(|r| (Adapter::Controlled.as_str().to_owned(), r)));
+                    paired_aa.extend(aa.map(|r| (Adapter::Controlled.as_str().to_owned(), r)));
+                }
+                Err(err) => problems.push(format!("{name}: no paired controlled/stock ratio: {err}")),
+            }
+        }
         let first = |adapter| valid_reports(workers, &name, adapter, false).into_iter().next();
         let pair = first(Adapter::Controlled).zip(first(Adapter::Stock));
         let argmax = match cell.mode {
@@ -160,7 +199,17 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell]) -> Outcome {
         if let Some(StreamAgreement { identical: false, first_divergence, .. }) = &stream {
             problems.push(format!("{name}: reference streams diverge: {first_divergence:?}"));
         }
-        out.push(CellAnalysis { cell: name, mode: cell.mode, adapters, ratio, aa_ratios, argmax, stream });
+        out.push(CellAnalysis {
+            cell: name,
+            mode: cell.mode,
+            adapters,
+            ratio,
+            aa_ratios,
+            paired: paired_ratios,
+            paired_aa,
+            argmax,
+            stream,
+        });
     }
     Outcome { body: Analysis { bootstrap: config, cells: out }, problems }
 }
@@ -201,6 +250,7 @@ fn adapter_stats(reports: &[&WorkerReport], config: &BootstrapConfig) -> Result<
         unused_forwards: first_measured.map_or(0, |q| q.unused_forwards),
         model_calls: first_measured.map_or(0, |q| q.model_calls),
         drift,
+        test_slowdown_us: reports.iter().find_map(|r| r.test_slowdown_us),
     };
     Ok((stats, sample))
 }
@@ -238,12 +288,16 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
             for warning in &s.warnings {
                 out.push_str(&format!("{:<w$} warning: {}\n", "", warning.message));
             }
+            if let Some(us) = stats.test_slowdown_us {
+                out.push_str(&format!("{:<w$} note: test slowdown of {us} µs per step injected: not a real measurement\n", ""));
+            }
         }
-        if let Some(r) = &cell.ratio {
+        let ratios = cell.paired.get("controlled").map(|r| ("c/s paired", r)).or(cell.ratio.as_ref().map(|r| ("c/s ratio", r)));
+        if let Some((label, r)) = ratios {
             out.push_str(&format!(
                 "{:<w$} {:<10} {:>11.3} {:>23}\n",
                 cell.cell,
-                "c/s ratio",
+                label,
                 r.ratio,
                 format!("[{:.3}, {:.3}]", r.ci.lower, r.ci.upper)
             ));
@@ -296,7 +350,7 @@ mod tests {
             "case": "tiny-qwen3", "prompt": "tiny-qwen3-L16", "mode": "headline"
         }))
         .unwrap();
-        let outcome = analyze(&session.workers, &[cell]);
+        let outcome = analyze(&session.workers, &[cell], WorkerOrder::Alternate);
         let stats = &outcome.body.cells[0].adapters;
         let (controlled, stock) = (&stats["controlled"], &stats["stock"]);
 

@@ -2,7 +2,9 @@
 
 mod agreement;
 mod analysis;
+mod interleave;
 mod lease;
+mod memory;
 mod output;
 mod plan;
 mod recovery;

@@ -27,15 +27,15 @@ impl PlannedRun {
     }
 }
 
-/// Every run, cell by cell. With `alternate`, repetition r runs the adapters in the job's order
-/// when r is even and reversed when odd (A B B A …); an A/A pair adds one more run of each
-/// adapter for headline cells, after the others.
+/// Every run, cell by cell. With `alternate` and `interleaved`, repetition r lists the adapters
+/// in the job's order when r is even and reversed when odd (A B B A …); an A/A pair adds one more
+/// run of each adapter for headline cells, after the others.
 pub fn plan(job: &SessionJob, cells: &[Cell]) -> Vec<PlannedRun> {
     let mut runs = Vec::new();
     for cell in cells {
         for repetition in 0..job.repetitions {
             let mut adapters = job.adapters.clone();
-            if job.order == WorkerOrder::Alternate && repetition % 2 == 1 {
+            if job.order != WorkerOrder::Fixed && repetition % 2 == 1 {
                 adapters.reverse();
             }
             runs.extend(adapters.into_iter().map(|adapter| PlannedRun {
@@ -55,6 +55,25 @@ pub fn plan(job: &SessionJob, cells: &[Cell]) -> Vec<PlannedRun> {
         }
     }
     runs
+}
+
+/// The runs that run at the same time, as index ranges into `runs`: with `interleaved`, the
+/// runs of one cell and repetition (the A/A runs of a cell form one more group); otherwise each
+/// run alone.
+pub fn groups(order: WorkerOrder, runs: &[PlannedRun]) -> Vec<std::ops::Range<usize>> {
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let joins = order == WorkerOrder::Interleaved
+            && groups.last().is_some_and(|g| {
+                let first = &runs[g.start];
+                first.cell == run.cell && first.repetition == run.repetition && first.aa == run.aa
+            });
+        match groups.last_mut() {
+            Some(group) if joins => group.end = i + 1,
+            _ => groups.push(i..i + 1),
+        }
+    }
+    groups
 }
 
 /// The command line of a worker for `adapter`, writing into `out_dir`.
@@ -121,6 +140,17 @@ mod tests {
         let order: Vec<_> = runs.iter().map(|r| (r.adapter, r.repetition)).collect();
         use Adapter::*;
         assert_eq!(order, [(Controlled, 0), (Stock, 0), (Stock, 1), (Controlled, 1), (Controlled, 2), (Stock, 2)]);
+    }
+
+    #[test]
+    fn interleaved_groups_one_cell_and_repetition_and_flips_the_first_adapter() {
+        let cells = [cell(Mode::Headline), Cell { case: "d".into(), prompt: "p".into(), mode: Mode::Headline }];
+        let runs = plan(&job(WorkerOrder::Interleaved, 2, true), &cells);
+        let grouped = groups(WorkerOrder::Interleaved, &runs);
+        assert_eq!(grouped, [0..2, 2..4, 4..6, 6..8, 8..10, 10..12]);
+        assert_eq!(runs[2].adapter, Adapter::Stock, "repetition 1 starts with the other adapter");
+        assert!(runs[4].aa && runs[5].aa && !runs[3].aa);
+        assert_eq!(groups(WorkerOrder::Alternate, &runs).len(), runs.len(), "one run at a time");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use decode_baseline_protocol::{
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{
-    analysis, lease, output, plan, recovery,
+    analysis, interleave, lease, memory, output, plan, recovery,
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -60,7 +60,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let cells = session_job::select_cells(&resolved, &loaded.manifest)?;
     let runs = plan::plan(&resolved.job, &cells);
+    let groups = plan::groups(resolved.job.order, &runs);
     let repo = repo_root();
+    if let Err(problem) = check_memory(&loaded, &runs, &groups, &repo) {
+        eprintln!("decode-baseline: error: session job {}: order: {problem}", resolved.job_path.display());
+        return Ok(ExitCode::BadInput);
+    }
     let interrupts = Interrupts::install().context("failed to install the Ctrl-C handler")?;
     let started_utc = utc_now();
     let session_id = format!("{}-{}", started_utc.replace([':', '-'], ""), std::process::id());
@@ -102,84 +107,64 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
     // Every worker's folder and job first: a dry run stops here, a real run finds them ready.
     let mut prepared = Vec::new();
+    let gated: Vec<bool> = groups.iter().flat_map(|g| std::iter::repeat_n(g.len() > 1, g.len())).collect();
     for (sequence, planned) in runs.iter().enumerate() {
         let out_dir = session_dir.join(planned.cell.name()).join(planned.folder_name());
         std::fs::create_dir_all(out_dir.parent().unwrap())
             .and_then(|_| std::fs::create_dir(&out_dir))
             .with_context(|| format!("failed to create worker folder {}", out_dir.display()))?;
         let run_id = format!("{session_id}/{}/{}", planned.cell.name(), planned.folder_name());
-        let job = worker_job::build(&loaded, &planned.cell, planned.adapter, run_id, &repo)?;
+        let job = worker_job::build(&loaded, &planned.cell, planned.adapter, run_id, &repo, gated[sequence])?;
         let mut bytes = serde_json::to_vec_pretty(&job)?;
         bytes.push(b'\n');
         std::fs::write(out_dir.join("job.json"), bytes)
             .with_context(|| format!("failed to write {}", out_dir.join("job.json").display()))?;
         let command = plan::worker_command(planned.adapter, &out_dir, &repo);
-        prepared.push((sequence as u32, planned, out_dir, job, command));
+        prepared.push(Prepared { sequence: sequence as u32, planned: planned.clone(), out_dir, job, command });
     }
     if args.dry_run {
         println!("session folder: {}", session_dir.display());
-        for (_, _, _, _, command) in &prepared {
-            println!("{}", command.join(" "));
+        for p in &prepared {
+            println!("{}", p.command.join(" "));
         }
         return Ok(ExitCode::Ok);
     }
 
-    let total_requests: u64 = prepared.iter().map(|p| expected_requests(&p.3) as u64).sum();
+    let total_requests: u64 = prepared.iter().map(|p| expected_requests(&p.job) as u64).sum();
     let progress = ProgressBar::new(total_requests).with_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} requests, ~{eta} left  {msg}")
             .expect("valid template"),
     );
     let mut workers: Vec<WorkerRun> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
-    for (sequence, planned, out_dir, job, command) in &prepared {
+    for group in groups {
+        let members = &prepared[group];
         if interrupts.count() > 0 {
-            problems.push(format!("{}: not started, the session was cancelled", job.run_id));
+            problems.extend(members.iter().map(|p| format!("{}: not started, the session was cancelled", p.job.run_id)));
             continue;
         }
-        progress.set_message(format!("{} {}", planned.cell.name(), planned.adapter.as_str()));
-        let policy = &job.run_policy;
-        let grace = std::time::Duration::from_secs(policy.backstop_grace_s.into());
-        let limits = Limits {
-            ready_timeout: std::time::Duration::from_secs(policy.ready_timeout_s.into()),
-            run_timeout: std::time::Duration::from_secs(policy.job_deadline_s.into()) + grace * 2,
-            grace,
+        let names: Vec<&str> = members.iter().map(|p| p.planned.adapter.as_str()).collect();
+        progress.set_message(format!("{} {}", members[0].planned.cell.name(), names.join(" + ")));
+        let limits = limits(&members[0].job.run_policy, members.len() as u32);
+        let outcomes = if members.len() == 1 {
+            let p = &members[0];
+            let outcome = supervise::supervise(&p.command, &p.out_dir, limits, &interrupts, || progress.tick())?;
+            progress.inc(expected_requests(&p.job) as u64);
+            vec![outcome]
+        } else {
+            let gated: Vec<interleave::Member<'_>> = members
+                .iter()
+                .map(|p| interleave::Member { argv: &p.command, out_dir: &p.out_dir, requests: expected_requests(&p.job) })
+                .collect();
+            interleave::supervise_group(&gated, limits, &interrupts, || progress.tick(), |_| progress.inc(1))?
         };
-        let outcome = supervise::supervise(command, out_dir, limits, &interrupts, || progress.tick())?;
-        let exit_code = supervise::exit_code(&outcome.status);
-        let (report, validation_errors) = match validate::read_report(out_dir) {
-            Ok(report) => {
-                let errors = validate::validate(&report, job, outcome.pid, exit_code, out_dir);
-                (Some(report), errors)
-            }
-            Err(problem) => (None, vec![problem]),
-        };
-        for error in &validation_errors {
-            problems.push(format!("{}: {error}", job.run_id));
+        for (p, outcome) in members.iter().zip(outcomes) {
+            workers.push(record_run(p, outcome, &mut problems));
         }
-        if let Some(r) = report.as_ref().filter(|r| r.status != Status::Ok) {
-            let reason = r.error.as_deref().unwrap_or("no reason given");
-            problems.push(format!("{}: worker ended {:?}: {reason}", job.run_id, r.status));
-        }
-        progress.inc(expected_requests(job) as u64);
-        workers.push(WorkerRun {
-            run_id: job.run_id.clone(),
-            cell: planned.cell.name(),
-            adapter: planned.adapter,
-            repetition: planned.repetition,
-            sequence: *sequence,
-            command: command.clone(),
-            pid: Some(outcome.pid),
-            exit_code,
-            signal: supervise::exit_signal(&outcome.status),
-            intervention: describe(outcome.intervention, outcome.sent),
-            wall_ns: outcome.wall.as_nanos() as u64,
-            validation_errors,
-            report,
-        });
     }
     progress.finish_and_clear();
 
-    let analysis = analysis::analyze(&workers, &cells);
+    let analysis = analysis::analyze(&workers, &cells, resolved.job.order);
     problems.extend(analysis.problems.iter().cloned());
     let status = session_status(&workers, &interrupts, &problems);
     let wall = started.elapsed();
@@ -237,6 +222,76 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         SessionStatus::Timeout => ExitCode::Timeout,
         SessionStatus::Cancelled => ExitCode::Cancelled,
     })
+}
+
+/// Refuses a group of runs whose models' weights, loaded at once, exceed the available memory.
+fn check_memory(loaded: &LoadedManifest, runs: &[plan::PlannedRun], groups: &[std::ops::Range<usize>], repo: &Path) -> Result<(), String> {
+    let available = memory::available();
+    for group in groups.iter().filter(|g| g.len() > 1) {
+        let needed: u64 = runs[group.clone()]
+            .iter()
+            .filter_map(|run| loaded.manifest.cases.get(&run.cell.case))
+            .map(|case| memory::weight_bytes(&worker_job::model_dir(case, repo)))
+            .sum();
+        memory::check_fits(&runs[group.start].cell.name(), group.len(), needed, available)?;
+    }
+    Ok(())
+}
+
+/// A worker run with its folder and job written, ready to start.
+struct Prepared {
+    sequence: u32,
+    planned: plan::PlannedRun,
+    out_dir: PathBuf,
+    job: decode_baseline_protocol::WorkerJob,
+    command: Vec<String>,
+}
+
+/// The launcher's limits for a worker that runs in a group of `members` (1 when sequential).
+/// A gated worker's own deadline pauses while it waits at the gate, so from its ready file to
+/// its exit it may take every member's deadline.
+fn limits(policy: &decode_baseline_protocol::RunPolicy, members: u32) -> Limits {
+    let grace = std::time::Duration::from_secs(policy.backstop_grace_s.into());
+    Limits {
+        ready_timeout: std::time::Duration::from_secs(policy.ready_timeout_s.into()),
+        run_timeout: std::time::Duration::from_secs(policy.job_deadline_s.into()) * members.max(1) + grace * 2,
+        grace,
+    }
+}
+
+/// Reads and validates the report of a finished worker and records what the launcher saw.
+fn record_run(p: &Prepared, outcome: supervise::Outcome, problems: &mut Vec<String>) -> WorkerRun {
+    let (job, out_dir) = (&p.job, &p.out_dir);
+    let exit_code = supervise::exit_code(&outcome.status);
+    let (report, validation_errors) = match validate::read_report(out_dir) {
+        Ok(report) => {
+            let errors = validate::validate(&report, job, outcome.pid, exit_code, out_dir);
+            (Some(report), errors)
+        }
+        Err(problem) => (None, vec![problem]),
+    };
+    for error in &validation_errors {
+        problems.push(format!("{}: {error}", job.run_id));
+    }
+    if let Some(r) = report.as_ref().filter(|r| r.status != Status::Ok) {
+        let reason = r.error.as_deref().unwrap_or("no reason given");
+        problems.push(format!("{}: worker ended {:?}: {reason}", job.run_id, r.status));
+    }
+    WorkerRun {
+        run_id: job.run_id.clone(),
+        cell: p.planned.cell.name(),
+        adapter: p.planned.adapter,
+        repetition: p.planned.repetition,
+        sequence: p.sequence,
+        command: p.command.clone(),
+        pid: Some(outcome.pid),
+        exit_code,
+        signal: supervise::exit_signal(&outcome.status),
+        intervention: describe(outcome.intervention, outcome.sent),
+        wall_ns: outcome.wall.as_nanos() as u64,
+        validation_errors,
+        report,
+    }
 }
 
 /// The pinned files of every case of `cells`, from the manifest the session loaded.

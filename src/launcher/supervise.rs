@@ -91,80 +91,134 @@ pub fn supervise(
     interrupts: &Interrupts,
     mut on_tick: impl FnMut(),
 ) -> Result<Outcome, SuperviseError> {
-    let log = |name: &str| {
-        let path = out_dir.join(name);
-        File::create(&path).map_err(|source| SuperviseError::Log { path, source })
-    };
-    let started = Instant::now();
-    let mut command = Command::new(&argv[0]);
-    command
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(log("stdout.log")?)
-        .stderr(log("stderr.log")?)
-        .process_group(0);
-    // SAFETY: the closure runs in the forked child before exec and only makes one
-    // async-signal-safe system call (prctl).
-    unsafe {
-        command.pre_exec(|| {
-            // If the launcher dies (even by SIGKILL), the worker is told to cancel; it then
-            // stops at its next poll site and reports `cancelled`.
-            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
-        });
-    }
-    let mut child = command
-        .spawn()
-        .map_err(|source| SuperviseError::Spawn { program: argv[0].clone(), source })?;
-    let pid = child.id();
-    let ready_file = out_dir.join("worker-ready");
-    let mut ready_since: Option<Instant> = None;
-    let mut intervention = Intervention::None;
-    let mut sent = None;
-    let mut term_at: Option<Instant> = None;
-    let mut seen_interrupts = 0;
-
-    let status = loop {
-        if let Some(status) = try_wait(&mut child)? {
-            break status;
+    let mut worker = Supervised::spawn(argv, out_dir, limits)?;
+    loop {
+        if let Some(outcome) = worker.poll(interrupts)? {
+            return Ok(outcome);
         }
         on_tick();
+        std::thread::sleep(TICK);
+    }
+}
+
+/// A started worker, looked at by [`Supervised::poll`]: one call does what one tick of the
+/// supervision does, so that one loop can watch several workers at once (interleaved order).
+#[derive(Debug)]
+pub struct Supervised {
+    child: Child,
+    pid: u32,
+    ready_file: PathBuf,
+    limits: Limits,
+    started: Instant,
+    ready_since: Option<Instant>,
+    intervention: Intervention,
+    sent: Option<Signal>,
+    term_at: Option<Instant>,
+    seen_interrupts: usize,
+    outcome_taken: bool,
+}
+
+impl Supervised {
+    /// Starts `argv` in `out_dir` in a new process group with its output in `stdout.log` and
+    /// `stderr.log`.
+    pub fn spawn(argv: &[String], out_dir: &Path, limits: Limits) -> Result<Self, SuperviseError> {
+        let log = |name: &str| {
+            let path = out_dir.join(name);
+            File::create(&path).map_err(|source| SuperviseError::Log { path, source })
+        };
+        let started = Instant::now();
+        let mut command = Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(log("stdout.log")?)
+            .stderr(log("stderr.log")?)
+            .process_group(0);
+        // SAFETY: the closure runs in the forked child before exec and only makes one
+        // async-signal-safe system call (prctl).
+        unsafe {
+            command.pre_exec(|| {
+                // If the launcher dies (even by SIGKILL), the worker is told to cancel; it then
+                // stops at its next poll site and reports `cancelled`.
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
+            });
+        }
+        let child = command
+            .spawn()
+            .map_err(|source| SuperviseError::Spawn { program: argv[0].clone(), source })?;
+        Ok(Self {
+            pid: child.id(),
+            child,
+            ready_file: out_dir.join("worker-ready"),
+            limits,
+            started,
+            ready_since: None,
+            intervention: Intervention::None,
+            sent: None,
+            term_at: None,
+            seen_interrupts: 0,
+            outcome_taken: false,
+        })
+    }
+
+    /// Whether `worker-ready` has been seen.
+    pub fn is_ready(&self) -> bool {
+        self.ready_since.is_some()
+    }
+
+    /// One look at the worker: the ready file, Ctrl-C, the limits, escalation. Returns the
+    /// outcome once the worker has exited (its process group killed, the child reaped), and
+    /// only once.
+    pub fn poll(&mut self, interrupts: &Interrupts) -> Result<Option<Outcome>, SuperviseError> {
+        if self.outcome_taken {
+            return Ok(None);
+        }
+        if let Some(status) = try_wait(&mut self.child)? {
+            // Whatever the worker left in its group (a forked grandchild holding its files) goes too.
+            let _ = killpg(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
+            self.outcome_taken = true;
+            return Ok(Some(Outcome {
+                pid: self.pid,
+                status,
+                intervention: self.intervention,
+                sent: self.sent,
+                wall: self.started.elapsed(),
+            }));
+        }
         let now = Instant::now();
-        if ready_since.is_none() && ready_file.exists() {
-            ready_since = Some(now);
+        if self.ready_since.is_none() && self.ready_file.exists() {
+            self.ready_since = Some(now);
         }
         let interrupts_now = interrupts.count();
-        if interrupts_now > seen_interrupts {
-            seen_interrupts = interrupts_now;
+        if interrupts_now > self.seen_interrupts {
+            self.seen_interrupts = interrupts_now;
             if interrupts_now == 1 {
-                intervention = Intervention::Cancelled;
-                signal_group(pid, Signal::SIGTERM, &mut sent);
-                term_at.get_or_insert(now);
+                self.intervention = Intervention::Cancelled;
+                signal_group(self.pid, Signal::SIGTERM, &mut self.sent);
+                self.term_at.get_or_insert(now);
             } else {
-                intervention = Intervention::Killed;
-                signal_group(pid, Signal::SIGKILL, &mut sent);
+                self.intervention = Intervention::Killed;
+                signal_group(self.pid, Signal::SIGKILL, &mut self.sent);
             }
         }
-        if intervention == Intervention::None {
-            let overdue = match ready_since {
-                None => (now - started > limits.ready_timeout).then_some(Intervention::NeverReady),
-                Some(ready) => (now - ready > limits.run_timeout).then_some(Intervention::PastDeadline),
+        if self.intervention == Intervention::None {
+            let overdue = match self.ready_since {
+                None => (now - self.started > self.limits.ready_timeout).then_some(Intervention::NeverReady),
+                Some(ready) => (now - ready > self.limits.run_timeout).then_some(Intervention::PastDeadline),
             };
             if let Some(reason) = overdue {
-                intervention = reason;
-                signal_group(pid, Signal::SIGTERM, &mut sent);
-                term_at = Some(now);
+                self.intervention = reason;
+                signal_group(self.pid, Signal::SIGTERM, &mut self.sent);
+                self.term_at = Some(now);
             }
         }
-        if let Some(at) = term_at {
-            if now - at > limits.grace && sent != Some(Signal::SIGKILL) {
-                signal_group(pid, Signal::SIGKILL, &mut sent);
+        if let Some(at) = self.term_at {
+            if now - at > self.limits.grace && self.sent != Some(Signal::SIGKILL) {
+                signal_group(self.pid, Signal::SIGKILL, &mut self.sent);
             }
         }
-        std::thread::sleep(TICK);
-    };
-    // Whatever the worker left in its group (a forked grandchild holding its files) goes too.
-    let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
-    Ok(Outcome { pid, status, intervention, sent, wall: started.elapsed() })
+        Ok(None)
+    }
 }
 
 fn try_wait(child: &mut Child) -> Result<Option<ExitStatus>, SuperviseError> {

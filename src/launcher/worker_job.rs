@@ -28,12 +28,24 @@ pub struct LoadedManifest {
 impl LoadedManifest {
 }
 
+/// The absolute model folder of `case`. A relative case path is relative to the repository
+/// (req/manifest.md §4), which is what every worker checks `model_dir` against; the manifest's
+/// own folder only coincides with it for the repository's `workloads.json`.
+pub fn model_dir(case: &decode_baseline_protocol::manifest::Case, repo: &Path) -> PathBuf {
+    if case.path.is_absolute() {
+        case.path.clone()
+    } else {
+        repo.join(&case.path)
+    }
+}
+
 pub fn build(
     loaded: &LoadedManifest,
     cell: &Cell,
     adapter: Adapter,
     run_id: String,
     repo: &Path,
+    gate: bool,
 ) -> Result<WorkerJob, WorkerJobError> {
     let manifest = &loaded.manifest;
     let case = manifest.cases.get(&cell.case).ok_or_else(|| WorkerJobError::UnknownCase {
@@ -46,10 +58,7 @@ pub fn build(
         cell: cell.name(),
         prompt: cell.prompt.clone(),
     })?;
-    // A relative case path is relative to the repository (req/manifest.md §4), which is what
-    // every worker checks `model_dir` against; the manifest's own folder only coincides with it
-    // for the repository's `workloads.json`.
-    let model_dir = if case.path.is_absolute() { case.path.clone() } else { repo.join(&case.path) };
+    let model_dir = model_dir(case, repo);
     Ok(WorkerJob {
         schema_version: WORKER_JOB_SCHEMA_VERSION,
         run_id,
@@ -67,5 +76,6 @@ pub fn build(
         stop_ids: case.stop_ids.clone(),
         run_policy: manifest.run_policy.clone(),
         environment: manifest.environment.clone(),
+        gate,
     })
 }

@@ -26,6 +26,7 @@
 //! indices depends only on ChaCha8 (value-stable by its crate's promise) and on this file.
 
 use super::error::StatsError;
+use super::paired::PairedSample;
 use super::sample::{median_in_place, quantile_sorted, ClusteredSample, Sample};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -90,6 +91,12 @@ pub enum Resampling {
     ByRequest,
     /// Individual observations.
     ByPoint,
+    /// Pairs of adjacent requests of one worker run each (interleaved order), drawn as points:
+    /// each pair is one observation of the ratio.
+    ByPair,
+    /// Whole worker runs, then pairs within each drawn run (a two-level bootstrap): the interval
+    /// carries run-to-run variation as well as pair-to-pair.
+    ByRunThenPair,
 }
 
 /// A bootstrap confidence interval and how it was obtained.
@@ -123,6 +130,7 @@ impl Interval {
 pub(crate) enum Source<'a> {
     Points(&'a [f64]),
     Requests(&'a ClusteredSample),
+    Pairs(&'a PairedSample),
 }
 
 impl<'a> Source<'a> {
@@ -132,7 +140,8 @@ impl<'a> Source<'a> {
 
     pub(crate) fn of_clustered(sample: &'a ClusteredSample, resampling: Resampling) -> Self {
         match resampling {
-            Resampling::ByRequest => Source::Requests(sample),
+            // The pair resamplings belong to `PairedSample`; a clustered sample is drawn by request.
+            Resampling::ByRequest | Resampling::ByPair | Resampling::ByRunThenPair => Source::Requests(sample),
             Resampling::ByPoint => Source::Points(sample.pooled().sorted()),
         }
     }
@@ -141,6 +150,8 @@ impl<'a> Source<'a> {
         match self {
             Source::Points(_) => Resampling::ByPoint,
             Source::Requests(_) => Resampling::ByRequest,
+            Source::Pairs(pairs) if pairs.runs() > 1 => Resampling::ByRunThenPair,
+            Source::Pairs(_) => Resampling::ByPair,
         }
     }
 
@@ -155,6 +166,16 @@ impl<'a> Source<'a> {
                 for _ in 0..sample.clusters() {
                     buf.extend_from_slice(sample.cluster(index(rng, sample.clusters())));
                 }
+            }
+            Source::Pairs(pairs) if pairs.runs() > 1 => {
+                for _ in 0..pairs.runs() {
+                    let run = pairs.run(index(rng, pairs.runs()));
+                    buf.extend((0..run.len()).map(|_| run[index(rng, run.len())]));
+                }
+            }
+            Source::Pairs(pairs) => {
+                let run = pairs.run(0);
+                buf.extend((0..run.len()).map(|_| run[index(rng, run.len())]));
             }
         }
         median_in_place(buf)
@@ -198,6 +219,52 @@ pub(crate) fn ratio_interval(
         config,
         numerator.resampling(),
     ))
+}
+
+/// A statistic the bootstrap redraws: the median of one source, or the ratio of the medians of
+/// two sources drawn independently (numerator first).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Statistic<'a> {
+    Median(Source<'a>),
+    RatioOfMedians(Source<'a>, Source<'a>),
+}
+
+impl Statistic<'_> {
+    fn draw(&self, rng: &mut ChaCha8Rng, buf: &mut Vec<f64>) -> f64 {
+        match self {
+            Statistic::Median(source) => source.resampled_median(rng, buf),
+            Statistic::RatioOfMedians(num, den) => {
+                let n = num.resampled_median(rng, buf);
+                n / den.resampled_median(rng, buf)
+            }
+        }
+    }
+
+    fn resampling(&self) -> Resampling {
+        match self {
+            Statistic::Median(source) | Statistic::RatioOfMedians(source, _) => source.resampling(),
+        }
+    }
+}
+
+/// Percentile-bootstrap interval of `numerator / denominator`, two statistics of independent
+/// data (two sessions), each redrawn in every round from one stream (numerator first). The
+/// caller has checked that every observation is positive.
+pub(crate) fn quotient_interval(
+    numerator: Statistic<'_>,
+    denominator: Statistic<'_>,
+    config: &BootstrapConfig,
+) -> Result<Interval, StatsError> {
+    config.validate()?;
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut buf = Vec::new();
+    let estimates = (0..config.resamples)
+        .map(|_| {
+            let n = numerator.draw(&mut rng, &mut buf);
+            n / denominator.draw(&mut rng, &mut buf)
+        })
+        .collect();
+    Ok(percentile_interval(estimates, config, numerator.resampling()))
 }
 
 fn percentile_interval(

@@ -6,10 +6,12 @@ mod bootstrap;
 mod drift;
 mod error;
 mod outliers;
+mod paired;
 mod ratio;
 mod sample;
 mod summary;
 mod verdict;
+mod yardstick;
 
 #[cfg(test)]
 mod proptests;
@@ -20,13 +22,15 @@ pub use bootstrap::{
 pub use drift::{Drift, DriftConfig, DEFAULT_ALPHA, DEFAULT_DRIFT_THRESHOLD, MIN_REQUESTS};
 pub use error::StatsError;
 pub use outliers::{TukeyOutliers, MILD_IQR, SEVERE_IQR};
+pub use paired::{PairedSample, MIN_PAIRS};
 pub use ratio::RatioEstimate;
 pub use sample::{ClusteredSample, Sample, MIN_CLUSTERS, MIN_OBSERVATIONS};
 pub use summary::{
     StabilityWarning, Summary, WarningKind, MAX_STABLE_CI_HALF_WIDTH, MAX_STABLE_CV,
     MIN_STABLE_UNITS,
 };
+pub use yardstick::{against_yardstick, SessionRatio};
 pub use verdict::{
-    Comparison, NoiseThreshold, ThresholdSource, Verdict, DEFAULT_NOISE_THRESHOLD,
+    Comparison, NoiseBound, NoiseThreshold, ThresholdSource, Verdict, DEFAULT_NOISE_THRESHOLD,
     MIN_NOISE_THRESHOLD,
 };

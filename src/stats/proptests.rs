@@ -97,9 +97,11 @@ proptest! {
             let r = RatioEstimate::of_medians(&c, &c, resampling, &BootstrapConfig::default()).unwrap();
             prop_assert_eq!(r.ratio, 1.0);
             prop_assert!(r.ci.contains(1.0), "{:?}", r);
-            // And an A/A verdict is never a difference.
-            let t = NoiseThreshold::given(0.0).unwrap();
-            prop_assert_eq!(Comparison::new(r, t).verdict, Verdict::NoDifference);
+            // And an A/A verdict is never a difference, whatever the band.
+            for t in [0.0, 0.01, 0.5] {
+                let verdict = Comparison::new(r, NoiseThreshold::given(t).unwrap(), NoiseBound::Bounded).verdict;
+                prop_assert!(!matches!(verdict, Verdict::Faster | Verdict::Slower), "{:?} at ±{}", verdict, t);
+            }
         }
     }
 

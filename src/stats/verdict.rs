@@ -5,8 +5,15 @@
 //! `t` (0.02 means ±2 %):
 //! - `faster` when the whole interval lies below `1 - t` (`hi < 1 - t`),
 //! - `slower` when the whole interval lies above `1 + t` (`lo > 1 + t`),
-//! - `no_difference` otherwise: either the interval reaches 1, or the difference it allows is
-//!   within the noise.
+//! - `no_difference` when the whole interval lies inside the band (`1 - t ≤ lo`, `hi ≤ 1 + t`),
+//! - `inconclusive` otherwise: the interval straddles an edge of the band, so the data allow
+//!   both a difference beyond the noise and none. An interval that merely reaches 1 is not
+//!   evidence of no difference.
+//!
+//! And whatever the interval: `inconclusive` when the run-to-run noise is not bounded
+//! (`NoiseBound::Unbounded`): one worker run per side and no A/A pair, so nothing measured how
+//! far two runs of the same code drift apart, and a narrow interval would claim more than the
+//! data can say.
 //!
 //! The threshold is measured, not guessed: run the same adapter twice (an A/A pair) and take the
 //! ratio interval of the two runs. Any departure from 1 there is noise, so
@@ -32,8 +39,20 @@ pub enum Verdict {
     Faster,
     /// The numerator takes more time, beyond the noise.
     Slower,
-    /// The interval does not clear the noise threshold.
+    /// The whole interval lies within the noise threshold.
     NoDifference,
+    /// The interval straddles an edge of the noise band, or the noise was not bounded.
+    Inconclusive,
+}
+
+/// Whether the run-to-run noise behind an interval was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseBound {
+    /// Bounded: the interval resampled whole worker runs, or an A/A pair measured the threshold.
+    Bounded,
+    /// One run per side and no A/A pair: the interval shows request-to-request noise only.
+    Unbounded,
 }
 
 /// Where a noise threshold came from.
@@ -104,26 +123,30 @@ pub struct Comparison {
     pub ratio: RatioEstimate,
     /// The noise threshold.
     pub threshold: NoiseThreshold,
+    /// Whether the run-to-run noise was bounded.
+    pub noise: NoiseBound,
     /// The verdict.
     pub verdict: Verdict,
 }
 
 impl Comparison {
-    /// Holds `ratio`'s interval against `threshold`.
-    pub fn new(ratio: RatioEstimate, threshold: NoiseThreshold) -> Self {
+    /// Holds `ratio`'s interval against `threshold`; `Inconclusive` whatever the interval when
+    /// `noise` is unbounded.
+    pub fn new(ratio: RatioEstimate, threshold: NoiseThreshold, noise: NoiseBound) -> Self {
         let t = threshold.value;
-        let verdict = if ratio.ci.upper < 1.0 - t {
+        let (lo, hi) = (ratio.ci.lower, ratio.ci.upper);
+        let verdict = if noise == NoiseBound::Unbounded {
+            Verdict::Inconclusive
+        } else if hi < 1.0 - t {
             Verdict::Faster
-        } else if ratio.ci.lower > 1.0 + t {
+        } else if lo > 1.0 + t {
             Verdict::Slower
-        } else {
+        } else if lo >= 1.0 - t && hi <= 1.0 + t {
             Verdict::NoDifference
+        } else {
+            Verdict::Inconclusive
         };
-        Comparison {
-            ratio,
-            threshold,
-            verdict,
-        }
+        Comparison { ratio, threshold, noise, verdict }
     }
 }
 
@@ -147,14 +170,19 @@ mod tests {
     #[test]
     fn verdicts_at_and_around_the_threshold() {
         let t = NoiseThreshold::given(0.02).unwrap();
-        let v = |lo, hi| Comparison::new(estimate(lo, hi), t).verdict;
+        let v = |lo, hi| Comparison::new(estimate(lo, hi), t, NoiseBound::Bounded).verdict;
         assert_eq!(v(0.90, 0.97), Verdict::Faster);
         assert_eq!(v(1.03, 1.10), Verdict::Slower);
-        assert_eq!(v(0.97, 1.01), Verdict::NoDifference); // reaches 1
-        assert_eq!(v(0.975, 0.99), Verdict::NoDifference); // below 1 but within the noise
+        assert_eq!(v(0.985, 1.01), Verdict::NoDifference); // inside the band
+        assert_eq!(v(0.985, 0.99), Verdict::NoDifference); // below 1 but within the noise
+        assert_eq!(v(0.975, 0.99), Verdict::Inconclusive); // below 1, reaching past 1 - t
         assert_eq!(v(1.01, 1.019), Verdict::NoDifference);
-        assert_eq!(v(0.95, 1.0 - 0.02), Verdict::NoDifference); // touching 1 - t is not clear of it
+        assert_eq!(v(0.97, 1.01), Verdict::Inconclusive); // reaches 1 but also past 1 - t
+        assert_eq!(v(0.95, 1.0 - 0.02), Verdict::Inconclusive); // touching 1 - t is not clear of it
+        assert_eq!(v(1.011, 2.04), Verdict::Inconclusive); // straddles 1 + t
         assert_eq!(v(1.021, 1.05), Verdict::Slower);
+        let unbounded = Comparison::new(estimate(1.2, 1.3), t, NoiseBound::Unbounded);
+        assert_eq!(unbounded.verdict, Verdict::Inconclusive);
     }
 
     #[test]
@@ -182,7 +210,7 @@ mod tests {
 
     #[test]
     fn comparison_serializes_with_snake_case_verdict() {
-        let c = Comparison::new(estimate(0.9, 0.95), NoiseThreshold::given(0.02).unwrap());
+        let c = Comparison::new(estimate(0.9, 0.95), NoiseThreshold::given(0.02).unwrap(), NoiseBound::Bounded);
         let json = serde_json::to_value(c).unwrap();
         assert_eq!(json["verdict"], "faster");
         assert_eq!(json["threshold"]["source"], "given");

@@ -128,6 +128,7 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
         start_to_ready_ns: Some(1),
         load_ns: Some(1),
         identity: Some(identity(adapter, ids, manifest)),
+        test_slowdown_us: None,
         requests,
     };
     WorkerRun {

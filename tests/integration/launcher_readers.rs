@@ -58,6 +58,7 @@ fn job() -> WorkerJob {
         stop_ids: vec![511],
         run_policy: policy(),
         environment: environment(),
+        gate: false,
     }
 }
 
@@ -115,6 +116,7 @@ fn report() -> WorkerReport {
             libmlx_sha256: env.libmlx_sha256,
             device: "cpu".into(),
         }),
+        test_slowdown_us: None,
         requests: vec![request(0, Phase::First), request(1, Phase::Warmup), request(2, Phase::Measured)],
     }
 }

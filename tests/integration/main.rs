@@ -6,6 +6,7 @@ mod compare;
 mod conformance;
 mod faults;
 mod guard;
+mod interleave;
 mod launcher;
 mod launcher_readers;
 mod mutate;

@@ -134,6 +134,7 @@ impl Repo {
             stop_ids: vec![511],
             run_policy: policy(),
             environment: environment(),
+            gate: false,
         }
     }
 }
@@ -189,6 +190,7 @@ fn report() -> WorkerReport {
             libmlx_sha256: digest("libmlx"),
             device: "cpu".into(),
         }),
+        test_slowdown_us: None,
         requests: vec![request(0, Some(Phase::First)), request(1, Some(Phase::Measured))],
     }
 }

@@ -211,6 +211,7 @@ pub fn fixture_job(fixture: &FixtureManifest, adapter: Adapter, mode: Mode, run_
         stop_ids: case.stop_ids.clone(),
         run_policy: manifest.run_policy.clone(),
         environment: manifest.environment.clone(),
+        gate: false,
     }
 }
 

@@ -25,8 +25,12 @@ CLAIM_FILE = "worker-claim"
 READY_FILE = "worker-ready"
 REPORT_FILE = "report.json"
 REPORT_TEMP_PREFIX = "report.json.tmp."
+REQUEST_FILE_PREFIX = "request-"
+GATE_POLL_S = 0.0002
 LAUNCHER_MESSAGE = "out_dir must be created by the launcher"
 
+SLOWDOWN_ENV = "DECODE_BASELINE_TEST_SLOWDOWN_US"
+SLOWDOWN_ADAPTER_ENV = "DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER"
 HOOK_ENV = "DECODE_BASELINE_TEST_HOOK"
 HOOK_REQUEST_ENV = "DECODE_BASELINE_TEST_HOOK_REQUEST"
 HOOK_SITES = (
@@ -169,6 +173,7 @@ class Watchdog:
     def __init__(self, deadline_s, poll_s, grace_s, backstop):
         self._cond = threading.Condition()
         self._deadline = time.monotonic() + deadline_s
+        self._paused_since = None
         self._fired = threading.Event()
         self._stopped = False
         self._poll_s = poll_s
@@ -184,6 +189,19 @@ class Watchdog:
         with self._cond:
             self._deadline = time.monotonic()
 
+    def pause(self):
+        """Stops the deadline's clock while the worker waits at the request gate."""
+        with self._cond:
+            if self._paused_since is None:
+                self._paused_since = time.monotonic()
+
+    def resume(self):
+        """Restarts it; the deadline moves later by the time spent paused."""
+        with self._cond:
+            if self._paused_since is not None:
+                self._deadline += time.monotonic() - self._paused_since
+                self._paused_since = None
+
     def wait_fired(self):
         self._fired.wait()
 
@@ -197,7 +215,7 @@ class Watchdog:
             while True:
                 if self._stopped:
                     return
-                if time.monotonic() >= self._deadline:
+                if self._paused_since is None and time.monotonic() >= self._deadline:
                     self._fired.set()
                     break
                 self._cond.wait(self._poll_s)
@@ -259,14 +277,69 @@ class Hooks:
             time.sleep(0.001)
 
 
-class PollContext:
-    """What the decode loop polls before every forward: check, hook, check again."""
+class Slowdown:
+    """The test-only slowdown (crates/protocol/src/worker/slowdown.rs): a busy wait of
+    DECODE_BASELINE_TEST_SLOWDOWN_US microseconds at every before_decode_step poll, for the
+    adapter named by DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER only; recorded in the report."""
 
-    def __init__(self, index, cancel, watchdog, hooks):
+    def __init__(self, adapter):
+        raw = os.environ.get(SLOWDOWN_ENV, "")
+        target = os.environ.get(SLOWDOWN_ADAPTER_ENV, "")
+        if bool(raw) != bool(target):
+            raise Refused(f"{SLOWDOWN_ENV} and {SLOWDOWN_ADAPTER_ENV} must be set together")
+        try:
+            micros = int(raw.strip()) if raw else 0
+        except ValueError:
+            raise Refused(f"{SLOWDOWN_ENV}={raw!r} is not a whole number of microseconds")
+        if micros < 0:
+            raise Refused(f"{SLOWDOWN_ENV}={raw!r} is not a whole number of microseconds")
+        self.micros = micros if (target == adapter and micros > 0) else None
+        self._ns = (self.micros or 0) * 1000
+
+    def apply(self):
+        if self._ns:
+            until = time.perf_counter_ns() + self._ns
+            while time.perf_counter_ns() < until:
+                pass
+
+
+# --- the request gate -----------------------------------------------------------------------------
+
+
+def wait_for_grant(out, index, cancel, watchdog):
+    """Waits until <out>/request-<index>-granted exists, the deadline paused (req/protocol.md,
+    "The request gate"); raises Interrupted on cancellation or an already fired deadline."""
+    granted = out / f"{REQUEST_FILE_PREFIX}{index}-granted"
+    watchdog.pause()
+    try:
+        while True:
+            if cancel.is_set():
+                raise Interrupted("cancelled")
+            if watchdog.fired():
+                raise Interrupted("timeout")
+            if granted.exists():
+                return
+            time.sleep(GATE_POLL_S)
+    finally:
+        watchdog.resume()
+
+
+def signal_done(out, index):
+    """Creates <out>/request-<index>-done (exclusive: never overwritten)."""
+    fd = os.open(out / f"{REQUEST_FILE_PREFIX}{index}-done", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.close(fd)
+
+
+class PollContext:
+    """What the decode loop polls before every forward: check, hook, check again; the
+    test-only slowdown at before_decode_step, inside the step's timed interval."""
+
+    def __init__(self, index, cancel, watchdog, hooks, slowdown):
         self.index = index
         self._cancel = cancel
         self._watchdog = watchdog
         self._hooks = hooks
+        self._slowdown = slowdown
 
     def check(self):
         if self._cancel.is_set():
@@ -279,6 +352,8 @@ class PollContext:
         if self._hooks.armed:
             self._hooks.reach(site, self.index, self._cancel, self._watchdog)
             self.check()
+        if site == "before_decode_step":
+            self._slowdown.apply()
 
 
 # --- the report -----------------------------------------------------------------------------------

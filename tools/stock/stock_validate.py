@@ -134,6 +134,8 @@ def validate_job(job, worker_repo):
         raise mismatch("adapter", "stock", job["adapter"])
     if job["mode"] not in ("headline", "fixed_continuation", "reference_pair"):
         raise Refusal("mode", f"unknown mode {job['mode']!r}")
+    if not isinstance(job.get("gate", False), bool):
+        raise Refusal("gate", f"expected true or false, found {job['gate']!r}")
 
     repo = Path(job["repo_root"])
     if not repo.is_absolute() or repo.resolve() != worker_repo:

@@ -58,6 +58,7 @@ def main(argv):
     try:
         out = proto.open_out_dir(args.out_dir)
         hooks = proto.Hooks(out)
+        slowdown = proto.Slowdown("stock")
         marker = proto.claim(out)
     except proto.Refused as err:
         print(f"worker refused: {err}", file=sys.stderr, flush=True)
@@ -90,6 +91,7 @@ def main(argv):
             "start_to_ready_ns": None,
             "load_ns": None,
             "identity": None,
+            "test_slowdown_us": slowdown.micros,
             "requests": [],
         },
     )
@@ -157,9 +159,11 @@ def main(argv):
 
     end = None
     for index, phase, last in request_plan(job):
-        ctx = proto.PollContext(index, cancel, watchdog, hooks)
+        ctx = proto.PollContext(index, cancel, watchdog, hooks, slowdown)
         try:
             ctx.check()
+            if job.get("gate", False):
+                proto.wait_for_grant(out, index, cancel, watchdog)
             if hooks.armed:
                 hooks.reach("request_loop", index, cancel, watchdog)
                 hooks.reach("stall", index, cancel, watchdog)
@@ -179,6 +183,12 @@ def main(argv):
             end = ("failed", f"request {index} failed: {err!r}")
             break
         slot.add_request({"index": index, "phase": phase, **record})
+        if job.get("gate", False):
+            try:
+                proto.signal_done(out, index)
+            except OSError as err:
+                end = ("failed", f"request {index}: failed to create its done file: {err!r}")
+                break
         if last:
             hooks.reach("final_request", None, cancel, watchdog)
 

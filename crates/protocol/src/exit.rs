@@ -34,6 +34,10 @@ pub enum ExitCode {
     /// Compare: the sessions differ in manifest, model, libmlx, worker sources or host, and
     /// `--allow-mismatch` was not given.
     Refused = 12,
+    /// Compare: no row faster or slower, and at least one row inconclusive: its interval
+    /// straddles an edge of the noise band, or the run-to-run noise was not bounded (one worker
+    /// run per side and no A/A pair), so neither a difference nor its absence is shown.
+    Inconclusive = 13,
 }
 
 impl ExitCode {

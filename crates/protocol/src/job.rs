@@ -105,6 +105,12 @@ pub struct WorkerJob {
     pub run_policy: RunPolicy,
     /// The environment the worker must find installed.
     pub environment: EnvironmentPins,
+    /// Interleaved sessions: before request `i` the worker waits at the request gate until the
+    /// launcher creates `request-<i>-granted`, and creates `request-<i>-done` once the request's
+    /// record is complete (`req/protocol.md`, "The request gate"). `false`: no gate. Absent in
+    /// jobs written before the gate existed, which read as `false`.
+    #[serde(default)]
+    pub gate: bool,
 }
 
 /// The canonical digest of a token id sequence: SHA-256 of the ids as decimal numbers joined

@@ -32,6 +32,21 @@ pub enum WorkerOrder {
     Alternate,
     /// Always in the order of `adapters`.
     Fixed,
+    /// The adapters' workers of a cell and repetition start together, load, signal ready, and
+    /// then run one request at a time through the request gate, alternating A B, B A, … request
+    /// by request; the starting adapter flips each repetition. The ratio then comes from pairs
+    /// of adjacent requests. Every model of the group is loaded at once.
+    Interleaved,
+}
+
+impl WorkerOrder {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerOrder::Alternate => "alternate",
+            WorkerOrder::Fixed => "fixed",
+            WorkerOrder::Interleaved => "interleaved",
+        }
+    }
 }
 
 /// A session job.

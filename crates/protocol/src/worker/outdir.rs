@@ -17,6 +17,10 @@ pub const REPORT_FILE: &str = "report.json";
 /// Prefix of the per-process temp file the report is written to before the link.
 pub const REPORT_TEMP_PREFIX: &str = "report.json.tmp.";
 
+/// Prefix of the request gate's files: `request-<i>-granted` (the launcher lets request `i`
+/// start) and `request-<i>-done` (the worker finished it).
+pub const REQUEST_FILE_PREFIX: &str = "request-";
+
 /// The tail of the refusal message both workers print for a missing or blocked out dir.
 pub const LAUNCHER_MESSAGE: &str = "out_dir must be created by the launcher";
 
@@ -71,6 +75,16 @@ impl OutDir {
 
     pub fn report(&self) -> PathBuf {
         self.path.join(REPORT_FILE)
+    }
+
+    /// Created by the launcher: request `index` may start (gated jobs only).
+    pub fn granted(&self, index: u32) -> PathBuf {
+        self.path.join(format!("{REQUEST_FILE_PREFIX}{index}-granted"))
+    }
+
+    /// Created by the worker: request `index` is complete (gated jobs only).
+    pub fn done(&self, index: u32) -> PathBuf {
+        self.path.join(format!("{REQUEST_FILE_PREFIX}{index}-done"))
     }
 
     /// This process's temp file for the report.

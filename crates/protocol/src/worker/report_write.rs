@@ -91,6 +91,7 @@ mod tests {
             start_to_ready_ns: None,
             load_ns: None,
             identity: None,
+            test_slowdown_us: None,
             requests: vec![],
         }
     }

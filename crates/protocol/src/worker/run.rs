@@ -16,10 +16,12 @@ use std::{
 use super::{
     cancel::CancelFlag,
     claim::claim,
+    gate::{signal_done, wait_for_grant},
     hooks::{Hooks, Site},
     outdir::OutDir,
     ready::signal_ready,
     report_write::{write_once, WriteOutcome},
+    slowdown::Slowdown,
     utc::utc_now_rfc3339,
     watchdog::Watchdog,
 };
@@ -118,6 +120,7 @@ pub struct RequestContext<'a> {
     cancel: &'a CancelFlag,
     watchdog: &'a Watchdog,
     hooks: &'a Hooks,
+    slowdown: &'a Slowdown,
 }
 
 impl RequestContext<'_> {
@@ -134,12 +137,16 @@ impl RequestContext<'_> {
 
     /// Call before every prefill chunk, the seed forward and every decode step, with the
     /// matching site: check → test hook → check again, so a signal that arrives while a hook
-    /// holds the worker is seen before the next forward runs.
+    /// holds the worker is seen before the next forward runs. At `before_decode_step` the
+    /// test-only slowdown, if set, spins here, inside the step's timed interval.
     pub fn poll(&self, site: Site) -> Result<(), Interrupt> {
         self.check()?;
         if self.hooks.is_armed() {
             self.hooks.reach(site, Some(self.index), self.cancel, Some(self.watchdog));
             self.check()?;
+        }
+        if site == Site::BeforeDecodeStep {
+            self.slowdown.apply();
         }
         Ok(())
     }
@@ -257,6 +264,13 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
             return ExitCode::Failed;
         }
     };
+    let slowdown = match Slowdown::from_env(driver.adapter()) {
+        Ok(slowdown) => slowdown,
+        Err(err) => {
+            eprintln!("worker refused: {err}");
+            return ExitCode::Failed;
+        }
+    };
     let marker = match claim(&out) {
         Ok(marker) => marker,
         Err(err) => {
@@ -298,6 +312,7 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
             start_to_ready_ns: None,
             load_ns: None,
             identity: None,
+            test_slowdown_us: slowdown.micros(),
             requests: Vec::new(),
         },
         taken: false,
@@ -350,8 +365,10 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
 
     let mut end: Option<(Status, Option<String>)> = None;
     for spec in request_plan(&job) {
-        let ctx = RequestContext { index: spec.index, cancel: &cancel, watchdog: &watchdog, hooks: &hooks };
-        if let Err(interrupt) = ctx.check() {
+        let ctx =
+            RequestContext { index: spec.index, cancel: &cancel, watchdog: &watchdog, hooks: &hooks, slowdown: &slowdown };
+        let gate = || if job.gate { wait_for_grant(&out, spec.index, &cancel, &watchdog) } else { Ok(()) };
+        if let Err(interrupt) = ctx.check().and_then(|()| gate()) {
             end = Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
             break;
         }
@@ -360,7 +377,15 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
             hooks.reach(Site::Stall, Some(spec.index), &cancel, Some(&watchdog));
         }
         match driver.run_request(&job, spec, &ctx) {
-            Ok(record) => slot.lock().unwrap_or_else(|e| e.into_inner()).report.requests.push(record),
+            Ok(record) => {
+                slot.lock().unwrap_or_else(|e| e.into_inner()).report.requests.push(record);
+                if job.gate {
+                    if let Err(err) = signal_done(&out, spec.index) {
+                        end = Some((Status::Failed, Some(format!("request {}: {err}: {}", spec.index, err_source(&err)))));
+                        break;
+                    }
+                }
+            }
             Err(RequestError::Interrupted(interrupt)) => {
                 end = Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
                 break;

@@ -7,6 +7,10 @@
 //! watchdog runs the backstop: it writes the timeout report itself and exits 3.
 //!
 //! The fire lands at the first poll at or after the deadline, so up to one poll interval late.
+//!
+//! A gated worker (interleaved sessions) pauses the deadline while it waits at the request gate
+//! for the other adapters' requests: the deadline bounds the worker's own work, and the
+//! launcher bounds the wait.
 
 use std::{
     sync::{
@@ -21,6 +25,8 @@ pub type Backstop = Box<dyn FnOnce() + Send + 'static>;
 
 struct State {
     deadline: Instant,
+    /// Set while the worker waits at the request gate: the deadline does not run.
+    paused_since: Option<Instant>,
     fired: bool,
     stopped: bool,
 }
@@ -40,7 +46,7 @@ impl Watchdog {
     /// Starts the thread; `deadline` counts from now.
     pub fn start(deadline: Duration, poll: Duration, grace: Duration, backstop: Backstop) -> Self {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { deadline: Instant::now() + deadline, fired: false, stopped: false }),
+            state: Mutex::new(State { deadline: Instant::now() + deadline, paused_since: None, fired: false, stopped: false }),
             changed: Condvar::new(),
             fired: AtomicBool::new(false),
         });
@@ -61,6 +67,21 @@ impl Watchdog {
     pub fn force_deadline(&self) {
         let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         state.deadline = Instant::now();
+    }
+
+    /// Stops the deadline's clock (the worker waits at the request gate). A deadline that has
+    /// already fired stays fired.
+    pub fn pause(&self) {
+        let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.paused_since.get_or_insert_with(Instant::now);
+    }
+
+    /// Restarts the clock: the deadline moves later by the time spent paused.
+    pub fn resume(&self) {
+        let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(since) = state.paused_since.take() {
+            state.deadline += since.elapsed();
+        }
     }
 
     /// Blocks until the watchdog has fired.
@@ -86,7 +107,7 @@ fn watch(shared: &Shared, poll: Duration, grace: Duration, backstop: Backstop) {
         if state.stopped {
             return;
         }
-        if Instant::now() >= state.deadline {
+        if state.paused_since.is_none() && Instant::now() >= state.deadline {
             state.fired = true;
             shared.fired.store(true, Ordering::SeqCst);
             shared.changed.notify_all();
@@ -146,5 +167,21 @@ mod tests {
         dog.stop();
         // The sender is dropped with the closure when the thread returns without calling it.
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Err(mpsc::RecvTimeoutError::Disconnected));
+    }
+
+    #[test]
+    fn a_paused_deadline_does_not_fire_and_resumes_later() {
+        let dog = Watchdog::start(Duration::from_secs(3600), Duration::from_millis(1), Duration::from_secs(3600), Box::new(|| ()));
+        dog.pause();
+        dog.force_deadline();
+        // Thirty polls pass while paused: a deadline that ran during the pause would fire.
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!dog.fired());
+        dog.resume();
+        // The deadline moved by the ~30 ms paused; from the forced "now" that is in the past
+        // by the time the next poll comes, so it fires.
+        dog.wait_fired();
+        assert!(dog.fired());
+        dog.stop();
     }
 }

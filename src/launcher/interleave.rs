@@ -1,0 +1,128 @@
+//! The interleaved order: the workers of one cell and repetition run at the same time, and the
+//! launcher lets one request run at a time through the request gate (`req/protocol.md`, "The
+//! request gate"), alternating the adapters A B, B A, A B, … round by round.
+//!
+//! A disturbance of the machine (another program, a frequency change, heat) then lands on
+//! neighbouring requests of every adapter rather than on one adapter's whole run, and the
+//! ratio of adjacent requests cancels it (`stats::paired`).
+//!
+//! The first grant waits until every member has signalled ready (or ended); a member that ends
+//! early (crashed, refused, killed) drops out and the others go on alone. Each member is still
+//! supervised as in the sequential orders: its own ready timeout, run limit, Ctrl-C and
+//! escalation (`supervise::Supervised`).
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use super::{
+    signals::Interrupts,
+    supervise::{Limits, Outcome, SuperviseError, Supervised},
+};
+
+/// How often the launcher looks at the members and the gate files. The grant latency is added
+/// between requests, outside every measured interval.
+const GATE_TICK: Duration = Duration::from_millis(1);
+
+/// One member of an interleaved group.
+#[derive(Debug, Clone)]
+pub struct Member<'a> {
+    pub argv: &'a [String],
+    pub out_dir: &'a Path,
+    /// How many requests its job runs (the gate grants exactly these).
+    pub requests: u32,
+}
+
+/// The order of the grants: round `k` grants request `k` to the members in their order when
+/// `k` is even and in reverse when odd, skipping members whose job has fewer requests.
+pub fn grant_order(requests: &[u32]) -> Vec<(usize, u32)> {
+    let rounds = requests.iter().copied().max().unwrap_or(0);
+    let mut order = Vec::new();
+    for k in 0..rounds {
+        let mut members: Vec<usize> = (0..requests.len()).collect();
+        if k % 2 == 1 {
+            members.reverse();
+        }
+        order.extend(members.into_iter().filter(|&m| k < requests[m]).map(|m| (m, k)));
+    }
+    order
+}
+
+fn granted_path(out_dir: &Path, request: u32) -> PathBuf {
+    out_dir.join(format!("{}{request}-granted", decode_baseline_protocol::worker::REQUEST_FILE_PREFIX))
+}
+
+fn done_path(out_dir: &Path, request: u32) -> PathBuf {
+    out_dir.join(format!("{}{request}-done", decode_baseline_protocol::worker::REQUEST_FILE_PREFIX))
+}
+
+/// Starts every member, grants their requests one at a time, and supervises them to the end.
+/// `on_request` is called after each completed request (for the progress display), `on_tick`
+/// on every look. Outcomes come back in the members' order.
+pub fn supervise_group(
+    members: &[Member<'_>],
+    limits: Limits,
+    interrupts: &Interrupts,
+    mut on_tick: impl FnMut(),
+    mut on_request: impl FnMut(usize),
+) -> Result<Vec<Outcome>, SuperviseError> {
+    let mut running = Vec::with_capacity(members.len());
+    for member in members {
+        running.push(Supervised::spawn(member.argv, member.out_dir, limits)?);
+    }
+    let mut outcomes: Vec<Option<Outcome>> = members.iter().map(|_| None).collect();
+    let order = grant_order(&members.iter().map(|m| m.requests).collect::<Vec<_>>());
+    let mut next = 0;
+    let mut outstanding: Option<(usize, u32)> = None;
+    loop {
+        for (i, worker) in running.iter_mut().enumerate() {
+            if let Some(outcome) = worker.poll(interrupts)? {
+                outcomes[i] = Some(outcome);
+            }
+        }
+        if outcomes.iter().all(Option::is_some) {
+            break;
+        }
+        on_tick();
+        if let Some((m, k)) = outstanding {
+            if done_path(members[m].out_dir, k).exists() {
+                on_request(m);
+                outstanding = None;
+            } else if outcomes[m].is_some() {
+                outstanding = None;
+            }
+        }
+        let everyone_ready = running.iter().zip(&outcomes).all(|(w, o)| w.is_ready() || o.is_some());
+        if outstanding.is_none() && everyone_ready && interrupts.count() == 0 {
+            while let Some(&(m, k)) = order.get(next) {
+                next += 1;
+                if outcomes[m].is_some() {
+                    continue;
+                }
+                // A grant that cannot be written leaves the worker waiting until its run limit
+                // ends it; the record says why.
+                if let Err(err) = std::fs::write(granted_path(members[m].out_dir, k), b"") {
+                    eprintln!("decode-baseline: failed to grant request {k} in {}: {err}", members[m].out_dir.display());
+                }
+                outstanding = Some((m, k));
+                break;
+            }
+        }
+        std::thread::sleep(GATE_TICK);
+    }
+    Ok(outcomes.into_iter().map(|o| o.expect("every member ended")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_alternate_and_short_jobs_drop_out() {
+        assert_eq!(grant_order(&[3, 3]), [(0, 0), (1, 0), (1, 1), (0, 1), (0, 2), (1, 2)]);
+        assert_eq!(grant_order(&[2, 1, 2]), [(0, 0), (1, 0), (2, 0), (2, 1), (0, 1)]);
+        assert_eq!(grant_order(&[1]), [(0, 0)]);
+        assert!(grant_order(&[]).is_empty());
+    }
+}

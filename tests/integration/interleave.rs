@@ -1,0 +1,212 @@
+//! The interleaved order with both real workers: one request at a time through the request
+//! gate, alternating the adapters; the paired ratio; the test-only slowdown; Ctrl-C at the gate.
+
+use std::{
+    fs::File,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant, SystemTime},
+};
+
+use decode_baseline_protocol::{
+    worker::{HOOK_ENV, HOOK_REQUEST_ENV, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV},
+    RunPolicy,
+};
+use serde_json::{json, Value};
+
+use crate::util::{self, pid_alive};
+
+/// Only a broken build reaches this.
+const BOUND: Duration = Duration::from_secs(300);
+
+fn policy() -> RunPolicy {
+    RunPolicy { first_requests: 1, warmup_requests: 1, measured_requests: 4, max_new_tokens: 16, ..RunPolicy::frozen() }
+}
+
+struct Scratch {
+    tmp: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// Both adapters, the given cells (by mode), interleaved, with an A/A group when `aa`.
+    fn new(modes: &[&str], repetitions: u32, aa: bool) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let fixture = util::fixture_manifest(tmp.path(), &policy(), |_| {});
+        let cells: Vec<String> = fixture
+            .manifest
+            .cells
+            .iter()
+            .filter(|c| modes.contains(&c.mode.as_str()))
+            .map(|c| c.name())
+            .collect();
+        let job = json!({
+            "schema_version": 1, "manifest": "workloads.json", "cells": cells,
+            "adapters": ["controlled", "stock"], "output_root": "out", "repetitions": repetitions,
+            "order": "interleaved", "aa_pair": aa
+        });
+        std::fs::write(tmp.path().join("job.json"), job.to_string()).unwrap();
+        Self { tmp }
+    }
+
+    fn root(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    fn launcher(&self) -> Command {
+        let mut cmd = Command::new(util::binary());
+        cmd.args(["run", "--job"])
+            .arg(self.root().join("job.json"))
+            .current_dir(util::repo_root())
+            .env("DECODE_BASELINE_LEASE", self.root().join("lease"))
+            .env("HF_HUB_OFFLINE", "1")
+            .env_remove("DECODE_BASELINE_WORKER_STOCK")
+            .env_remove("DECODE_BASELINE_WORKER_CONTROLLED")
+            .env_remove(HOOK_ENV)
+            .env_remove(HOOK_REQUEST_ENV)
+            .env_remove(SLOWDOWN_ENV)
+            .env_remove(SLOWDOWN_ADAPTER_ENV)
+            .stdin(Stdio::null())
+            .stdout(File::create(self.root().join("launcher.stdout")).unwrap())
+            .stderr(File::create(self.root().join("launcher.stderr")).unwrap());
+        cmd
+    }
+
+    fn run(&self, cmd: &mut Command) -> Option<i32> {
+        let mut child = cmd.spawn().unwrap();
+        let started = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.code();
+            }
+            if started.elapsed() > BOUND {
+                let _ = child.kill();
+                panic!("launcher still running after {BOUND:?}: {}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.root().join("launcher.stderr")).unwrap_or_default()
+    }
+
+    fn session_dir(&self) -> PathBuf {
+        let dirs: Vec<PathBuf> = std::fs::read_dir(self.root().join("out")).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        dirs[0].clone()
+    }
+
+    fn session(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(self.session_dir().join("session.json")).unwrap()).unwrap()
+    }
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).modified().unwrap()
+}
+
+/// The grant and done stamps of every request of one worker folder.
+fn gate_stamps(dir: &Path, requests: u32) -> Vec<(SystemTime, SystemTime)> {
+    (0..requests)
+        .map(|i| (mtime(&dir.join(format!("request-{i}-granted"))), mtime(&dir.join(format!("request-{i}-done")))))
+        .collect()
+}
+
+#[test]
+fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
+    let s = Scratch::new(&["headline", "fixed_continuation", "reference_pair"], 2, false);
+    let code = s.run(&mut s.launcher());
+    assert_eq!(code, Some(0), "{}", s.stderr());
+    let session = s.session();
+    assert_eq!(session["status"], "ok");
+    assert_eq!(session["job"]["order"], "interleaved");
+
+    // Every worker job was gated; each request ran alone, in the order A B, B A, ... with the
+    // first adapter flipping in repetition 1.
+    let total = policy().total_requests();
+    let dir = s.session_dir();
+    for cell in session["analysis"]["cells"].as_array().unwrap() {
+        let name = cell["cell"].as_str().unwrap();
+        let requests = if cell["mode"] == "reference_pair" { 1 } else { total };
+        for (repetition, first) in [(0, "controlled"), (1, "stock")] {
+            let second = if first == "controlled" { "stock" } else { "controlled" };
+            let job: Value = serde_json::from_slice(&std::fs::read(dir.join(name).join(format!("{first}-{repetition}/job.json"))).unwrap()).unwrap();
+            assert_eq!(job["gate"], true);
+            let a = gate_stamps(&dir.join(name).join(format!("{first}-{repetition}")), requests);
+            let b = gate_stamps(&dir.join(name).join(format!("{second}-{repetition}")), requests);
+            let mut sequence = Vec::new();
+            for k in 0..requests as usize {
+                if k % 2 == 0 { sequence.extend([a[k], b[k]]) } else { sequence.extend([b[k], a[k]]) }
+            }
+            for w in sequence.windows(2) {
+                assert!(w[0].1 <= w[1].0, "{name} rep {repetition}: a request was granted before the previous one was done");
+            }
+        }
+        if cell["mode"] != "reference_pair" {
+            let paired = &cell["paired"]["controlled"];
+            assert!(paired["ratio"].as_f64().unwrap() > 0.0, "{cell}");
+            assert_eq!(paired["ci"]["resampling"], "by_run_then_pair", "two repetitions: runs are resampled");
+        }
+    }
+    let table = std::fs::read_to_string(s.root().join("launcher.stdout")).unwrap();
+    assert!(table.contains("c/s paired"), "{table}");
+
+    // Within the session, with two runs per adapter resampled, the noise is bounded.
+    let out = util::run(Command::new(util::binary()).args(["compare", "--format", "json"]).arg(&dir));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["basis"] == "paired" && r["outcome"]["comparison"]["noise"] == "bounded"), "{report}");
+}
+
+#[test]
+fn a_slowdown_injected_into_one_adapter_shows_in_its_paired_ratio_and_its_reports() {
+    let s = Scratch::new(&["headline"], 1, false);
+    // 3 ms per step against the fixture's well under 3 ms: a paired ratio far above 1, whatever
+    // else the machine does at the time.
+    let code = s.run(s.launcher().env(SLOWDOWN_ENV, "3000").env(SLOWDOWN_ADAPTER_ENV, "controlled"));
+    assert_eq!(code, Some(0), "{}", s.stderr());
+    let session = s.session();
+    for worker in session["workers"].as_array().unwrap() {
+        let expected = if worker["adapter"] == "controlled" { json!(3000) } else { Value::Null };
+        assert_eq!(worker["report"]["test_slowdown_us"], expected, "{}", worker["run_id"]);
+    }
+    let cell = &session["analysis"]["cells"][0];
+    let paired = cell["paired"]["controlled"]["ratio"].as_f64().unwrap();
+    let controlled = cell["adapters"]["controlled"]["per_token_ns"]["median"].as_f64().unwrap();
+    assert!(controlled > 3.0e6, "every step carries the 3 ms spin: {controlled}");
+    assert!(paired > 1.0, "{paired}");
+    let table = std::fs::read_to_string(s.root().join("launcher.stdout")).unwrap();
+    assert!(table.contains("test slowdown"), "{table}");
+}
+
+#[test]
+fn ctrl_c_while_both_workers_wait_at_the_gate_cancels_both() {
+    let s = Scratch::new(&["headline"], 1, false);
+    // The controlled worker holds at its first decode step of request 1; the stock worker then
+    // waits at the gate for its request 1.
+    let mut cmd = s.launcher();
+    cmd.env(HOOK_ENV, "before_decode_step").env(HOOK_REQUEST_ENV, "1");
+    let mut child = cmd.spawn().unwrap();
+    let started = Instant::now();
+    let reached = loop {
+        let found = std::fs::read_dir(s.root().join("out"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| util::find_file(&e.unwrap().path(), "hook-before_decode_step-reached"));
+        if let Some(path) = found {
+            break path;
+        }
+        assert!(started.elapsed() < BOUND, "never reached the hook: {}", s.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(4), "{}", s.stderr());
+    let session = s.session();
+    assert_eq!(session["status"], "cancelled");
+    for worker in session["workers"].as_array().unwrap() {
+        assert_eq!(worker["report"]["status"], "cancelled", "{}", worker["run_id"]);
+        assert!(!pid_alive(worker["pid"].as_i64().unwrap() as i32));
+    }
+    assert!(reached.exists());
+}
