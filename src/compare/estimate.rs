@@ -18,7 +18,7 @@ use super::{
     identity::{self, Mismatch},
     load::LoadedSession,
     samples::{self, CellData, REFERENCE},
-    threshold::{self, RowThreshold, ThresholdOrigin},
+    threshold::{self, RowThreshold},
     CompareError,
 };
 
@@ -97,6 +97,9 @@ pub struct Row {
     pub basis: Basis,
     /// The adapter it is measured against within each session (`against_reference` rows).
     pub against: Option<Adapter>,
+    /// Whether the row's verdict counts toward the overall verdict: `false` for raw rows across
+    /// sessions without `--raw`, which are shown for context only.
+    pub judged: bool,
     pub numerator: Side,
     pub denominator: Side,
     pub outcome: RowResult,
@@ -181,10 +184,10 @@ fn of_medians(
     RatioEstimate::of_medians(&n, &d, Resampling::ByRequest, &BootstrapConfig::default()).map_err(|e| e.to_string())
 }
 
-/// Measured noise bounds the run-to-run variation; so does an interval that resampled runs.
-fn noise(threshold: &RowThreshold, runs_resampled: bool) -> NoiseBound {
-    let measured = matches!(threshold.origin, ThresholdOrigin::AaPair | ThresholdOrigin::AaPairOtherCells);
-    if measured || runs_resampled {
+/// A recorded A/A pair bounds the run-to-run variation (also when `--threshold` sets the band);
+/// so does an interval that resampled whole runs.
+fn noise(aa_pairs: &[(String, RatioEstimate)], other_pairs: &[(String, RatioEstimate)], runs_resampled: bool) -> NoiseBound {
+    if !aa_pairs.is_empty() || !other_pairs.is_empty() || runs_resampled {
         NoiseBound::Bounded
     } else {
         NoiseBound::Unbounded
@@ -219,30 +222,32 @@ pub fn compare_within(a: &LoadedSession, flag: Option<f64>, allow_mismatch: bool
     let mut rows = Vec::new();
     if !refused {
         for cell in &cells {
-            let (basis, ratio, threshold, resampled_runs) = match cell.paired(Adapter::Controlled) {
+            let (basis, ratio, own, other, resampled_runs) = match cell.paired(Adapter::Controlled) {
                 Some(pairs) => {
                     let own: Vec<(String, RatioEstimate)> =
                         cell.paired_aa.get(&Adapter::Controlled).map(|r| ("controlled against stock".to_owned(), *r)).into_iter().collect();
                     let other = others("", &cells, &cell.cell, |c| c.paired_aa.iter().map(|(a, r)| (*a, *r)).collect());
                     let runs = pairs.as_ref().map_or(0, |p| p.runs());
                     let ratio = pairs.and_then(|p| p.estimate(&BootstrapConfig::default()).map_err(|e| e.to_string()));
-                    (Basis::Paired, ratio, threshold::choose(flag_t, &own, &other), runs > 1)
+                    (Basis::Paired, ratio, own, other, runs > 1)
                 }
                 None => {
                     let own: Vec<(String, RatioEstimate)> =
                         cell.aa_ratios.iter().map(|(adapter, r)| (adapter.as_str().to_owned(), *r)).collect();
                     let other = others("", &cells, &cell.cell, |c| c.aa_ratios.iter().map(|(a, r)| (*a, *r)).collect());
                     let ratio = of_medians(cell.sample(Adapter::Controlled), cell.sample(REFERENCE));
-                    (Basis::RatioOfMedians, ratio, threshold::choose(flag_t, &own, &other), false)
+                    (Basis::RatioOfMedians, ratio, own, other, false)
                 }
             };
-            let bound = noise(&threshold, resampled_runs);
+            let threshold = threshold::choose(flag_t, &own, &other);
+            let bound = noise(&own, &other, resampled_runs);
             rows.push(Row {
                 cell: cell.cell.clone(),
                 mode: cell.mode,
                 adapter: None,
                 basis,
                 against: None,
+                judged: true,
                 numerator: side("controlled", cell, Adapter::Controlled),
                 denominator: side("stock", cell, REFERENCE),
                 outcome: outcome(ratio, threshold, bound),
@@ -377,13 +382,14 @@ fn yardstick_row(
     let ratio = sides.and_then(|(yb, ya)| {
         against_yardstick(yb.ratio(), ya.ratio(), &BootstrapConfig::default()).map_err(|e| e.to_string())
     });
-    let bound = noise(&threshold, resampled_runs);
+    let bound = noise(&own, &other, resampled_runs);
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
         adapter: Some(adapter),
         basis: Basis::AgainstReference,
         against: Some(REFERENCE),
+        judged: true,
         numerator: side("B", cb, adapter),
         denominator: side("A", ca, adapter),
         outcome: outcome(ratio, threshold, bound),
@@ -410,13 +416,14 @@ fn raw_row(
     other.extend(others("B ", cells_b, &ca.cell, pick));
     let threshold = threshold::choose(flag, &own, &other);
     // Without --raw nothing bounds the machine's drift between the sessions.
-    let bound = if raw { noise(&threshold, false) } else { NoiseBound::Unbounded };
+    let bound = if raw { noise(&own, &other, false) } else { NoiseBound::Unbounded };
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
         adapter: Some(adapter),
         basis: Basis::Raw,
         against: None,
+        judged: raw,
         numerator: side("B", cb, adapter),
         denominator: side("A", ca, adapter),
         outcome: outcome(of_medians(cb.sample(adapter), ca.sample(adapter)), threshold, bound),
@@ -429,7 +436,12 @@ fn finish(mut report: CompareReport) -> Result<CompareReport, CompareError> {
         report.exit_code = report.exit().code();
         return Ok(report);
     }
-    let verdicts: Vec<Verdict> = report.rows.iter().filter_map(Row::verdict).collect();
+    let mut verdicts: Vec<Verdict> = report.rows.iter().filter(|r| r.judged).filter_map(Row::verdict).collect();
+    if verdicts.is_empty() && report.rows.iter().any(|r| r.verdict().is_some()) {
+        // Only raw rows could be compared (e.g. stock-only sessions): nothing holds the machine
+        // constant, so nothing is shown either way.
+        verdicts.push(Verdict::Inconclusive);
+    }
     if verdicts.is_empty() {
         let reasons: Vec<String> = report
             .rows

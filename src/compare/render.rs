@@ -43,7 +43,7 @@ fn basis_cell(row: &Row) -> String {
 /// Why an inconclusive verdict could not be more, when the interval alone does not say.
 fn inconclusive_why(row: &Row) -> Option<&'static str> {
     match &row.outcome {
-        RowResult::Compared { comparison, .. } if comparison.noise == NoiseBound::Unbounded => Some(match row.basis {
+        RowResult::Compared { comparison, .. } if row.judged && comparison.noise == NoiseBound::Unbounded => Some(match row.basis {
             Basis::Raw => "raw times of two sessions: the machine's drift between them is not measured (--raw judges anyway)",
             _ => "run-to-run noise not bounded: one worker run per side and no A/A pair (aa_pair or repetitions ≥ 2)",
         }),
@@ -75,6 +75,7 @@ fn threshold_cell(row: &Row) -> String {
 
 fn verdict_cell(row: &Row) -> String {
     match &row.outcome {
+        RowResult::Compared { .. } if !row.judged => "not judged (raw; --raw judges it)".to_owned(),
         RowResult::Compared { comparison, .. } if inconclusive_why(row).is_some() => {
             format!("{} (noise not bounded)", verdict_words(comparison.verdict))
         }

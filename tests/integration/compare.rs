@@ -185,6 +185,19 @@ impl Synth {
         }
     }
 
+    /// With a tight A/A pair (±0.2 %) for both adapters of every cell: the run-to-run noise is
+    /// bounded (and the 1 % floor is the threshold), so verdicts other than `inconclusive` can
+    /// be reached.
+    fn measured(mut self) -> Self {
+        self.aa = self
+            .cells
+            .iter()
+            .filter(|(cell, ..)| mode_of(cell) != Mode::ReferencePair)
+            .flat_map(|&(cell, ..)| [(cell, Adapter::Controlled, (0.998, 1.002)), (cell, Adapter::Stock, (0.998, 1.002))])
+            .collect();
+        self
+    }
+
     fn report(&self) -> SessionReport {
         let mut workers = Vec::new();
         let mut analysis_cells = Vec::new();
@@ -279,6 +292,7 @@ const BAD_INPUT: i32 = 2;
 const FASTER: i32 = 10;
 const SLOWER: i32 = 11;
 const REFUSED: i32 = 12;
+const INCONCLUSIVE: i32 = 13;
 
 // ---------------------------------------------------------------------------------------------
 // One session: controlled against stock
@@ -292,7 +306,7 @@ fn within_session_each_verdict_and_its_exit_code() {
         ("fast", 540_000.0, "faster", FASTER),
         ("slow", 660_000.0, "slower", SLOWER),
     ] {
-        let dir = Synth::new(id, vec![(HEADLINE, controlled, 600_000.0)]).write(tmp.path());
+        let dir = Synth::new(id, vec![(HEADLINE, controlled, 600_000.0)]).measured().write(tmp.path());
         let run = compare(&[&dir, &"--format", &"json"]);
         assert_eq!(run.code, code, "{id}: {}{}", run.stdout, run.stderr);
         assert_eq!(verdicts(&run), vec![verdict], "{id}");
@@ -302,13 +316,41 @@ fn within_session_each_verdict_and_its_exit_code() {
         assert_eq!(j["exit_code"], code);
         let ratio = j["rows"][0]["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap();
         assert!((ratio - controlled / 600_000.0).abs() < 0.01, "{id}: ratio {ratio}");
+        assert_eq!(j["rows"][0]["basis"], "ratio_of_medians");
     }
+    // Without an A/A pair one run per adapter cannot bound the run-to-run noise: a 10 %
+    // difference is inconclusive, and the table says why.
+    let bare = Synth::new("bare-slow", vec![(HEADLINE, 660_000.0, 600_000.0)]).write(tmp.path());
+    let run = compare(&[&bare, &"--format", &"json"]);
+    assert_eq!(run.code, INCONCLUSIVE, "{}", run.stderr);
+    assert_eq!(verdicts(&run), vec!["inconclusive"]);
+    assert_eq!(json_of(&run)["rows"][0]["outcome"]["comparison"]["noise"], "unbounded");
+    let table = compare(&[&bare]);
+    assert!(table.stdout.contains("inconclusive (noise not bounded)"), "{}", table.stdout);
+    assert!(table.stdout.contains("noise not bounded: run-to-run noise not bounded"), "{}", table.stdout);
+    assert!(table.stdout.contains("verdict: inconclusive (exit 13)"), "{}", table.stdout);
+}
+
+#[test]
+fn an_interval_straddling_the_band_is_inconclusive_not_no_difference() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Controlled 1 % slower, with the 1 % floor as the band: the interval (about ±0.2 %)
+    // reaches past 1 + t from inside it.
+    let dir = Synth::new("edge", vec![(HEADLINE, 606_000.0, 600_000.0)]).measured().write(tmp.path());
+    let run = compare(&[&dir, &"--format", &"json"]);
+    let j = json_of(&run);
+    let ci = &j["rows"][0]["outcome"]["comparison"]["ratio"]["ci"];
+    let (lo, hi) = (ci["lower"].as_f64().unwrap(), ci["upper"].as_f64().unwrap());
+    assert!(lo < 1.01 && hi > 1.01, "the fixture straddles 1 + t: [{lo}, {hi}]");
+    assert_eq!(verdicts(&run), vec!["inconclusive"]);
+    assert_eq!(run.code, INCONCLUSIVE);
 }
 
 #[test]
 fn slower_wins_over_faster_and_reference_pair_is_not_compared() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = Synth::new("mixed", vec![(HEADLINE, 540_000.0, 600_000.0), (FIXED, 700_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)])
+        .measured()
         .write(tmp.path());
     let run = compare(&[&dir, &"--format", &"json"]);
     assert_eq!(run.code, SLOWER, "{}", run.stderr);
@@ -356,10 +398,10 @@ fn threshold_comes_from_the_flag_then_the_cells_aa_pairs_then_other_cells_then_t
     let flagged_table = compare(&[&dir, &"--threshold", &"0.01"]);
     assert!(flagged_table.stdout.contains("threshold: ±1.0 % for every row (--threshold)"), "{}", flagged_table.stdout);
 
-    // No A/A pair anywhere: the 2 % default, and the 3 % is a verdict.
+    // No A/A pair anywhere: the 2 % default, and with the noise unbounded the 3 % is no verdict.
     let bare = Synth::new("bare", vec![(FIXED, 582_000.0, 600_000.0)]).write(tmp.path());
     let run = compare(&[&bare, &"--format", &"json"]);
-    assert_eq!(run.code, FASTER, "{}", run.stderr);
+    assert_eq!(run.code, INCONCLUSIVE, "{}", run.stderr);
     assert_eq!(json_of(&run)["rows"][0]["outcome"]["threshold"]["origin"], "default");
     let table = compare(&[&bare]);
     assert!(table.stdout.contains("threshold: the default ±2.0 % for 1 row (no A/A pair recorded)"), "{}", table.stdout);
@@ -368,9 +410,10 @@ fn threshold_comes_from_the_flag_then_the_cells_aa_pairs_then_other_cells_then_t
 #[test]
 fn within_session_refuses_different_libmlx_between_the_adapters() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut report = Synth::new("libmlx", vec![(HEADLINE, 600_000.0, 600_000.0)]).report();
-    let stock = report.workers.iter_mut().find(|w| w.adapter == Adapter::Stock).unwrap();
-    stock.report.as_mut().unwrap().identity.as_mut().unwrap().libmlx_sha256 = digest("another libmlx");
+    let mut report = Synth::new("libmlx", vec![(HEADLINE, 600_000.0, 600_000.0)]).measured().report();
+    for stock in report.workers.iter_mut().filter(|w| w.adapter == Adapter::Stock) {
+        stock.report.as_mut().unwrap().identity.as_mut().unwrap().libmlx_sha256 = digest("another libmlx");
+    }
     let dir = write_session(tmp.path(), &report);
 
     let run = compare(&[&dir]);
@@ -393,22 +436,34 @@ fn within_session_refuses_different_libmlx_between_the_adapters() {
 #[test]
 fn across_sessions_each_verdict_per_adapter() {
     let tmp = tempfile::tempdir().unwrap();
-    let a = Synth::new("a", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
-    for (id, controlled, stock, expected, code) in [
-        ("b-same", 600_000.0, 600_000.0, ["no_difference", "no_difference"], NO_DIFFERENCE),
-        ("b-fast", 540_000.0, 600_000.0, ["faster", "no_difference"], FASTER),
-        ("b-slow", 600_000.0, 690_000.0, ["no_difference", "slower"], SLOWER),
+    let a = Synth::new("a", vec![(HEADLINE, 600_000.0, 600_000.0)]).measured().write(tmp.path());
+    // Rows: controlled against stock, then the raw rows of controlled and stock (not judged
+    // without --raw). A slower stock makes controlled look faster against it: the verdict says
+    // what moved against what.
+    for (id, controlled, stock, expected, code, raw, raw_code) in [
+        ("b-same", 600_000.0, 600_000.0, ["no_difference"; 3], NO_DIFFERENCE, ["no_difference"; 3], NO_DIFFERENCE),
+        ("b-fast", 540_000.0, 600_000.0, ["faster", "faster", "no_difference"], FASTER, ["faster", "faster", "no_difference"], FASTER),
+        ("b-slow", 600_000.0, 690_000.0, ["faster", "no_difference", "slower"], FASTER, ["faster", "no_difference", "slower"], SLOWER),
     ] {
-        let b = Synth::new(id, vec![(HEADLINE, controlled, stock)]).write(tmp.path());
+        let b = Synth::new(id, vec![(HEADLINE, controlled, stock)]).measured().write(tmp.path());
         let run = compare(&[&a, &b.join("session.json"), &"--format", &"json"]);
         assert_eq!(run.code, code, "{id}: {}", run.stderr);
-        assert_eq!(verdicts(&run), expected, "{id}");
         let j = json_of(&run);
+        let rows = j["rows"].as_array().unwrap();
+        assert_eq!(rows[0]["outcome"]["comparison"]["verdict"], expected[0], "{id}");
+        assert_eq!((rows[1]["judged"].clone(), rows[2]["judged"].clone()), (json!(false), json!(false)), "{id}");
         assert_eq!(j["kind"], "across_sessions");
-        assert_eq!(j["rows"][0]["adapter"], "controlled");
-        assert_eq!(j["rows"][1]["adapter"], "stock");
-        assert_eq!(j["rows"][0]["numerator"]["label"], "B");
+        assert_eq!((rows[0]["adapter"].clone(), rows[0]["basis"].clone(), rows[0]["against"].clone()), (json!("controlled"), json!("against_reference"), json!("stock")));
+        assert_eq!((rows[1]["adapter"].clone(), rows[1]["basis"].clone()), (json!("controlled"), json!("raw")));
+        assert_eq!((rows[2]["adapter"].clone(), rows[2]["basis"].clone()), (json!("stock"), json!("raw")));
+        assert_eq!(rows[0]["numerator"]["label"], "B");
+
+        let judged = compare(&[&a, &b, &"--raw", &"--format", &"json"]);
+        assert_eq!(judged.code, raw_code, "{id} --raw: {}", judged.stderr);
+        assert_eq!(verdicts(&judged), raw, "{id} --raw");
     }
+    let table = compare(&[&a, &tmp.path().join("b-slow")]);
+    assert!(table.stdout.contains("not judged (raw; --raw judges it)"), "{}", table.stdout);
 }
 
 #[test]
@@ -424,7 +479,10 @@ fn across_sessions_uses_both_sessions_aa_pairs_and_lists_unshared_cells() {
     let t = &j["rows"][0]["outcome"]["threshold"];
     assert_eq!(t["aa_pairs"], json!(["A controlled", "B controlled"]));
     assert!((t["threshold"]["value"].as_f64().unwrap() - 0.03).abs() < 1e-9, "{t}");
-    assert_eq!(j["rows"][1]["outcome"]["threshold"]["origin"], "default");
+    assert_eq!(j["rows"][0]["outcome"]["comparison"]["noise"], "bounded");
+    // Rows 1 and 2 are the raw rows of controlled and stock; stock has no A/A pair anywhere.
+    assert_eq!(j["rows"][2]["adapter"], "stock");
+    assert_eq!(j["rows"][2]["outcome"]["threshold"]["origin"], "default");
     assert_eq!(j["only_in_a"], json!([FIXED]));
     assert_eq!(j["only_in_b"], json!([REFERENCE]));
 }
@@ -443,7 +501,7 @@ fn manifest_copy(dir: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Valu
 #[test]
 fn across_sessions_refuses_every_kind_of_difference() {
     let tmp = tempfile::tempdir().unwrap();
-    let base = || Synth::new("a", vec![(HEADLINE, 600_000.0, 600_000.0)]);
+    let base = || Synth::new("a", vec![(HEADLINE, 600_000.0, 600_000.0)]).measured();
     let a = base().write(tmp.path());
     let other_manifest = manifest_copy(tmp.path(), "other.json", |m| m["run_policy"]["measured_requests"] = json!(21));
     let other_model = manifest_copy(tmp.path(), "model.json", |m| {
@@ -532,7 +590,7 @@ fn sessions_recording_their_models(dir: &Path) -> (SessionReport, SessionReport)
     let manifest_a = manifest_copy(dir, "manifest-a.json", |_| {});
     let manifest_b = manifest_copy(dir, "manifest-b.json", |m| m["run_policy"]["measured_requests"] = json!(21));
     let session = |id, (path, sha256): &(PathBuf, Sha256Digest)| {
-        let mut s = Synth::new(id, vec![(HEADLINE, 600_000.0, 600_000.0)]);
+        let mut s = Synth::new(id, vec![(HEADLINE, 600_000.0, 600_000.0)]).measured();
         (s.manifest_path, s.manifest_sha256) = (path.clone(), *sha256);
         s.model_files = Some(pinned_files("tiny-qwen3"));
         s.report()
@@ -661,7 +719,7 @@ fn snapshot_table_and_markdown() {
     insta::assert_snapshot!("within_table", within.stdout);
     insta::assert_snapshot!("within_markdown", compare(&[&a, &"--format", &"markdown"]).stdout);
     let across = compare(&[&a, &b]);
-    assert_eq!(across.code, SLOWER, "{}", across.stderr);
+    assert_eq!(across.code, FASTER, "{}", across.stderr);
     insta::assert_snapshot!("across_table", across.stdout);
     insta::assert_snapshot!("across_markdown", compare(&[&a, &b, &"--format", &"markdown"]).stdout);
 
@@ -678,18 +736,19 @@ fn csv_has_one_line_per_row_and_json_has_a_schema_version() {
     let (a, b) = format_fixture(tmp.path());
     let csv = compare(&[&a, &b, &"--format", &"csv"]);
     let lines: Vec<&str> = csv.stdout.lines().collect();
-    assert_eq!(lines.len(), 1 + 4, "{}", csv.stdout);
-    assert!(lines[0].starts_with("cell,mode,adapter,numerator,denominator,"));
+    assert_eq!(lines.len(), 1 + 6, "two shared cells, three rows each: {}", csv.stdout);
+    assert!(lines[0].starts_with("cell,mode,adapter,basis,against,numerator,denominator,"));
     let header: Vec<&str> = lines[0].split(',').collect();
     for line in &lines[1..] {
         assert_eq!(line.split(',').count(), header.len(), "{line}");
     }
-    assert!(lines[1].starts_with(&format!("{HEADLINE},headline,controlled,B,A,")), "{}", lines[1]);
-    assert!(lines[4].contains(",slower,"), "{}", lines[4]);
-    assert_eq!(csv.code, SLOWER);
+    assert!(lines[1].starts_with(&format!("{HEADLINE},headline,controlled,against_reference,stock,B,A,")), "{}", lines[1]);
+    assert!(lines[4].starts_with(&format!("{FIXED},headline,").replace(",headline,", ",fixed_continuation,")), "{}", lines[4]);
+    assert!(lines[4].contains(",faster,"), "controlled against a slower stock: {}", lines[4]);
+    assert_eq!(csv.code, FASTER);
 
     let j = json_of(&compare(&[&a, &b, &"--format", &"json"]));
-    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["schema_version"], 2);
     assert_eq!(j["a"]["session_id"], "session-a");
     assert_eq!(j["b"]["session_id"], "session-b");
 }
@@ -806,12 +865,13 @@ fn recorded_back_to_back_sessions_show_no_difference_in_any_cell() {
     let j = json_of(&run);
     assert_eq!(j["refused"], false);
     let rows = j["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 6, "3 cells × 2 adapters");
+    assert_eq!(rows.len(), 9, "3 cells × (controlled against stock, raw controlled, raw stock)");
     for row in rows {
         let outcome = &row["outcome"];
         match row["mode"].as_str().unwrap() {
             // One request per adapter: nothing to bootstrap.
             "reference_pair" => assert_eq!(outcome["result"], "not_compared", "{row}"),
+            _ if row["basis"] == "raw" => assert_eq!(row["judged"], false, "{row}"),
             mode => {
                 assert_eq!(outcome["comparison"]["verdict"], "no_difference", "{row}");
                 let origin = if mode == "headline" { "aa_pair" } else { "aa_pair_other_cells" };
@@ -855,8 +915,14 @@ fn recorded_sessions_give_every_verdict_when_one_adapter_is_made_faster_or_slowe
         let b = write_value(tmp.path(), name, &b);
         let run = compare(&[&a, &b, &"--format", &"json"]);
         assert_eq!(run.code, code, "{name}: {}", run.stderr);
+        let nc = "not_compared";
+        let unjudged = "inconclusive";
         let v = verdicts(&run);
-        assert_eq!(v, vec![verdict, "no_difference", verdict, "no_difference", "not_compared", "not_compared"], "{name}");
+        assert_eq!(v, vec![verdict, unjudged, unjudged, verdict, unjudged, unjudged, nc, nc, nc], "{name}");
+        let raw = compare(&[&a, &b, &"--raw", &"--format", &"json"]);
+        assert_eq!(raw.code, code, "{name} --raw: {}", raw.stderr);
+        let same = "no_difference";
+        assert_eq!(verdicts(&raw), vec![verdict, verdict, same, verdict, verdict, same, nc, nc, nc], "{name} --raw");
     }
 }
 
