@@ -223,6 +223,19 @@ fn smollm3_matches_mlx_lm() {
     check_architecture("smollm3");
 }
 
+/// The rest of what `mlx_lm convert` writes, on the llama decoder (as mistral): affine at the
+/// other bit widths and group sizes, the mixed_2_6 and mixed_4_6 recipes, and the mxfp4, nvfp4
+/// and mxfp8 modes (quantized embeddings and head throughout).
+#[test]
+fn quantization_breadth_matches_mlx_lm() {
+    for variant in ["q2g128", "q4g32", "q5g64", "q6g128", "q8g64", "mixed_2_6", "mixed_4_6", "mxfp4", "nvfp4", "mxfp8"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_str().unwrap();
+        python(&["tools/fixture/reference_logits.py", "--make-tiny", "mistral", "--variant", variant, "--out", dir]);
+        check_against_mlx_lm(tmp.path(), &format!("mistral {variant}"), &PROMPT);
+    }
+}
+
 /// The fixture recipe on the `small` layer stack (8 layers, hidden 256, head_dim 32), float32
 /// and 4-bit: wider matmuls and more layers than the tiny fixtures, still bit-identical.
 #[test]
