@@ -9,7 +9,7 @@
 //! - [`rms_norm`]: `nn.RMSNorm` = `mx.fast.rms_norm`.
 //! - [`swiglu`]: mlx_lm's `silu(gate) * x` with `silu(g) = g * sigmoid(g)`.
 //!
-//! - [`gelu_approx`]: `nn.gelu_approx`.
+//! - [`gelu_approx`]: mlx.nn's `gelu_approx`, the tanh approximation.
 //!
 //! Quantized layers take their packing as mlx_lm's `load_model` decides it: the config's
 //! per-module entry, else `infer_quant_config` from the tensor shapes; every mode mlx
