@@ -76,7 +76,10 @@ for line in sys.stdin:
 "#;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -90,7 +93,11 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn prompt_arg() -> String {
-    PROMPT.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    PROMPT
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 struct Stock {
@@ -103,7 +110,13 @@ impl Stock {
     fn spawn(fixture: &Path) -> (Self, f64) {
         let t = Instant::now();
         let mut child = Command::new(repo().join(".venv/bin/python"))
-            .args(["-c", STOCK, fixture.to_str().unwrap(), &prompt_arg(), &NEW_TOKENS.to_string()])
+            .args([
+                "-c",
+                STOCK,
+                fixture.to_str().unwrap(),
+                &prompt_arg(),
+                &NEW_TOKENS.to_string(),
+            ])
             .env("HF_HUB_OFFLINE", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -115,7 +128,14 @@ impl Stock {
         stdout.read_line(&mut line).unwrap();
         assert_eq!(line.trim(), "ready", "stock subprocess did not get ready");
         let ready_ms = t.elapsed().as_secs_f64() * 1e3;
-        (Stock { child, stdin, stdout }, ready_ms)
+        (
+            Stock {
+                child,
+                stdin,
+                stdout,
+            },
+            ready_ms,
+        )
     }
 
     /// Per-token intervals (ns) of `n` requests.
@@ -144,7 +164,9 @@ fn controlled_ready_ms(fixture: &Path) -> f64 {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let ms = t.elapsed().as_secs_f64() * 1e3;
     assert_eq!(line.trim(), "ready");
     child.wait().unwrap();
@@ -162,9 +184,16 @@ fn run_controlled(model: &Model, n: usize, into: Option<&mut Controlled>) {
     let mut sink = Controlled::default();
     let into = into.unwrap_or(&mut sink);
     for _ in 0..n {
-        let run = run_headline(model, &PROMPT, NEW_TOKENS, &[], Options { check_contract: false }, &mut |_: Checkpoint| {
-            Ok::<(), ()>(())
-        })
+        let run = run_headline(
+            model,
+            &PROMPT,
+            NEW_TOKENS,
+            &[],
+            Options {
+                check_contract: false,
+            },
+            &mut |_: Checkpoint| Ok::<(), ()>(()),
+        )
         .unwrap();
         for s in &run.record.steps {
             into.dur.push(s.dur_ns as f64);
@@ -175,13 +204,19 @@ fn run_controlled(model: &Model, n: usize, into: Option<&mut Controlled>) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     if args.first().map(String::as_str) == Some("--ready") {
         Model::load(Path::new(&args[1])).unwrap();
         println!("ready");
         return;
     }
-    let fixture = args.first().map(PathBuf::from).unwrap_or_else(|| repo().join("fixtures/tiny-qwen3"));
+    let fixture = args
+        .first()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("fixtures/tiny-qwen3"));
     let blocks: usize = args.get(1).map(|b| b.parse().unwrap()).unwrap_or(4);
 
     let ready_controlled: Vec<f64> = (0..3).map(|_| controlled_ready_ms(&fixture)).collect();
@@ -215,15 +250,35 @@ fn main() {
     let s_med = median(&mut theirs.clone());
     let overhead_total: f64 = ours.dur.iter().sum::<f64>() - ours.eval.iter().sum::<f64>();
     let overhead_pct = 100.0 * overhead_total / ours.dur.iter().sum::<f64>();
-    let mut per_step: Vec<f64> = ours.dur.iter().zip(&ours.eval).map(|(d, e)| 100.0 * (d - e) / d).collect();
+    let mut per_step: Vec<f64> = ours
+        .dur
+        .iter()
+        .zip(&ours.eval)
+        .map(|(d, e)| 100.0 * (d - e) / d)
+        .collect();
     let build_med = median(&mut ours.build.clone());
     let eval_med = median(&mut ours.eval.clone());
 
     println!("fixture {}", fixture.display());
-    println!("requests per adapter: {} measured ({} blocks of {}), {} warm-up; {} tokens each", blocks * PER_BLOCK, blocks, PER_BLOCK, WARMUP, NEW_TOKENS);
-    println!("controlled per-token median  {:8.1} us  (build {:.1} us, eval {:.1} us)", c_med / 1e3, build_med / 1e3, eval_med / 1e3);
+    println!(
+        "requests per adapter: {} measured ({} blocks of {}), {} warm-up; {} tokens each",
+        blocks * PER_BLOCK,
+        blocks,
+        PER_BLOCK,
+        WARMUP,
+        NEW_TOKENS
+    );
+    println!(
+        "controlled per-token median  {:8.1} us  (build {:.1} us, eval {:.1} us)",
+        c_med / 1e3,
+        build_med / 1e3,
+        eval_med / 1e3
+    );
     println!("stock      per-token median  {:8.1} us", s_med / 1e3);
-    println!("ratio controlled/stock       {:8.3}  (target <= 1.00, aim <= 0.90)", c_med / s_med);
+    println!(
+        "ratio controlled/stock       {:8.3}  (target <= 1.00, aim <= 0.90)",
+        c_med / s_med
+    );
     println!("controlled host overhead     {:8.2} % of step time (aggregate), {:.2} % (median per step)  (target <= 10 %)", overhead_pct, median(&mut per_step));
     let (py_build_med, py_eval_med) = (median(&mut py_build), median(&mut py_eval));
     println!(
@@ -234,5 +289,10 @@ fn main() {
         py_eval_med / 1e3,
         100.0 * py_build_med / (py_build_med + py_eval_med)
     );
-    println!("start to ready, median of 3  controlled {:.0} ms, stock {:.0} ms, ratio {:.3}", median(&mut ready_controlled.clone()), median(&mut stock_ready), median(&mut ready_controlled.clone()) / median(&mut stock_ready.clone()));
+    println!(
+        "start to ready, median of 3  controlled {:.0} ms, stock {:.0} ms, ratio {:.3}",
+        median(&mut ready_controlled.clone()),
+        median(&mut stock_ready),
+        median(&mut ready_controlled.clone()) / median(&mut stock_ready.clone())
+    );
 }

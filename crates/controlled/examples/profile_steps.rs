@@ -13,17 +13,35 @@ fn main() {
     let fixture = PathBuf::from(args.next().unwrap_or_else(|| "fixtures/tiny-qwen3".into()));
     let requests: usize = args.next().map_or(3, |s| s.parse().expect("REQUESTS"));
     let tokens: usize = args.next().map_or(101, |s| s.parse().expect("TOKENS"));
-    assert!(requests >= 1 && tokens >= 2, "REQUESTS must be at least 1 and TOKENS at least 2");
+    assert!(
+        requests >= 1 && tokens >= 2,
+        "REQUESTS must be at least 1 and TOKENS at least 2"
+    );
     let model = Model::load(&fixture).expect("load");
     let prompt = [5u32, 17, 42, 100, 7, 300, 12, 9, 250, 61, 480, 3];
     let (mut build, mut eval) = (0u64, 0u64);
     for _ in 0..requests {
-        let run = run_headline::<()>(&model, &prompt, tokens, &[], Options { check_contract: false }, &mut |_| Ok(())).expect("decode");
+        let run = run_headline::<()>(
+            &model,
+            &prompt,
+            tokens,
+            &[],
+            Options {
+                check_contract: false,
+            },
+            &mut |_| Ok(()),
+        )
+        .expect("decode");
         for s in &run.record.steps {
             build += s.build_ns.unwrap_or(0);
             eval += s.eval_ns.unwrap_or(0);
         }
     }
     let n = (requests * (tokens - 1)) as f64;
-    println!("steps {n}  build {:.1} us  eval {:.1} us  build share {:.2} %", build as f64 / n / 1e3, eval as f64 / n / 1e3, 100.0 * build as f64 / (build + eval) as f64);
+    println!(
+        "steps {n}  build {:.1} us  eval {:.1} us  build share {:.2} %",
+        build as f64 / n / 1e3,
+        eval as f64 / n / 1e3,
+        100.0 * build as f64 / (build + eval) as f64
+    );
 }

@@ -28,7 +28,7 @@ use mlx_rs::ops::indexing::argmax_axis;
 use mlx_rs::Array;
 
 use crate::contract::{top2, Boundary, Checker, ContractViolation};
-use crate::model::{KvCache, Model};
+use crate::model::{LayerCache, Model};
 
 /// Where the loop calls `poll`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +119,14 @@ pub fn run_headline<E>(
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
     let steps = max_new_tokens.checked_sub(1).ok_or(DecodeError::NoTokens)?;
-    run(model, prompt, Feed::Greedy { steps, stop }, false, options, poll)
+    run(
+        model,
+        prompt,
+        Feed::Greedy { steps, stop },
+        false,
+        options,
+        poll,
+    )
 }
 
 /// Reference-pair: as headline, with the top-2 margin and tie flag of every step.
@@ -132,7 +139,14 @@ pub fn run_reference<E>(
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
     let steps = max_new_tokens.checked_sub(1).ok_or(DecodeError::NoTokens)?;
-    run(model, prompt, Feed::Greedy { steps, stop }, true, options, poll)
+    run(
+        model,
+        prompt,
+        Feed::Greedy { steps, stop },
+        true,
+        options,
+        poll,
+    )
 }
 
 /// Fixed-continuation: the prompt forward, then one step per `continuation` token fed whatever
@@ -145,13 +159,29 @@ pub fn run_fixed<E>(
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
     check_ids(model, "continuation", continuation)?;
-    run(model, prompt, Feed::Fixed(continuation), true, options, poll)
+    run(
+        model,
+        prompt,
+        Feed::Fixed(continuation),
+        true,
+        options,
+        poll,
+    )
 }
 
 fn check_ids(model: &Model, what: &'static str, ids: &[u32]) -> Result<(), DecodeError> {
     let vocab = model.config().vocab_size;
-    match ids.iter().enumerate().find(|(_, &id)| id as i64 >= vocab as i64) {
-        Some((index, &id)) => Err(DecodeError::TokenOutOfRange { what, index, id, vocab }),
+    match ids
+        .iter()
+        .enumerate()
+        .find(|(_, &id)| id as i64 >= vocab as i64)
+    {
+        Some((index, &id)) => Err(DecodeError::TokenOutOfRange {
+            what,
+            index,
+            id,
+            vocab,
+        }),
         None => Ok(()),
     }
 }
@@ -166,8 +196,13 @@ fn ns(from: Instant, to: Instant) -> u64 {
 
 /// `eval` on the step's outputs and every cache buffer. `token` is `None` when the argmax is not
 /// part of the loop (fixed-continuation feeds its own tokens): then it stays outside the interval.
-fn eval_step(token: Option<&Array>, logits: &Array, cache: &[KvCache]) -> Result<(), Exception> {
-    mlx_rs::transforms::eval(token.into_iter().chain([logits]).chain(cache.iter().flat_map(KvCache::state)))
+fn eval_step(token: Option<&Array>, logits: &Array, cache: &[LayerCache]) -> Result<(), Exception> {
+    mlx_rs::transforms::eval(
+        token
+            .into_iter()
+            .chain([logits])
+            .chain(cache.iter().flat_map(LayerCache::state)),
+    )
 }
 
 /// The argmax of `logits`: the one evaluated inside the step when the loop needs it, else
@@ -209,23 +244,42 @@ fn run<E>(
     mlx_rs::memory::reset_peak_memory().map_err(mlx("reset_peak_memory"))?;
 
     let start = Instant::now();
-    poll(Checkpoint::Prefill).map_err(|reason| RunError::Aborted { at: Checkpoint::Prefill, reason })?;
+    poll(Checkpoint::Prefill).map_err(|reason| RunError::Aborted {
+        at: Checkpoint::Prefill,
+        reason,
+    })?;
     let t0 = Instant::now();
     let mut cache = model.new_cache();
     // Greedy decoding samples inside the loop; fixed-continuation only needs the logits there.
     let sample_in_loop = matches!(feed, Feed::Greedy { .. });
-    let logits = model.forward_last(&prompt_ids, &mut cache).map_err(mlx("prompt forward"))?;
-    let timed = sample_in_loop.then(|| argmax_axis(&logits, -1, false)).transpose().map_err(mlx("prompt argmax"))?;
+    let logits = model
+        .forward_last(&prompt_ids, &mut cache)
+        .map_err(mlx("prompt forward"))?;
+    let timed = sample_in_loop
+        .then(|| argmax_axis(&logits, -1, false))
+        .transpose()
+        .map_err(mlx("prompt argmax"))?;
     eval_step(timed.as_ref(), &logits, &cache).map_err(mlx("prompt eval"))?;
     let t1 = Instant::now();
     let mut token = settle_argmax(timed, &logits).map_err(mlx("prompt argmax"))?;
     let first_token = token
         .try_item_exact::<u32>()
-        .map_err(|e| DecodeError::Logits { position: prompt_len, reason: e.to_string() })?;
+        .map_err(|e| DecodeError::Logits {
+            position: prompt_len,
+            reason: e.to_string(),
+        })?;
     let first_token_ns = ns(start, t1);
     let prefill_dur_ns = ns(t0, t1);
     if let Some(c) = checker.as_mut() {
-        c.check(&Boundary { position: prompt_len, produced: 1, t_ns: first_token_ns, argmax: first_token, logits: &logits, cache: &cache }).map_err(DecodeError::from)?;
+        c.check(&Boundary {
+            position: prompt_len,
+            produced: 1,
+            t_ns: first_token_ns,
+            argmax: first_token,
+            logits: &logits,
+            cache: &cache,
+        })
+        .map_err(DecodeError::from)?;
     }
     if margins {
         kept.push(logits);
@@ -250,22 +304,34 @@ fn run<E>(
             Feed::Greedy { .. } => token.clone(),
             Feed::Fixed(c) => Array::from_slice(&c[k..k + 1], &[1, 1]),
         };
-        let logits = model.forward(&input, &mut cache).map_err(mlx("step forward"))?;
-        let timed = sample_in_loop.then(|| argmax_axis(&logits, -1, false)).transpose().map_err(mlx("step argmax"))?;
+        let logits = model
+            .forward(&input, &mut cache)
+            .map_err(mlx("step forward"))?;
+        let timed = sample_in_loop
+            .then(|| argmax_axis(&logits, -1, false))
+            .transpose()
+            .map_err(mlx("step argmax"))?;
         let s1 = Instant::now();
         eval_step(timed.as_ref(), &logits, &cache).map_err(mlx("step eval"))?;
         let s2 = Instant::now();
         token = settle_argmax(timed, &logits).map_err(mlx("step argmax"))?;
         let argmax = token
             .try_item_exact::<u32>()
-            .map_err(|e| DecodeError::Logits { position, reason: e.to_string() })?;
+            .map_err(|e| DecodeError::Logits {
+                position,
+                reason: e.to_string(),
+            })?;
         steps.push(StepRecord {
             position,
             argmax,
             t_ns: ns(start, s2),
             // Greedy: stamp to stamp, as a stream of tokens is timed. Fixed-continuation: this
             // step's poll and forward to its logits evaluated (req/protocol.md, timing per mode).
-            dur_ns: if sample_in_loop { ns(previous_stamp, s2) } else { ns(step_start, s2) },
+            dur_ns: if sample_in_loop {
+                ns(previous_stamp, s2)
+            } else {
+                ns(step_start, s2)
+            },
             build_ns: Some(ns(s0, s1)),
             eval_ns: Some(ns(s1, s2)),
             margin: None,
@@ -273,7 +339,15 @@ fn run<E>(
         });
         previous_stamp = s2;
         if let Some(c) = checker.as_mut() {
-            c.check(&Boundary { position, produced: k + 2, t_ns: ns(start, s2), argmax, logits: &logits, cache: &cache }).map_err(DecodeError::from)?;
+            c.check(&Boundary {
+                position,
+                produced: k + 2,
+                t_ns: ns(start, s2),
+                argmax,
+                logits: &logits,
+                cache: &cache,
+            })
+            .map_err(DecodeError::from)?;
         }
         if margins {
             kept.push(logits);

@@ -60,7 +60,11 @@ pub fn libmlx_path() -> Result<PathBuf, IdentityError> {
     // SAFETY: dyld returns valid C strings for indices below the image count.
     let names = unsafe {
         (0.._dyld_image_count())
-            .map(|i| std::ffi::CStr::from_ptr(_dyld_get_image_name(i)).to_string_lossy().into_owned())
+            .map(|i| {
+                std::ffi::CStr::from_ptr(_dyld_get_image_name(i))
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect::<Vec<_>>()
     };
     names

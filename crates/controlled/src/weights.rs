@@ -135,12 +135,20 @@ impl Weights {
         self.tensors.contains_key(name)
     }
 
+    /// A tensor still present, left in place.
+    pub fn peek(&self, name: &str) -> Option<&Array> {
+        self.tensors.get(name)
+    }
+
     /// Removes and returns a tensor, checking its shape when `shape` is given.
     pub fn take(&mut self, name: &str, shape: Option<&[i32]>) -> Result<Array, WeightsError> {
-        let array = self.tensors.remove(name).ok_or_else(|| WeightsError::Missing {
-            name: name.to_owned(),
-            dir: self.dir.clone(),
-        })?;
+        let array = self
+            .tensors
+            .remove(name)
+            .ok_or_else(|| WeightsError::Missing {
+                name: name.to_owned(),
+                dir: self.dir.clone(),
+            })?;
         if let Some(expected) = shape {
             if array.shape() != expected {
                 return Err(WeightsError::Shape {
@@ -206,7 +214,12 @@ fn check_index(dir: &Path, origin: &HashMap<String, PathBuf>) -> Result<(), Weig
     for (name, file) in &index.weight_map {
         let actual = origin
             .get(name)
-            .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
+            .map(|p| {
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .unwrap_or_else(|| "absent".to_owned());
         if actual != *file {
             return Err(WeightsError::IndexMismatch {

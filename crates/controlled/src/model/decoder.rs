@@ -1,7 +1,8 @@
-//! The dense decoder shared by qwen3, qwen2 and llama: mlx_lm's `Attention`, `MLP`,
-//! `TransformerBlock` and `Model`, with the architecture differences (qwen3's per-head q/k
-//! norms, qwen2's q/k/v biases, llama's optional biases and RoPE scaling) reduced to the flags
-//! of [`ModelConfig`]. The operation order is mlx_lm's, line for line, so that the same inputs
+//! The one decoder every architecture resolves to: mlx_lm's `Attention`, `MLP`,
+//! `TransformerBlock` and `Model`, with the architecture differences (q/k norms and where they
+//! sit, biases, fused projections, the gemma3 sandwich block and `(1 + w)` norms, sliding-window
+//! layers, per-layer RoPE, the llama-4 query scaling, the head) reduced to the variants of
+//! [`ModelConfig`]. The operation order is mlx_lm's, line for line, so that the same inputs
 //! give the same MLX graph and bit-identical logits on the same backend.
 
 use std::path::Path;
@@ -9,13 +10,16 @@ use std::path::Path;
 use mlx_rs::error::Exception;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
 use mlx_rs::ops::indexing::TryIndexOp;
-use mlx_rs::ops::transpose_axes;
-use mlx_rs::Array;
+use mlx_rs::ops::{arange, clip, split_at_indices, transpose_axes};
+use mlx_rs::{Array, Dtype};
 
-use super::cache::KvCache;
-use super::layers::{rms_norm, swiglu, Embedding, Linear};
+use super::cache::{LayerCache, Mask};
+use super::layers::{gelu_approx, rms_norm, scalar, swiglu, Embedding, Linear};
 use super::rope::Rope;
-use crate::config::{ConfigError, ModelConfig};
+use crate::config::{
+    self, Block as BlockKind, ConfigError, Head as HeadKind, Llama4Scaling, ModelConfig, Norm,
+    QkNorm, Qkv,
+};
 use crate::weights::{Weights, WeightsError};
 
 /// Why a model folder cannot be loaded.
@@ -33,34 +37,57 @@ pub enum LoadError {
     },
 }
 
+enum Projections {
+    Separate { q: Linear, k: Linear, v: Linear },
+    Fused(Linear),
+}
+
 struct Attention {
-    q_proj: Linear,
-    k_proj: Linear,
-    v_proj: Linear,
+    proj: Projections,
     o_proj: Linear,
-    /// qwen3's per-head RMS norms (q, k).
+    /// Per-head RMS norms (q, k) and where they sit.
     qk_norm: Option<(Array, Array)>,
-    rope: Rope,
+    qk_norm_after_transpose: bool,
+    rope: Option<Rope>,
     n_heads: i32,
     n_kv_heads: i32,
+    head_dim: i32,
     scale: f32,
     eps: f32,
 }
 
-struct Mlp {
-    gate_proj: Linear,
-    up_proj: Linear,
-    down_proj: Linear,
+enum Mlp {
+    SwiGlu {
+        gate: Linear,
+        up: Linear,
+        down: Linear,
+    },
+    Fused {
+        gate_up: Linear,
+        down: Linear,
+    },
+    Gelu {
+        gate: Linear,
+        up: Linear,
+        down: Linear,
+    },
+}
+
+/// The block's norm weights: pre-norm (input, post-attention) or gemma3's four.
+struct Norms {
+    input: Array,
+    post_attention: Array,
+    /// gemma3: pre- and post-feedforward.
+    feedforward: Option<(Array, Array)>,
 }
 
 struct Block {
     self_attn: Attention,
     mlp: Mlp,
-    input_layernorm: Array,
-    post_attention_layernorm: Array,
+    norms: Norms,
+    sliding: bool,
 }
 
-/// The output head: its own `lm_head`, or the embedding used as a linear layer (tied).
 enum Head {
     Own(Linear),
     Tied,
@@ -75,48 +102,171 @@ pub struct Model {
     head: Head,
 }
 
+fn sdpa_mask(mask: &Mask) -> Option<ScaledDotProductAttentionMask<'_>> {
+    match mask {
+        Mask::None => None,
+        Mask::Causal => Some(ScaledDotProductAttentionMask::Causal),
+        Mask::Array(a) => Some(ScaledDotProductAttentionMask::Array(a)),
+    }
+}
+
 impl Attention {
-    fn forward(&self, x: &Array, mask: Option<ScaledDotProductAttentionMask<'_>>, cache: &mut KvCache) -> Result<Array, Exception> {
+    fn forward(
+        &self,
+        x: &Array,
+        mask: &Mask,
+        attn_scale: Option<&Array>,
+        cache: &mut LayerCache,
+    ) -> Result<Array, Exception> {
         let (b, l) = (x.dim(0), x.dim(1));
-        let queries = self.q_proj.forward(x)?;
-        let keys = self.k_proj.forward(x)?;
-        let values = self.v_proj.forward(x)?;
+        let (queries, keys, values) = match &self.proj {
+            Projections::Separate { q, k, v } => (q.forward(x)?, k.forward(x)?, v.forward(x)?),
+            Projections::Fused(qkv) => {
+                let query_pos = self.n_heads * self.head_dim;
+                let parts = split_at_indices(
+                    qkv.forward(x)?,
+                    &[query_pos, query_pos + self.n_kv_heads * self.head_dim],
+                    -1,
+                )?;
+                let [q, k, v]: [Array; 3] = parts
+                    .try_into()
+                    .map_err(|_| Exception::custom("qkv split"))?;
+                (q, k, v)
+            }
+        };
+        let t = |a: &Array| transpose_axes(a, &[0, 2, 1, 3]);
+        let (mut queries, mut keys, values) = match (&self.qk_norm, self.qk_norm_after_transpose) {
+            (Some((q_norm, k_norm)), false) => {
+                let queries = rms_norm(
+                    &queries.reshape(&[b, l, self.n_heads, -1])?,
+                    q_norm,
+                    self.eps,
+                )?;
+                let keys = rms_norm(
+                    &keys.reshape(&[b, l, self.n_kv_heads, -1])?,
+                    k_norm,
+                    self.eps,
+                )?;
+                (
+                    t(&queries)?,
+                    t(&keys)?,
+                    t(&values.reshape(&[b, l, self.n_kv_heads, -1])?)?,
+                )
+            }
+            (norms, _) => {
+                let queries = t(&queries.reshape(&[b, l, self.n_heads, -1])?)?;
+                let keys = t(&keys.reshape(&[b, l, self.n_kv_heads, -1])?)?;
+                let values = t(&values.reshape(&[b, l, self.n_kv_heads, -1])?)?;
+                match norms {
+                    Some((q_norm, k_norm)) => (
+                        rms_norm(&queries, q_norm, self.eps)?,
+                        rms_norm(&keys, k_norm, self.eps)?,
+                        values,
+                    ),
+                    None => (queries, keys, values),
+                }
+            }
+        };
 
-        let mut queries = queries.reshape(&[b, l, self.n_heads, -1])?;
-        let mut keys = keys.reshape(&[b, l, self.n_kv_heads, -1])?;
-        if let Some((q_norm, k_norm)) = &self.qk_norm {
-            queries = rms_norm(&queries, q_norm, self.eps)?;
-            keys = rms_norm(&keys, k_norm, self.eps)?;
+        if let Some(rope) = &self.rope {
+            let offset = cache.offset();
+            queries = rope.forward(&queries, offset)?;
+            keys = rope.forward(&keys, offset)?;
         }
-        let queries = transpose_axes(&queries, &[0, 2, 1, 3])?;
-        let keys = transpose_axes(&keys, &[0, 2, 1, 3])?;
-        let values = transpose_axes(values.reshape(&[b, l, self.n_kv_heads, -1])?, &[0, 2, 1, 3])?;
-
-        let offset = cache.offset();
-        let queries = self.rope.forward(&queries, offset)?;
-        let keys = self.rope.forward(&keys, offset)?;
         let (keys, values) = cache.update_and_fetch(&keys, &values)?;
+        if let Some(s) = attn_scale {
+            queries = queries.multiply(s)?;
+        }
 
-        let output = mlx_rs::fast::scaled_dot_product_attention(&queries, &keys, &values, self.scale, mask, None)?;
-        let output = transpose_axes(&output, &[0, 2, 1, 3])?.reshape(&[b, l, -1])?;
+        let output = mlx_rs::fast::scaled_dot_product_attention(
+            &queries,
+            &keys,
+            &values,
+            self.scale,
+            sdpa_mask(mask),
+            None,
+        )?;
+        let output = t(&output)?.reshape(&[b, l, -1])?;
         self.o_proj.forward(&output)
     }
 }
 
 impl Mlp {
     fn forward(&self, x: &Array) -> Result<Array, Exception> {
-        self.down_proj.forward(&swiglu(&self.gate_proj.forward(x)?, &self.up_proj.forward(x)?)?)
+        match self {
+            Mlp::SwiGlu { gate, up, down } => {
+                down.forward(&swiglu(&gate.forward(x)?, &up.forward(x)?)?)
+            }
+            Mlp::Fused { gate_up, down } => {
+                let [gate, x]: [Array; 2] = gate_up
+                    .forward(x)?
+                    .split_equal(2, -1)?
+                    .try_into()
+                    .map_err(|_| Exception::custom("gate_up split"))?;
+                down.forward(&swiglu(&gate, &x)?)
+            }
+            Mlp::Gelu { gate, up, down } => {
+                down.forward(&gelu_approx(&gate.forward(x)?)?.multiply(up.forward(x)?)?)
+            }
+        }
     }
 }
 
-impl Block {
-    fn forward(&self, x: &Array, causal: bool, cache: &mut KvCache, eps: f32) -> Result<Array, Exception> {
-        let mask = causal.then_some(ScaledDotProductAttentionMask::Causal);
-        let r = self.self_attn.forward(&rms_norm(x, &self.input_layernorm, eps)?, mask, cache)?;
-        let h = x.add(&r)?;
-        let r = self.mlp.forward(&rms_norm(&h, &self.post_attention_layernorm, eps)?)?;
-        h.add(&r)
+/// gemma3's `clip_residual`: `x + y`, except float16 adds in float32 and clips to its range.
+fn clip_residual(x: &Array, y: &Array) -> Result<Array, Exception> {
+    if x.dtype() != Dtype::Float16 {
+        return x.add(y);
     }
+    let bound = 65504.0f32;
+    let sum = x
+        .as_dtype(Dtype::Float32)?
+        .add(y.as_dtype(Dtype::Float32)?)?;
+    clip(&sum, (Array::from_f32(-bound), Array::from_f32(bound)))?.as_dtype(Dtype::Float16)
+}
+
+impl Block {
+    fn forward(
+        &self,
+        x: &Array,
+        mask: &Mask,
+        attn_scale: Option<&Array>,
+        cache: &mut LayerCache,
+        eps: f32,
+    ) -> Result<Array, Exception> {
+        let n = &self.norms;
+        let r = self
+            .self_attn
+            .forward(&rms_norm(x, &n.input, eps)?, mask, attn_scale, cache)?;
+        match &n.feedforward {
+            None => {
+                let h = x.add(&r)?;
+                let r = self.mlp.forward(&rms_norm(&h, &n.post_attention, eps)?)?;
+                h.add(&r)
+            }
+            Some((pre, post)) => {
+                let h = clip_residual(x, &rms_norm(&r, &n.post_attention, eps)?)?;
+                let r = self.mlp.forward(&rms_norm(&h, pre, eps)?)?;
+                clip_residual(&h, &rms_norm(&r, post, eps)?)
+            }
+        }
+    }
+}
+
+/// ministral3's `_get_llama_4_attn_scale(L, offset).astype(dtype)`:
+/// `1 + beta * log(1 + floor((arange(L) + offset) / original_max_position_embeddings))`, `[L, 1]`.
+fn llama4_attn_scale(
+    s: Llama4Scaling,
+    l: i32,
+    offset: i32,
+    dtype: Dtype,
+) -> Result<Array, Exception> {
+    let one = || Array::from_f32(1.0);
+    let positions = arange::<_, i32>(0, l, 1)?.add(Array::from_int(offset))?;
+    let floor = positions
+        .divide(Array::from_f32(s.original_max_position_embeddings as f32))?
+        .floor()?;
+    let scaling = one().add(Array::from_f32(s.beta as f32).multiply(one().add(&floor)?.log()?)?)?;
+    scaling.reshape(&[l, 1])?.as_dtype(dtype)
 }
 
 impl Model {
@@ -127,89 +277,174 @@ impl Model {
         let mut weights = Weights::load(dir)?;
         let model = Self::from_weights(config, &mut weights).map_err(|e| match e {
             BuildError::Weights(e) => LoadError::Weights(e),
-            BuildError::Mlx(source) => LoadError::Mlx { path: dir.to_owned(), source },
+            BuildError::Mlx(source) => LoadError::Mlx {
+                path: dir.to_owned(),
+                source,
+            },
         })?;
         weights.finish()?;
-        mlx_rs::transforms::eval(model.arrays()).map_err(|source| LoadError::Mlx { path: dir.to_owned(), source })?;
+        mlx_rs::transforms::eval(model.arrays()).map_err(|source| LoadError::Mlx {
+            path: dir.to_owned(),
+            source,
+        })?;
         Ok(model)
     }
 
     fn from_weights(config: ModelConfig, w: &mut Weights) -> Result<Self, BuildError> {
         let c = &config;
-        let (d, hd) = (c.hidden_size, c.head_dim);
-        let embed_tokens = Embedding::load(w, "model.embed_tokens", c.vocab_size, d)?;
+        let q = c.quantization.as_ref();
+        let (d, hd, m) = (c.hidden_size, c.head_dim, c.prefix);
+        w.discard_matching(|name| c.dropped.iter().any(|p| name.contains(p)));
+        let norm_weight = |w: &mut Weights, name: &str, dims: i32| -> Result<Array, BuildError> {
+            let weight = w.take(name, Some(&[dims]))?;
+            Ok(match c.norm {
+                Norm::Plain => weight,
+                // `1.0 + self.weight` every call in mlx_lm: the same values, added once here.
+                Norm::OnePlus => scalar(1.0, &weight)?.add(&weight)?,
+            })
+        };
+        let embed_tokens = Embedding::load(w, &format!("{m}.embed_tokens"), c.vocab_size, d, q)?;
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
-        for i in 0..c.num_hidden_layers {
-            let p = format!("model.layers.{i}");
+        for (i, spec) in c.layers.iter().enumerate() {
+            let p = format!("{m}.layers.{i}");
             let linear = |w: &mut Weights, name: &str, out_dims: i32, in_dims: i32, bias: bool| {
-                Linear::load(w, &format!("{p}.{name}"), out_dims, in_dims, bias)
+                Linear::load(w, &format!("{p}.{name}"), out_dims, in_dims, bias, q)
             };
-            let qk_norm = if c.qk_norm {
-                Some((
-                    w.take(&format!("{p}.self_attn.q_norm.weight"), Some(&[hd]))?,
-                    w.take(&format!("{p}.self_attn.k_norm.weight"), Some(&[hd]))?,
-                ))
-            } else {
-                None
+            let (qd, kvd) = (c.num_attention_heads * hd, c.num_key_value_heads * hd);
+            let proj = match c.qkv {
+                Qkv::Separate { bias } => Projections::Separate {
+                    q: linear(w, "self_attn.q_proj", qd, d, bias)?,
+                    k: linear(w, "self_attn.k_proj", kvd, d, bias)?,
+                    v: linear(w, "self_attn.v_proj", kvd, d, bias)?,
+                },
+                Qkv::Fused => {
+                    Projections::Fused(linear(w, "self_attn.qkv_proj", qd + 2 * kvd, d, false)?)
+                }
+            };
+            let qk_norm = match c.qk_norm {
+                QkNorm::None => None,
+                _ => Some((
+                    norm_weight(w, &format!("{p}.self_attn.q_norm.weight"), hd)?,
+                    norm_weight(w, &format!("{p}.self_attn.k_norm.weight"), hd)?,
+                )),
             };
             let self_attn = Attention {
-                q_proj: linear(w, "self_attn.q_proj", c.num_attention_heads * hd, d, c.qkv_bias)?,
-                k_proj: linear(w, "self_attn.k_proj", c.num_key_value_heads * hd, d, c.qkv_bias)?,
-                v_proj: linear(w, "self_attn.v_proj", c.num_key_value_heads * hd, d, c.qkv_bias)?,
-                o_proj: linear(w, "self_attn.o_proj", d, c.num_attention_heads * hd, c.o_bias)?,
+                proj,
+                o_proj: linear(w, "self_attn.o_proj", d, qd, c.o_bias)?,
                 qk_norm,
-                rope: Rope::new(hd, &c.rope)?,
+                qk_norm_after_transpose: c.qk_norm == QkNorm::AfterTranspose,
+                rope: spec.rope.as_ref().map(Rope::new).transpose()?,
                 n_heads: c.num_attention_heads,
                 n_kv_heads: c.num_key_value_heads,
-                scale: (hd as f64).powf(-0.5) as f32,
+                head_dim: hd,
+                scale: c.attention_scale,
                 eps: c.rms_norm_eps,
             };
-            let mlp = Mlp {
-                gate_proj: linear(w, "mlp.gate_proj", c.intermediate_size, d, c.mlp_bias)?,
-                up_proj: linear(w, "mlp.up_proj", c.intermediate_size, d, c.mlp_bias)?,
-                down_proj: linear(w, "mlp.down_proj", d, c.intermediate_size, c.mlp_bias)?,
+            let ff = c.intermediate_size;
+            let mlp = match c.mlp {
+                config::Mlp::SwiGlu { bias } => Mlp::SwiGlu {
+                    gate: linear(w, "mlp.gate_proj", ff, d, bias)?,
+                    up: linear(w, "mlp.up_proj", ff, d, bias)?,
+                    down: linear(w, "mlp.down_proj", d, ff, bias)?,
+                },
+                config::Mlp::FusedSwiGlu => Mlp::Fused {
+                    gate_up: linear(w, "mlp.gate_up_proj", 2 * ff, d, false)?,
+                    down: linear(w, "mlp.down_proj", d, ff, false)?,
+                },
+                config::Mlp::GeluApprox => Mlp::Gelu {
+                    gate: linear(w, "mlp.gate_proj", ff, d, false)?,
+                    up: linear(w, "mlp.up_proj", ff, d, false)?,
+                    down: linear(w, "mlp.down_proj", d, ff, false)?,
+                },
+            };
+            let norms = Norms {
+                input: norm_weight(w, &format!("{p}.input_layernorm.weight"), d)?,
+                post_attention: norm_weight(w, &format!("{p}.post_attention_layernorm.weight"), d)?,
+                feedforward: match c.block {
+                    BlockKind::PreNorm => None,
+                    BlockKind::Sandwich => Some((
+                        norm_weight(w, &format!("{p}.pre_feedforward_layernorm.weight"), d)?,
+                        norm_weight(w, &format!("{p}.post_feedforward_layernorm.weight"), d)?,
+                    )),
+                },
             };
             layers.push(Block {
                 self_attn,
                 mlp,
-                input_layernorm: w.take(&format!("{p}.input_layernorm.weight"), Some(&[d]))?,
-                post_attention_layernorm: w.take(&format!("{p}.post_attention_layernorm.weight"), Some(&[d]))?,
+                norms,
+                sliding: spec.sliding,
             });
-            // llama's sanitize drops precomputed rotary frequencies.
-            w.discard(&format!("{p}.self_attn.rotary_emb.inv_freq"));
         }
-        let norm = w.take("model.norm.weight", Some(&[d]))?;
-        let head = if c.tie_word_embeddings {
-            // mlx_lm's sanitize pops lm_head.weight of a tied model.
-            w.discard("lm_head.weight");
-            w.discard("lm_head.scales");
-            w.discard("lm_head.biases");
+        let norm = norm_weight(w, &format!("{m}.norm.weight"), d)?;
+        let head_weight = format!("{}.weight", c.head_prefix);
+        let tied = match c.head {
+            HeadKind::Own => false,
+            HeadKind::Tied => true,
+            HeadKind::TiedUnlessPresent => !w.contains(&head_weight),
+        };
+        let head = if tied {
+            // The sanitize of a tied model pops lm_head.weight.
+            for suffix in ["weight", "scales", "biases"] {
+                w.discard(&format!("{}.{suffix}", c.head_prefix));
+            }
             Head::Tied
         } else {
-            Head::Own(Linear::load(w, "lm_head", c.vocab_size, d, false)?)
+            Head::Own(Linear::load(w, c.head_prefix, c.vocab_size, d, false, q)?)
         };
-        Ok(Model { config, embed_tokens, layers, norm, head })
+        Ok(Model {
+            config,
+            embed_tokens,
+            layers,
+            norm,
+            head,
+        })
     }
 
     pub fn config(&self) -> &ModelConfig {
         &self.config
     }
 
-    /// A fresh cache, one [`KvCache`] per layer.
-    pub fn new_cache(&self) -> Vec<KvCache> {
-        (0..self.layers.len()).map(|_| KvCache::new()).collect()
+    /// A fresh cache: each layer's kind from the architecture's `make_cache`.
+    pub fn new_cache(&self) -> Vec<LayerCache> {
+        self.config
+            .layers
+            .iter()
+            .map(|l| LayerCache::new(l.cache))
+            .collect()
     }
 
-    /// `Qwen3Model.__call__`: embeddings, the blocks with the "causal" mask when more than one
-    /// token is fed (mlx_lm's `create_attention_mask` with a `KVCache`), the final norm.
-    /// `ids` has shape `[1, L]`; returns `[1, L, hidden]`.
-    pub fn hidden(&self, ids: &Array, cache: &mut [KvCache]) -> Result<Array, Exception> {
+    /// The inner model's `__call__`: embeddings (scaled for gemma3), each mask once from the
+    /// cache mlx_lm takes it from, the blocks, the final norm. `ids` has shape `[1, L]`;
+    /// returns `[1, L, hidden]`.
+    pub fn hidden(&self, ids: &Array, cache: &mut [LayerCache]) -> Result<Array, Exception> {
+        let c = &self.config;
         let mut h = self.embed_tokens.forward(ids)?;
-        let causal = h.dim(1) > 1;
-        for (layer, c) in self.layers.iter().zip(cache.iter_mut()) {
-            h = layer.forward(&h, causal, c, self.config.rms_norm_eps)?;
+        if c.embed_scale {
+            // h *= mx.array(hidden_size ** 0.5, mx.bfloat16).astype(h.dtype)
+            let s = Array::from_f32((c.hidden_size as f64).sqrt() as f32)
+                .as_dtype(Dtype::Bfloat16)?
+                .as_dtype(h.dtype())?;
+            h = h.multiply(&s)?;
         }
-        rms_norm(&h, &self.norm, self.config.rms_norm_eps)
+        let l = h.dim(1);
+        let full = cache[c.masks.full].make_mask(l, None)?;
+        let sliding = c
+            .masks
+            .sliding
+            .map(|(i, window)| cache[i].make_mask(l, Some(window)))
+            .transpose()?;
+        let attn_scale = c
+            .llama4_scaling
+            .map(|s| llama4_attn_scale(s, l, cache[0].offset(), h.dtype()))
+            .transpose()?;
+        for (layer, lc) in self.layers.iter().zip(cache.iter_mut()) {
+            let mask = match (&sliding, layer.sliding) {
+                (Some(m), true) => m,
+                _ => &full,
+            };
+            h = layer.forward(&h, mask, attn_scale.as_ref(), lc, c.rms_norm_eps)?;
+        }
+        rms_norm(&h, &self.norm, c.rms_norm_eps)
     }
 
     /// The output head on hidden states `[1, n, hidden]` → logits `[1, n, vocab]`.
@@ -221,13 +456,13 @@ impl Model {
     }
 
     /// mlx_lm's `Model.__call__`: the head at every position.
-    pub fn forward(&self, ids: &Array, cache: &mut [KvCache]) -> Result<Array, Exception> {
+    pub fn forward(&self, ids: &Array, cache: &mut [LayerCache]) -> Result<Array, Exception> {
         self.head(&self.hidden(ids, cache)?)
     }
 
     /// The controlled loop's prompt forward: the whole prompt, the head at the last position
     /// only (`h[:, -1:, :]`); returns `[1, 1, vocab]`.
-    pub fn forward_last(&self, ids: &Array, cache: &mut [KvCache]) -> Result<Array, Exception> {
+    pub fn forward_last(&self, ids: &Array, cache: &mut [LayerCache]) -> Result<Array, Exception> {
         let h = self.hidden(ids, cache)?;
         let l = h.dim(1);
         self.head(&h.try_index((.., l - 1..l, ..))?)
@@ -238,14 +473,28 @@ impl Model {
         let mut v = self.embed_tokens.arrays();
         for b in &self.layers {
             let a = &b.self_attn;
-            for l in [&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &b.mlp.gate_proj, &b.mlp.up_proj, &b.mlp.down_proj] {
+            let mut linears: Vec<&Linear> = match &a.proj {
+                Projections::Separate { q, k, v } => vec![q, k, v],
+                Projections::Fused(qkv) => vec![qkv],
+            };
+            linears.push(&a.o_proj);
+            match &b.mlp {
+                Mlp::SwiGlu { gate, up, down } | Mlp::Gelu { gate, up, down } => {
+                    linears.extend([gate, up, down])
+                }
+                Mlp::Fused { gate_up, down } => linears.extend([gate_up, down]),
+            }
+            for l in linears {
                 v.extend(l.arrays());
             }
             if let Some((q, k)) = &a.qk_norm {
                 v.extend([q, k]);
             }
-            v.extend(a.rope.arrays());
-            v.extend([&b.input_layernorm, &b.post_attention_layernorm]);
+            v.extend(a.rope.iter().flat_map(Rope::arrays));
+            v.extend([&b.norms.input, &b.norms.post_attention]);
+            if let Some((pre, post)) = &b.norms.feedforward {
+                v.extend([pre, post]);
+            }
         }
         v.push(&self.norm);
         if let Head::Own(l) = &self.head {

@@ -9,23 +9,26 @@
 //! - [`rms_norm`]: `nn.RMSNorm` = `mx.fast.rms_norm`.
 //! - [`swiglu`]: mlx_lm's `silu(gate) * x` with `silu(g) = g * sigmoid(g)`.
 //!
-//! Quantized layers get their group size and bits from the tensor shapes, as mlx_lm's
-//! `infer_quant_config` does, and only affine packing (scales in a float dtype) is accepted.
+//! - [`gelu_approx`]: mlx.nn's `gelu_approx`, the tanh approximation.
+//!
+//! Quantized layers take their packing as mlx_lm's `load_model` decides it: the config's
+//! per-module entry, else `infer_quant_config` from the tensor shapes; every mode mlx
+//! implements (affine, mxfp4, nvfp4, mxfp8) goes through mlx-c with its name.
 
 use mlx_rs::error::Exception;
 use mlx_rs::ops::indexing::take_axis;
-use mlx_rs::ops::{addmm, dequantize, matmul, multiply, quantized_matmul, sigmoid, transpose};
-use mlx_rs::{Array, Dtype};
+use mlx_rs::ops::{addmm, matmul, multiply, sigmoid, tanh, transpose};
+use mlx_rs::{Array, Dtype, Stream};
 
+use crate::config::{check_packing, QuantMode, QuantParams, Quantization};
 use crate::weights::{Weights, WeightsError};
 
-/// Packed affine weights with their per-group scales and biases.
+/// Packed weights with their per-group scales (and biases, in affine mode).
 pub struct Packed {
     pub weight: Array,
     pub scales: Array,
-    pub biases: Array,
-    pub group_size: i32,
-    pub bits: i32,
+    pub biases: Option<Array>,
+    pub params: QuantParams,
 }
 
 /// A linear layer's weights, dense or packed.
@@ -44,56 +47,230 @@ pub struct Linear {
     bias: Option<Array>,
 }
 
-/// Loads `<prefix>.weight` (and `.scales`/`.biases` when quantized) for an `[out, in]` matrix.
-pub fn load_matrix(w: &mut Weights, prefix: &str, out_dims: i32, in_dims: i32) -> Result<LinearWeight, WeightsError> {
-    let name = format!("{prefix}.weight");
-    if !w.contains(&format!("{prefix}.scales")) {
-        return Ok(LinearWeight::Dense(w.take(&name, Some(&[out_dims, in_dims]))?));
+/// How mlx_lm's `load_model` decides a module's packing: its entry in the config's
+/// `quantization` block first (`false`: dense), else `infer_quant_config` from the tensor shapes
+/// when `.scales` exist, else dense.
+fn packing(
+    w: &Weights,
+    prefix: &str,
+    in_dims: i32,
+    quant: Option<&Quantization>,
+) -> Result<Option<QuantParams>, WeightsError> {
+    let Some(q) = quant else {
+        return Ok(None);
+    };
+    if let Some(entry) = q.modules.get(prefix) {
+        return Ok(*entry);
     }
-    let weight = w.take(&name, None)?;
-    let scales = w.take(&format!("{prefix}.scales"), None)?;
-    let biases_name = format!("{prefix}.biases");
+    let (Some(weight), Some(scales)) = (
+        w.peek(&format!("{prefix}.weight")),
+        w.peek(&format!("{prefix}.scales")),
+    ) else {
+        return Ok(None);
+    };
+    let (ws, ss) = (weight.shape(), scales.shape());
+    let error = |reason: String| WeightsError::Quantized {
+        name: format!("{prefix}.weight"),
+        dir: w.dir().to_owned(),
+        reason,
+    };
+    let (Some(&packed), Some(&groups)) = (ws.last(), ss.last()) else {
+        return Err(error(format!(
+            "unexpected packed shapes weight {ws:?} scales {ss:?}"
+        )));
+    };
+    if groups == 0 {
+        return Err(error("scales with no groups".into()));
+    }
+    let group_size = in_dims / groups;
+    let bits = packed * 32 / in_dims;
+    let mode = if scales.dtype() != Dtype::Uint8 {
+        QuantMode::Affine
+    } else {
+        match (bits, group_size) {
+            (4, 16) => QuantMode::Nvfp4,
+            (4, 32) => QuantMode::Mxfp4,
+            (8, 32) => QuantMode::Mxfp8,
+            _ => return Err(error(format!("cannot infer the mode of {bits} bits with group size {group_size} and uint8 scales"))),
+        }
+    };
+    let params = QuantParams {
+        group_size,
+        bits,
+        mode,
+    };
+    check_packing(params).map_err(|(key, found)| {
+        error(format!(
+            "inferred {key} {found} is not a packing mlx implements"
+        ))
+    })?;
+    Ok(Some(params))
+}
+
+/// Loads `<prefix>.weight` (and `.scales`/`.biases` when quantized) for an `[out, in]` matrix.
+pub fn load_matrix(
+    w: &mut Weights,
+    prefix: &str,
+    out_dims: i32,
+    in_dims: i32,
+    quant: Option<&Quantization>,
+) -> Result<LinearWeight, WeightsError> {
+    let name = format!("{prefix}.weight");
+    let Some(params) = packing(w, prefix, in_dims, quant)? else {
+        return Ok(LinearWeight::Dense(
+            w.take(&name, Some(&[out_dims, in_dims]))?,
+        ));
+    };
     let dir = w.dir().to_owned();
     let quant_error = |reason: String| WeightsError::Quantized {
         name: name.clone(),
         dir: dir.clone(),
         reason,
     };
-    if matches!(scales.dtype(), Dtype::Uint8) {
-        return Err(quant_error("uint8 scales mean an mx/nv fp mode; only affine is supported".into()));
+    if in_dims % params.group_size != 0 {
+        return Err(quant_error(format!(
+            "in_dims {in_dims} is not a multiple of group_size {}",
+            params.group_size
+        )));
     }
-    if !w.contains(&biases_name) {
-        return Err(quant_error(format!("affine quantization needs {biases_name}")));
+    let biases_expected = params.mode == QuantMode::Affine;
+    let biases_name = format!("{prefix}.biases");
+    if biases_expected && !w.contains(&biases_name) {
+        return Err(quant_error(format!(
+            "affine quantization needs {biases_name}"
+        )));
     }
-    let biases = w.take(&biases_name, None)?;
-    let (ws, ss) = (weight.shape().to_vec(), scales.shape().to_vec());
-    if ws.len() != 2 || ss.len() != 2 || ws[0] != out_dims || ss[0] != out_dims || ss[1] == 0 {
-        return Err(quant_error(format!("unexpected packed shapes weight {ws:?} scales {ss:?} for [{out_dims}, {in_dims}]")));
-    }
-    if biases.shape() != scales.shape() {
-        return Err(quant_error(format!("biases shape {:?} differs from scales {ss:?}", biases.shape())));
-    }
-    // mlx_lm's infer_quant_config.
-    let group_size = in_dims / ss[1];
-    let bits = ws[1] * 32 / in_dims;
-    if group_size * ss[1] != in_dims || bits * in_dims != ws[1] * 32 || !(bits == 4 || bits == 8) {
-        return Err(quant_error(format!("cannot infer affine 4/8-bit packing from weight {ws:?} scales {ss:?} for in_dims {in_dims}")));
+    let weight = w.take(&name, Some(&[out_dims, in_dims * params.bits / 32]))?;
+    let scales = w.take(
+        &format!("{prefix}.scales"),
+        Some(&[out_dims, in_dims / params.group_size]),
+    )?;
+    let biases = if biases_expected {
+        Some(w.take(&biases_name, Some(&[out_dims, in_dims / params.group_size]))?)
+    } else {
+        None
+    };
+    if biases_expected == (scales.dtype() == Dtype::Uint8) {
+        return Err(quant_error(format!(
+            "{:?} scales do not fit mode {:?}",
+            scales.dtype(),
+            params.mode
+        )));
     }
     Ok(LinearWeight::Quantized(Packed {
         weight,
         scales,
         biases,
-        group_size,
-        bits,
+        params,
     }))
 }
 
+/// `mx.quantized_matmul(x, w, scales, biases, transpose=True, group_size, bits, mode)`
+/// (mlx-rs fixes the mode to affine; mlx-c takes it).
+fn quantized_matmul(x: &Array, p: &Packed) -> Result<Array, Exception> {
+    let stream = Stream::thread_local_or_default();
+    // SAFETY: every pointer is valid for the call (a null array handle stands for "no
+    // biases"); `res` is owned by the returned Array on success and freed on failure.
+    unsafe {
+        let biases = p
+            .biases
+            .as_ref()
+            .map_or_else(|| mlx_sys::mlx_array_new(), |b| b.as_ptr());
+        let mut res = mlx_sys::mlx_array_new();
+        let rc = mlx_sys::mlx_quantized_matmul(
+            &mut res,
+            x.as_ptr(),
+            p.weight.as_ptr(),
+            p.scales.as_ptr(),
+            biases,
+            true,
+            mlx_sys::mlx_optional_int {
+                value: p.params.group_size,
+                has_value: true,
+            },
+            mlx_sys::mlx_optional_int {
+                value: p.params.bits,
+                has_value: true,
+            },
+            p.params.mode.c_name().as_ptr(),
+            stream.as_ptr(),
+        );
+        finish(rc, res, "quantized_matmul")
+    }
+}
+
+/// `mx.dequantize(w, scales, biases, group_size, bits, mode)` on gathered rows.
+fn dequantize(
+    w: &Array,
+    scales: &Array,
+    biases: Option<&Array>,
+    q: QuantParams,
+) -> Result<Array, Exception> {
+    let stream = Stream::thread_local_or_default();
+    // SAFETY: as in quantized_matmul; null biases, global scale and dtype take mlx's defaults.
+    unsafe {
+        let none = mlx_sys::mlx_array_new();
+        let biases = biases.map_or(none, |b| b.as_ptr());
+        let mut res = mlx_sys::mlx_array_new();
+        let rc = mlx_sys::mlx_dequantize(
+            &mut res,
+            w.as_ptr(),
+            scales.as_ptr(),
+            biases,
+            mlx_sys::mlx_optional_int {
+                value: q.group_size,
+                has_value: true,
+            },
+            mlx_sys::mlx_optional_int {
+                value: q.bits,
+                has_value: true,
+            },
+            q.mode.c_name().as_ptr(),
+            none,
+            mlx_sys::mlx_optional_dtype {
+                value: mlx_sys::mlx_dtype__MLX_FLOAT32,
+                has_value: false,
+            },
+            stream.as_ptr(),
+        );
+        finish(rc, res, "dequantize")
+    }
+}
+
+/// # Safety
+/// `res` must be a fresh array the op filled on success.
+unsafe fn finish(rc: i32, res: mlx_sys::mlx_array, op: &str) -> Result<Array, Exception> {
+    if rc != 0 {
+        mlx_sys::mlx_array_free(res);
+        return Err(Exception::custom(format!("{op} failed")));
+    }
+    Ok(Array::from_ptr(res))
+}
+
 impl Linear {
-    pub fn load(w: &mut Weights, prefix: &str, out_dims: i32, in_dims: i32, bias: bool) -> Result<Self, WeightsError> {
-        let weight = load_matrix(w, prefix, out_dims, in_dims)?;
-        let bias = if bias { Some(w.take(&format!("{prefix}.bias"), Some(&[out_dims]))?) } else { None };
-        let weight_t = dense_transpose(&weight).map_err(|source| WeightsError::Transpose { name: format!("{prefix}.weight"), source })?;
-        Ok(Linear { weight, weight_t, bias })
+    pub fn load(
+        w: &mut Weights,
+        prefix: &str,
+        out_dims: i32,
+        in_dims: i32,
+        bias: bool,
+        quant: Option<&Quantization>,
+    ) -> Result<Self, WeightsError> {
+        let weight = load_matrix(w, prefix, out_dims, in_dims, quant)?;
+        let bias = if bias {
+            Some(w.take(&format!("{prefix}.bias"), Some(&[out_dims]))?)
+        } else {
+            None
+        };
+        let weight_t = dense_transpose(&weight).map_err(|source| WeightsError::Transpose {
+            name: format!("{prefix}.weight"),
+            source,
+        })?;
+        Ok(Linear {
+            weight,
+            weight_t,
+            bias,
+        })
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array, Exception> {
@@ -103,7 +280,7 @@ impl Linear {
             (None, LinearWeight::Dense(w), None) => matmul(x, transpose(w)?),
             (None, LinearWeight::Dense(w), Some(b)) => addmm(b, x, transpose(w)?, None, None),
             (_, LinearWeight::Quantized(p), bias) => {
-                let y = quantized_matmul(x, &p.weight, &p.scales, &p.biases, true, p.group_size, p.bits)?;
+                let y = quantized_matmul(x, p)?;
                 match bias {
                     Some(b) => y.add(b),
                     None => Ok(y),
@@ -132,7 +309,10 @@ fn dense_transpose(w: &LinearWeight) -> Result<Option<Array>, Exception> {
 fn weight_arrays(w: &LinearWeight) -> Vec<&Array> {
     match w {
         LinearWeight::Dense(w) => vec![w],
-        LinearWeight::Quantized(p) => vec![&p.weight, &p.scales, &p.biases],
+        LinearWeight::Quantized(p) => [&p.weight, &p.scales]
+            .into_iter()
+            .chain(p.biases.as_ref())
+            .collect(),
     }
 }
 
@@ -144,9 +324,18 @@ pub struct Embedding {
 }
 
 impl Embedding {
-    pub fn load(w: &mut Weights, prefix: &str, vocab: i32, dims: i32) -> Result<Self, WeightsError> {
-        let weight = load_matrix(w, prefix, vocab, dims)?;
-        let weight_t = dense_transpose(&weight).map_err(|source| WeightsError::Transpose { name: format!("{prefix}.weight"), source })?;
+    pub fn load(
+        w: &mut Weights,
+        prefix: &str,
+        vocab: i32,
+        dims: i32,
+        quant: Option<&Quantization>,
+    ) -> Result<Self, WeightsError> {
+        let weight = load_matrix(w, prefix, vocab, dims, quant)?;
+        let weight_t = dense_transpose(&weight).map_err(|source| WeightsError::Transpose {
+            name: format!("{prefix}.weight"),
+            source,
+        })?;
         Ok(Embedding { weight, weight_t })
     }
 
@@ -154,13 +343,19 @@ impl Embedding {
     pub fn forward(&self, ids: &Array) -> Result<Array, Exception> {
         match &self.weight {
             LinearWeight::Dense(w) => take_axis(w, ids, 0),
-            LinearWeight::Quantized(p) => dequantize(
-                take_axis(&p.weight, ids, 0)?,
-                take_axis(&p.scales, ids, 0)?,
-                &take_axis(&p.biases, ids, 0)?,
-                p.group_size,
-                p.bits,
-            ),
+            LinearWeight::Quantized(p) => {
+                let biases = p
+                    .biases
+                    .as_ref()
+                    .map(|b| take_axis(b, ids, 0))
+                    .transpose()?;
+                dequantize(
+                    &take_axis(&p.weight, ids, 0)?,
+                    &take_axis(&p.scales, ids, 0)?,
+                    biases.as_ref(),
+                    p.params,
+                )
+            }
         }
     }
 
@@ -169,9 +364,7 @@ impl Embedding {
         match (&self.weight_t, &self.weight) {
             (Some(wt), _) => matmul(x, wt),
             (None, LinearWeight::Dense(w)) => matmul(x, transpose(w)?),
-            (_, LinearWeight::Quantized(p)) => {
-                quantized_matmul(x, &p.weight, &p.scales, &p.biases, true, p.group_size, p.bits)
-            }
+            (_, LinearWeight::Quantized(p)) => quantized_matmul(x, p),
         }
     }
 
@@ -190,4 +383,19 @@ pub fn rms_norm(x: &Array, weight: &Array, eps: f32) -> Result<Array, Exception>
 /// mlx_lm's `swiglu(gate, x) = silu(gate) * x`, `silu(g) = g * sigmoid(g)`.
 pub fn swiglu(gate: &Array, x: &Array) -> Result<Array, Exception> {
     multiply(multiply(gate, sigmoid(gate)?)?, x)
+}
+
+/// A Python scalar meeting an array: rounded to the array's dtype.
+pub fn scalar(v: f64, like: &Array) -> Result<Array, Exception> {
+    Array::from_f32(v as f32).as_dtype(like.dtype())
+}
+
+/// `nn.gelu_approx`: `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3)))`.
+pub fn gelu_approx(x: &Array) -> Result<Array, Exception> {
+    let cube = x.power(scalar(3.0, x)?)?;
+    let inner = x.add(scalar(0.044715, x)?.multiply(&cube)?)?;
+    let t = tanh(scalar((2.0 / std::f64::consts::PI).sqrt(), x)?.multiply(&inner)?)?;
+    scalar(0.5, x)?
+        .multiply(x)?
+        .multiply(scalar(1.0, x)?.add(&t)?)
 }

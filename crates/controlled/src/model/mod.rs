@@ -1,10 +1,10 @@
-//! The models: one dense decoder (qwen3, qwen2, llama) written after mlx_lm, its layers, its
-//! rotary embedding and its KV cache.
+//! The model: one decoder written after mlx_lm that every architecture resolves to, its
+//! layers, its rotary embeddings and its KV caches.
 
 pub mod cache;
 pub mod decoder;
 pub mod layers;
 pub mod rope;
 
-pub use cache::KvCache;
+pub use cache::{KvCache, LayerCache};
 pub use decoder::{LoadError, Model};

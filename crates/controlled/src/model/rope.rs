@@ -1,10 +1,13 @@
-//! Rotary position embedding as mlx_lm's `initialize_rope` builds it: `nn.RoPE` (base and
-//! scale) for "default"/"linear", and `Llama3RoPE` (precomputed frequencies, computed here with
-//! the same MLX ops in the same order so they round the same way).
+//! Rotary position embedding as mlx_lm's `initialize_rope` (and phi3) builds it: `nn.RoPE`
+//! (base and scale) for "default"/"linear", and `Llama3RoPE`, `SuScaledRoPE` and `YarnRoPE`
+//! with their precomputed frequencies, computed here with the same MLX ops in the same order so
+//! they round the same way. Python scalars meet float32 arrays as float32 scalars, so every
+//! constant is rounded to f32 exactly where Python would round it.
 
 use mlx_rs::error::Exception;
-use mlx_rs::ops::{arange, logical_and, select};
-use mlx_rs::Array;
+use mlx_rs::ops::indexing::{Ellipsis, TryIndexOp};
+use mlx_rs::ops::{arange, clip, concatenate, logical_and, select};
+use mlx_rs::{Array, Dtype};
 
 use crate::config::{Rope as RopeConfig, RopeScaling};
 
@@ -15,36 +18,110 @@ pub struct Rope {
     base: Option<f32>,
     scale: f32,
     freqs: Option<Array>,
+    /// SuScaled/Yarn: the rotated features are multiplied by this first (`x.at[..., :dims]`).
+    input_scale: Option<f32>,
+}
+
+fn f(v: f64) -> Array {
+    Array::from_f32(v as f32)
+}
+
+/// `base ** (mx.arange(0, dims, 2, dtype=mx.float32) / dims)`.
+fn base_freqs(dims: i32, base: f32) -> Result<Array, Exception> {
+    let exponents = arange::<_, f32>(0.0, dims as f32, 2.0)?.divide(f(dims as f64))?;
+    Array::from_f32(base).power(&exponents)
 }
 
 impl Rope {
-    pub fn new(dims: i32, config: &RopeConfig) -> Result<Self, Exception> {
-        Ok(match config.scaling {
-            RopeScaling::Plain { scale } => Rope {
-                dims,
-                traditional: config.traditional,
-                base: Some(config.base),
-                scale,
-                freqs: None,
-            },
-            RopeScaling::Llama3 {
-                factor,
-                low_freq_factor,
-                high_freq_factor,
-                original_max_position_embeddings: old,
-            } => Rope {
+    pub fn new(config: &RopeConfig) -> Result<Self, Exception> {
+        let (dims, base) = (config.dims, config.base);
+        let precomputed = |freqs: Array, input_scale: Option<f32>| -> Result<Rope, Exception> {
+            freqs.eval()?;
+            Ok(Rope {
                 dims,
                 traditional: config.traditional,
                 base: None,
                 scale: 1.0,
-                freqs: Some(llama3_freqs(dims, config.base, factor, low_freq_factor, high_freq_factor, old)?),
-            },
-        })
+                freqs: Some(freqs),
+                input_scale,
+            })
+        };
+        match &config.scaling {
+            RopeScaling::Plain { scale } => Ok(Rope {
+                dims,
+                traditional: config.traditional,
+                base: Some(base),
+                scale: *scale,
+                freqs: None,
+                input_scale: None,
+            }),
+            &RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_position_embeddings: old,
+            } => precomputed(
+                llama3_freqs(dims, base, factor, low_freq_factor, high_freq_factor, old)?,
+                None,
+            ),
+            RopeScaling::SuScaled {
+                long_factor,
+                scalar,
+                scale,
+            } => {
+                let factors: Vec<f32> = long_factor.iter().map(|&v| v as f32).collect();
+                let factors = if *scalar {
+                    Array::from_f32(factors[0])
+                } else {
+                    Array::from_slice(&factors, &[factors.len() as i32])
+                };
+                precomputed(
+                    factors.multiply(base_freqs(dims, base)?)?,
+                    Some(*scale as f32),
+                )
+            }
+            &RopeScaling::Yarn {
+                factor,
+                original_max_position_embeddings,
+                beta_fast,
+                beta_slow,
+                mscale,
+                mscale_all_dim,
+            } => {
+                let (freqs, mscale) = yarn(
+                    dims,
+                    base as f64,
+                    factor,
+                    original_max_position_embeddings,
+                    beta_fast,
+                    beta_slow,
+                    mscale,
+                    mscale_all_dim,
+                )?;
+                precomputed(freqs, (mscale != 1.0).then_some(mscale as f32))
+            }
+        }
     }
 
-    /// `mx.fast.rope(x, dims, traditional, base, scale, offset, freqs)`.
+    /// `mx.fast.rope(x, dims, traditional, base, scale, offset, freqs)`, after the input scale.
     pub fn forward(&self, x: &Array, offset: i32) -> Result<Array, Exception> {
-        mlx_rs::fast::rope(x, self.dims, self.traditional, self.base, self.scale, offset, self.freqs.as_ref())
+        let scaled;
+        let x = match self.input_scale {
+            Some(s) => {
+                scaled = multiply_leading(x, self.dims, s)?;
+                &scaled
+            }
+            None => x,
+        };
+        mlx_rs::fast::rope(
+            x,
+            self.dims,
+            self.traditional,
+            self.base,
+            self.scale,
+            offset,
+            self.freqs.as_ref(),
+        )
     }
 
     pub fn arrays(&self) -> impl Iterator<Item = &Array> {
@@ -52,22 +129,93 @@ impl Rope {
     }
 }
 
-/// mlx_lm `Llama3RoPE.__init__`, op for op. Python scalars meet float32 arrays as float32
-/// scalars, so every constant is rounded to f32 exactly where Python would round it.
-fn llama3_freqs(dims: i32, base: f32, factor: f64, low: f64, high: f64, old: f64) -> Result<Array, Exception> {
-    let f = |v: f64| Array::from_f32(v as f32);
+/// `x.at[..., :dims].multiply(s)`: the scalar in `x`'s dtype times the first `dims` features,
+/// the rest unchanged (the same products as mlx's scatter).
+fn multiply_leading(x: &Array, dims: i32, s: f32) -> Result<Array, Exception> {
+    let s = Array::from_f32(s).as_dtype(x.dtype())?;
+    if dims == x.dim(-1) {
+        return x.multiply(&s);
+    }
+    let head = x.try_index((Ellipsis, ..dims))?.multiply(&s)?;
+    concatenate(&[head, x.try_index((Ellipsis, dims..))?], -1)
+}
+
+/// mlx_lm `Llama3RoPE.__init__`, op for op.
+fn llama3_freqs(
+    dims: i32,
+    base: f32,
+    factor: f64,
+    low: f64,
+    high: f64,
+    old: f64,
+) -> Result<Array, Exception> {
     let low_freq_wavelen = old / low;
     let high_freq_wavelen = old / high;
     // base ** (mx.arange(0, dims, 2) / dims)
     let exponents = arange::<_, i32>(0, dims, 2)?.divide(Array::from_int(dims))?;
     let freqs = Array::from_f32(base).power(&exponents)?;
     let wavelens = f(2.0 * std::f64::consts::PI).multiply(&freqs)?;
-    let freqs = select(wavelens.gt(f(low_freq_wavelen))?, freqs.multiply(f(factor))?, &freqs)?;
-    let is_medium = logical_and(wavelens.gt(f(high_freq_wavelen))?, wavelens.lt(f(low_freq_wavelen))?)?;
-    let smooth = f(old).divide(&wavelens)?.subtract(f(low))?.divide(f(high - low))?;
+    let freqs = select(
+        wavelens.gt(f(low_freq_wavelen))?,
+        freqs.multiply(f(factor))?,
+        &freqs,
+    )?;
+    let is_medium = logical_and(
+        wavelens.gt(f(high_freq_wavelen))?,
+        wavelens.lt(f(low_freq_wavelen))?,
+    )?;
+    let smooth = f(old)
+        .divide(&wavelens)?
+        .subtract(f(low))?
+        .divide(f(high - low))?;
     let denom = f(1.0).subtract(&smooth)?.divide(f(factor))?.add(&smooth)?;
     let smooth_freqs = freqs.divide(&denom)?;
-    let out = select(&is_medium, &smooth_freqs, &freqs)?;
-    out.eval()?;
-    Ok(out)
+    select(&is_medium, &smooth_freqs, &freqs)
+}
+
+/// mlx_lm `YarnRoPE.__init__`, op for op: the frequencies and the input scale (`mscale`).
+#[allow(clippy::too_many_arguments)]
+fn yarn(
+    dims: i32,
+    base: f64,
+    factor: f64,
+    original: f64,
+    beta_fast: f64,
+    beta_slow: f64,
+    mscale: f64,
+    mscale_all_dim: f64,
+) -> Result<(Array, f64), Exception> {
+    use std::f64::consts::PI;
+    let correction_dim = |rotations: f64| {
+        (dims as f64 * (original / (rotations * 2.0 * PI)).ln()) / (2.0 * base.ln())
+    };
+    let low = correction_dim(beta_fast).floor().max(0.0);
+    let high = correction_dim(beta_slow).ceil().min((dims - 1) as f64);
+    let get_mscale = |scale: f64, m: f64| {
+        if scale <= 1.0 {
+            1.0
+        } else {
+            0.1 * m * scale.ln() + 1.0
+        }
+    };
+    let input_scale = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim);
+    let freq_extra = base_freqs(dims, base as f32)?;
+    let freq_inter = f(factor).multiply(&freq_extra)?;
+    let (min_val, max_val) = if low == high {
+        (low, high + 0.001)
+    } else {
+        (low, high)
+    };
+    let ramp = arange::<_, f32>(0.0, (dims / 2) as f32, 1.0)?
+        .subtract(f(min_val))?
+        .divide(f(max_val - min_val))?;
+    let ramp = clip(&ramp, (f(0.0), f(1.0)))?;
+    let freq_mask = f(1.0).subtract(&ramp)?;
+    let num = freq_inter.multiply(&freq_extra)?;
+    let den = freq_inter
+        .multiply(&freq_mask)?
+        .add(freq_extra.multiply(f(1.0).subtract(&freq_mask)?)?)?;
+    let freqs = num.divide(&den)?;
+    debug_assert_eq!(freqs.dtype(), Dtype::Float32);
+    Ok((freqs, input_scale))
 }
