@@ -7,59 +7,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde::{Deserialize, Serialize};
+pub use decode_baseline_protocol::host::{FreqRange as Range, HostActivity};
 
 use super::{
-    linux::{self, CpuTimes, Range},
+    linux::{self, CpuTimes},
     macos::{self, MacSample},
     process::ticks_to_duration,
 };
-
-/// What else ran on the host during one measurement, and how fast its CPUs were clocked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HostActivity {
-    /// Monotonic wall time between the two samples, in nanoseconds.
-    pub wall_ns: u64,
-    /// CPUs the kernel accounts in `/proc/stat` (its `cpuN` lines) at the end.
-    pub cpus: Option<u32>,
-    /// Share of all CPUs' time that was busy over the interval, 0 to 1, from `/proc/stat`:
-    /// (user + nice + system + irq + softirq + steal) / (those + idle + iowait).
-    pub busy_share: Option<f64>,
-    /// CPU time everything (processes, kernel, other guests' steal) used over the interval, in
-    /// nanoseconds: the busy clock ticks of `/proc/stat`, summed over the CPUs.
-    pub busy_cpu_ns: Option<u64>,
-    /// CPU time of the measured processes over the interval, in nanoseconds, as handed to
-    /// [`HostSampler::finish`].
-    pub measured_cpu_ns: Option<u64>,
-    /// `busy_cpu_ns` minus `measured_cpu_ns`, at least 0: what everything else used, the
-    /// launcher itself included.
-    pub others_cpu_ns: Option<u64>,
-    /// `others_cpu_ns` in CPUs' worth: divided by each CPU's accounted time over the interval.
-    /// 1.0 means others kept one CPU busy for the whole measurement.
-    pub others_cpus: Option<f64>,
-    /// The 1-minute load average at the start (`/proc/loadavg`; macOS `sysctl -n vm.loadavg`).
-    pub load1_start: Option<f64>,
-    /// The 1-minute load average at the end.
-    pub load1_end: Option<f64>,
-    /// `scaling_cur_freq` over the CPUs at the start, in kHz (Linux cpufreq).
-    pub freq_khz_start: Option<Range>,
-    /// `scaling_cur_freq` over the CPUs at the end, in kHz.
-    pub freq_khz_end: Option<Range>,
-    /// The distinct `scaling_governor`s of the CPUs at the end, sorted (Linux cpufreq).
-    pub governors: Option<Vec<String>>,
-    /// macOS: the lower `CPU_Speed_Limit` of `pmset -g therm` at the start and the end, in
-    /// percent; 100 means not throttled.
-    pub cpu_speed_limit_pct: Option<u32>,
-    /// macOS: the thermal or performance warning levels `pmset -g therm` reported at the start
-    /// or the end, verbatim; empty when it reported none.
-    pub thermal_warnings: Option<Vec<String>>,
-    /// macOS: the power source at the start, as `pmset -g batt` names it (`AC Power`,
-    /// `Battery Power`).
-    pub power_source: Option<String>,
-    /// macOS: whether Low Power Mode was on at the start or the end (`pmset -g`).
-    pub low_power_mode: Option<bool>,
-}
 
 /// The host's state at the start of a measurement.
 #[derive(Debug)]

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 
 /// The aggregate `cpu` line of `/proc/stat`, in clock ticks summed over all CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,15 +44,7 @@ impl TickDelta {
     }
 }
 
-/// The range of a per-CPU value over the CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Range {
-    /// The lowest value over the CPUs.
-    pub min: u64,
-    /// The highest value over the CPUs.
-    pub max: u64,
-}
+pub use decode_baseline_protocol::host::FreqRange as Range;
 
 /// Parses `/proc/stat`: the aggregate `cpu` line and the number of `cpuN` lines.
 pub fn parse_stat(text: &str) -> Option<CpuTimes> {

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::agreement::{self, ArgmaxAgreement, StreamAgreement};
 use crate::compare::{human_ns, request_pairs};
+use decode_baseline::host;
 use decode_baseline::stats::{BootstrapConfig, ClusteredSample, PairedSample, RatioEstimate, Resampling, Summary};
 
 /// Everything computed, keyed for `session.json`.
@@ -74,12 +75,34 @@ pub struct AdapterStats {
     /// measurement; `DECODE_BASELINE_TEST_SLOWDOWN_US`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_slowdown_us: Option<u32>,
+    /// Warnings about the host during this adapter's runs of the cell (busy, throttled), once
+    /// each (`src/host`, judged against `MAX_OTHER_CPUS` and `MAX_FREQ_DROP`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_warnings: Vec<String>,
 }
 
 /// The result and the problems it found (disagreement, statistics that could not be computed).
 pub struct Outcome {
     pub body: Analysis,
     pub problems: Vec<String>,
+}
+
+/// What the host judge says about the runs of `adapter` in `cell`: the warnings of the run
+/// whose host was busiest, and how many other runs drew warnings too.
+fn host_warnings(workers: &[WorkerRun], cell: &str, adapter: Adapter) -> Vec<String> {
+    let judged: Vec<(f64, Vec<String>)> = workers
+        .iter()
+        .filter(|w| w.cell == cell && w.adapter == adapter)
+        .filter_map(|w| w.host_activity.as_ref())
+        .map(|a| (a.others_cpus.unwrap_or(0.0), host::judge(a, host::MAX_OTHER_CPUS).warnings))
+        .filter(|(_, warnings)| !warnings.is_empty())
+        .collect();
+    let Some((_, worst)) = judged.iter().max_by(|a, b| a.0.total_cmp(&b.0)) else { return Vec::new() };
+    let mut out = worst.clone();
+    if judged.len() > 1 {
+        out.push(format!("{} of this row's worker runs drew host warnings; the worst is shown", judged.len()));
+    }
+    out
 }
 
 fn valid_reports<'a>(workers: &'a [WorkerRun], cell: &str, adapter: Adapter, aa: bool) -> Vec<&'a WorkerReport> {
@@ -134,7 +157,8 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Out
                 continue;
             }
             match adapter_stats(&reports, &config) {
-                Ok((stats, sample)) => {
+                Ok((mut stats, sample)) => {
+                    stats.host_warnings = host_warnings(workers, &name, adapter);
                     adapters.insert(adapter.as_str().to_owned(), stats);
                     clusters.insert(adapter, sample);
                 }
@@ -251,6 +275,7 @@ fn adapter_stats(reports: &[&WorkerReport], config: &BootstrapConfig) -> Result<
         model_calls: first_measured.map_or(0, |q| q.model_calls),
         drift,
         test_slowdown_us: reports.iter().find_map(|r| r.test_slowdown_us),
+        host_warnings: Vec::new(),
     };
     Ok((stats, sample))
 }
@@ -287,6 +312,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
             }
             for warning in &s.warnings {
                 out.push_str(&format!("{:<w$} warning: {}\n", "", warning.message));
+            }
+            for warning in &stats.host_warnings {
+                out.push_str(&format!("{:<w$} warning: host: {warning}\n", ""));
             }
             if let Some(us) = stats.test_slowdown_us {
                 out.push_str(&format!("{:<w$} note: test slowdown of {us} µs per step injected: not a real measurement\n", ""));

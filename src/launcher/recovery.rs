@@ -100,6 +100,7 @@ fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
                 intervention: None,
                 wall_ns: 0,
                 validation_errors: vec!["not validated: the launcher ended without writing session.json".to_owned()],
+                host_activity: None,
                 report,
             })
         })

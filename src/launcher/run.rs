@@ -15,6 +15,7 @@ use decode_baseline_protocol::{
     pins::{self, PinError},
     ExitCode,
 };
+use decode_baseline::host;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{
@@ -40,6 +41,11 @@ pub struct RunArgs {
     /// Create the session folder and write every worker job, print the worker commands, run nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Before each worker (or interleaved group), wait until other processes have used less
+    /// than a quarter of a CPU over 2 s, for at most this many seconds; past the bound the
+    /// worker starts anyway and its row is marked. 0 (the default): do not wait.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub quiet_wait: u64,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -137,6 +143,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     );
     let mut workers: Vec<WorkerRun> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
+    // Wall time spent inside worker groups (members of an interleaved group overlap).
+    let mut groups_wall = std::time::Duration::ZERO;
     for group in groups {
         let members = &prepared[group];
         if interrupts.count() > 0 {
@@ -145,7 +153,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         let names: Vec<&str> = members.iter().map(|p| p.planned.adapter.as_str()).collect();
         progress.set_message(format!("{} {}", members[0].planned.cell.name(), names.join(" + ")));
+        let quiet_note = wait_for_quiet(args.quiet_wait, &interrupts, &progress);
         let limits = limits(&members[0].job.run_policy, members.len() as u32);
+        let children_before = host::reaped_children_cpu_time();
+        let sampler = host::HostSampler::start();
+        let group_started = Instant::now();
         let outcomes = if members.len() == 1 {
             let p = &members[0];
             let outcome = supervise::supervise(&p.command, &p.out_dir, limits, &interrupts, || progress.tick())?;
@@ -158,8 +170,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             interleave::supervise_group(&gated, limits, &interrupts, || progress.tick(), |_| progress.inc(1))?
         };
+        groups_wall += group_started.elapsed();
+        let measured = host::reaped_children_cpu_time().zip(children_before).map(|(after, before)| after.saturating_sub(before));
+        let activity = sampler.finish(measured);
+        if let Some(note) = &quiet_note {
+            progress.suspend(|| eprintln!("decode-baseline: {}: {note}", members[0].planned.cell.name()));
+        }
         for (p, outcome) in members.iter().zip(outcomes) {
-            workers.push(record_run(p, outcome, &mut problems));
+            let mut run = record_run(p, outcome, &mut problems);
+            run.host_activity = Some(activity.clone());
+            workers.push(run);
         }
     }
     progress.finish_and_clear();
@@ -168,7 +188,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     problems.extend(analysis.problems.iter().cloned());
     let status = session_status(&workers, &interrupts, &problems);
     let wall = started.elapsed();
-    let workers_wall: u64 = workers.iter().map(|w| w.wall_ns).sum();
+    let workers_wall = groups_wall.as_nanos() as u64;
     let report = SessionReport {
         schema_version: SESSION_REPORT_SCHEMA_VERSION,
         session_id,
@@ -290,7 +310,23 @@ fn record_run(p: &Prepared, outcome: supervise::Outcome, problems: &mut Vec<Stri
         intervention: describe(outcome.intervention, outcome.sent),
         wall_ns: outcome.wall.as_nanos() as u64,
         validation_errors,
+        host_activity: None,
         report,
+    }
+}
+
+/// With `--quiet-wait S`, waits for a quiet host for at most S seconds; returns a sentence when
+/// the host did not get quiet in time (the run goes ahead, and the session lists it).
+fn wait_for_quiet(bound_s: u64, interrupts: &Interrupts, progress: &ProgressBar) -> Option<String> {
+    if bound_s == 0 {
+        return None;
+    }
+    progress.set_message("waiting for a quiet host");
+    let stop = || interrupts.count() > 0;
+    let window = std::time::Duration::from_secs(2);
+    match host::wait_for_quiet(host::MAX_OTHER_CPUS, window, std::time::Duration::from_secs(bound_s), &stop) {
+        Ok(_) | Err(host::QuietError::Stopped) => None,
+        Err(err) => Some(format!("--quiet-wait: {err}; started anyway")),
     }
 }
 

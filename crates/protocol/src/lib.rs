@@ -7,6 +7,7 @@
 pub mod digest;
 pub mod exit;
 pub mod freeze;
+pub mod host;
 pub mod installed;
 pub mod job;
 pub mod manifest;

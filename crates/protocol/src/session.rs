@@ -9,9 +9,11 @@ use crate::{Adapter, Sha256Digest, WorkerReport};
 
 /// The version of [`SessionJob`] this code reads.
 pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
-/// The version of [`SessionReport`] this code writes. Version 2 added `model_files`; a reader
-/// of version 1 refuses it by its version rather than by an unknown field.
-pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 2;
+/// The version of [`SessionReport`] this code writes. Version 2 added `model_files`; version 3
+/// added `workers[].host_activity` and, for interleaved sessions, `analysis.cells[].paired` and
+/// `paired_aa`; a reader of an older version refuses a newer one by its version rather than by
+/// an unknown field.
+pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 3;
 /// The oldest version of [`SessionReport`] this code still reads: version 1 is version 2 without
 /// `model_files` (read as `null`).
 pub const SESSION_REPORT_OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -116,6 +118,10 @@ pub struct WorkerRun {
     pub wall_ns: u64,
     /// Problems found validating the report (empty when valid).
     pub validation_errors: Vec<String>,
+    /// What else used the host while this worker ran (interleaved: while its group ran), and
+    /// how it was clocked; `null` in sessions before version 3.
+    #[serde(default)]
+    pub host_activity: Option<crate::host::HostActivity>,
     /// The report, when one was written and parsed.
     pub report: Option<WorkerReport>,
 }
@@ -147,7 +153,7 @@ pub struct SessionReport {
     pub finished_utc: String,
     /// Session wall time, nanoseconds.
     pub wall_ns: u64,
-    /// Session wall time minus the workers' wall time: what the launcher itself cost.
+    /// Session wall time minus the time spent running worker groups (one worker, or the members of an interleaved group together): what the launcher itself cost.
     pub launcher_overhead_ns: u64,
     /// Every worker run, in the order they ran.
     pub workers: Vec<WorkerRun>,

@@ -1,0 +1,180 @@
+//! The suite's power on this machine: how often `compare B A` calls identical code different
+//! (false alarms), and how often it sees a 3 % slowdown of the controlled loop (detections),
+//! for the sequential (`alternate`) and the `interleaved` order, as a regression check uses it.
+//!
+//! ```sh
+//! cargo bench --bench power                       # 10 pairs per order, 3 % slowdown
+//! cargo bench --bench power -- --pairs 4 --slowdown-pct 5 --orders interleaved
+//! ```
+//!
+//! Per order: one calibration session measures the controlled loop's per-token median `m`; the
+//! slowdown is `pct · m` microseconds per decode step, injected with the test-only slowdown
+//! (`DECODE_BASELINE_TEST_SLOWDOWN_US`, recorded in every report it touches). Then, per pair,
+//! three sessions of the tiny fixture's L16 headline cell with an A/A pair: `A`, `A'` (the same
+//! code again) and `B` (controlled slowed). `compare A' A` is an A/A comparison: a `faster` or
+//! `slower` verdict there is a false alarm. `compare B A` should say `slower` on the controlled
+//! row against stock. The A/A threshold per adapter is the median of the thresholds `compare`
+//! derived for that adapter's rows (controlled: its row against stock; stock: its raw row).
+//! Everything runs side by side in this one process, so the figures compare the two orders on
+//! the same machine in the same minutes. Prints a table and writes `target/power.json`.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::Instant,
+};
+
+use serde_json::{json, Value};
+
+const CELL: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
+
+struct Options {
+    pairs: usize,
+    slowdown_pct: f64,
+    orders: Vec<String>,
+}
+
+fn options() -> Options {
+    let mut o = Options { pairs: 10, slowdown_pct: 3.0, orders: vec!["alternate".into(), "interleaved".into()] };
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
+        match arg.as_str() {
+            "--pairs" => o.pairs = value().parse().expect("--pairs: a whole number"),
+            "--slowdown-pct" => o.slowdown_pct = value().parse().expect("--slowdown-pct: a number"),
+            "--orders" => o.orders = value().split(',').map(str::to_owned).collect(),
+            other => panic!("unknown argument {other:?}; expected --pairs N, --slowdown-pct P, --orders a,b"),
+        }
+    }
+    o
+}
+
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_decode-baseline"))
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs one session of the cell in `order`, the controlled loop slowed by `slowdown_us`;
+/// returns the session folder and its wall time in seconds.
+fn session(root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, f64) {
+    let out = root.join(name);
+    let job = root.join(format!("{name}.json"));
+    let body = json!({
+        "schema_version": 1, "manifest": repo().join("workloads.json"), "cells": [CELL],
+        "adapters": ["controlled", "stock"], "output_root": out, "repetitions": 1,
+        "order": order, "aa_pair": true
+    });
+    std::fs::write(&job, body.to_string()).unwrap();
+    let mut cmd = Command::new(binary());
+    cmd.args(["run", "--job"]).arg(&job).env("HF_HUB_OFFLINE", "1");
+    if slowdown_us > 0 {
+        cmd.env("DECODE_BASELINE_TEST_SLOWDOWN_US", slowdown_us.to_string())
+            .env("DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER", "controlled");
+    }
+    let started = Instant::now();
+    let result = cmd.output().unwrap();
+    let wall = started.elapsed().as_secs_f64();
+    assert!(result.status.success(), "session {name} failed: {}", String::from_utf8_lossy(&result.stderr));
+    let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+    (dir, wall)
+}
+
+fn compare(a: &Path, b: &Path) -> Value {
+    let out = Command::new(binary()).arg("compare").arg(a).arg(b).args(["--format", "json"]).output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("compare: {e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+fn controlled_median_ns(session: &Path) -> f64 {
+    let value: Value = serde_json::from_slice(&std::fs::read(session.join("session.json")).unwrap()).unwrap();
+    value["analysis"]["cells"][0]["adapters"]["controlled"]["per_token_ns"]["median"].as_f64().unwrap()
+}
+
+/// The judged row of `adapter` against stock, or its raw row (stock).
+fn row<'a>(report: &'a Value, adapter: &str) -> &'a Value {
+    let basis = if adapter == "stock" { "raw" } else { "against_reference" };
+    report["rows"].as_array().unwrap().iter().find(|r| r["adapter"] == adapter && r["basis"] == basis).unwrap()
+}
+
+fn verdict(row: &Value) -> String {
+    row["outcome"]["comparison"]["verdict"].as_str().unwrap_or("not_compared").to_owned()
+}
+
+fn threshold(row: &Value) -> f64 {
+    row["outcome"]["threshold"]["threshold"]["value"].as_f64().unwrap_or(f64::NAN)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn main() {
+    let o = options();
+    let root = tempfile::tempdir().unwrap();
+    let mut results = Vec::new();
+    for order in &o.orders {
+        let (calibration, _) = session(root.path(), order, &format!("{order}-calibration"), 0);
+        let slowdown_us = (controlled_median_ns(&calibration) * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
+        let (mut false_alarms, mut detections, mut aa_verdicts, mut b_verdicts) = (0, 0, Vec::new(), Vec::new());
+        let (mut thresholds_c, mut thresholds_s, mut walls, mut aa_ratios, mut b_ratios) = (vec![], vec![], vec![], vec![], vec![]);
+        for i in 0..o.pairs {
+            let (a, wa) = session(root.path(), order, &format!("{order}-{i}-a"), 0);
+            let (a2, wa2) = session(root.path(), order, &format!("{order}-{i}-a2"), 0);
+            let (b, wb) = session(root.path(), order, &format!("{order}-{i}-b"), slowdown_us);
+            walls.extend([wa, wa2, wb]);
+            let aa = compare(&a, &a2);
+            let overall = aa["verdict"].as_str().unwrap_or("refused").to_owned();
+            if overall == "faster" || overall == "slower" {
+                false_alarms += 1;
+            }
+            let slowed = compare(&a, &b);
+            let detected = verdict(row(&slowed, "controlled"));
+            if detected == "slower" {
+                detections += 1;
+            }
+            thresholds_c.push(threshold(row(&aa, "controlled")));
+            thresholds_s.push(threshold(row(&aa, "stock")));
+            aa_ratios.push(row(&aa, "controlled")["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN));
+            b_ratios.push(row(&slowed, "controlled")["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN));
+            eprintln!("power: {order} pair {i}: A/A {overall}, slowed {detected}");
+            aa_verdicts.push(overall);
+            b_verdicts.push(detected);
+        }
+        results.push(json!({
+            "order": order, "pairs": o.pairs, "slowdown_us": slowdown_us, "slowdown_pct": o.slowdown_pct,
+            "false_alarms": false_alarms, "detections": detections,
+            "aa_threshold_controlled": median(thresholds_c), "aa_threshold_stock": median(thresholds_s),
+            "median_wall_s": median(walls), "aa_verdicts": aa_verdicts, "slowed_verdicts": b_verdicts,
+            "aa_ratios": aa_ratios, "slowed_ratios": b_ratios,
+        }));
+    }
+    println!("\n{:<12} {:>6} {:>12} {:>13} {:>15} {:>15} {:>10}", "order", "pairs", "false alarms", "detections", "A/A controlled", "A/A stock", "wall");
+    for r in &results {
+        println!(
+            "{:<12} {:>6} {:>9}/{:<2} {:>10}/{:<2} {:>14.1}% {:>14.1}% {:>9.1}s",
+            r["order"].as_str().unwrap(),
+            r["pairs"],
+            r["false_alarms"],
+            r["pairs"],
+            r["detections"],
+            r["pairs"],
+            100.0 * r["aa_threshold_controlled"].as_f64().unwrap(),
+            100.0 * r["aa_threshold_stock"].as_f64().unwrap(),
+            r["median_wall_s"].as_f64().unwrap(),
+        );
+        println!("{:<12} slowdown {} µs per step ({} % of the calibration median)", "", r["slowdown_us"], r["slowdown_pct"]);
+    }
+    let path = repo().join("target/power.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&results).unwrap()).unwrap();
+    println!("\nwritten: {}", path.display());
+}
