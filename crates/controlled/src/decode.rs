@@ -14,8 +14,12 @@
 //!
 //! Per step the loop records the position fed, the argmax, a monotonic stamp, and the graph
 //! build and evaluation times separately. Margins (fixed-continuation, reference-pair) and the
-//! contract checks read the logits on the host after the stamp; margins only after the last
-//! step, so no step's interval contains them.
+//! contract checks read the logits on the host after the stamp, never inside a step's interval:
+//! fixed-continuation times each step from its own poll to its logits, so it reads the step's
+//! margin right after the stamp and lets the logits go; reference-pair times stamp to stamp, so
+//! it keeps every step's logits and reads the margins after the last step. Keeping 33 logits
+//! buffers alive made every graph build of fixed-continuation dearer in glibc's allocator
+//! (`req/findings.md`, the q4 fixed-continuation anomaly); reading them step by step does not.
 //!
 //! `poll` is called before the prompt forward and before every decode step; an `Err` from it
 //! ends the request there (the record is dropped: only complete requests are reported).
@@ -240,7 +244,7 @@ fn run<E>(
     let prompt_ids = Array::from_slice(&prompt_ids, &[1, prompt.len() as i32]);
     let mut checker = options.check_contract.then(Checker::new);
     // Evaluated logits kept for the margins, read after the last step.
-    let mut kept: Vec<Array> = Vec::with_capacity(if margins { n_steps + 1 } else { 0 });
+    let mut kept: Vec<Array> = Vec::with_capacity(if margins && matches!(feed, Feed::Greedy { .. }) { n_steps + 1 } else { 0 });
     mlx_rs::memory::reset_peak_memory().map_err(mlx("reset_peak_memory"))?;
 
     let start = Instant::now();
@@ -281,8 +285,14 @@ fn run<E>(
         })
         .map_err(DecodeError::from)?;
     }
-    if margins {
+    // Fixed-continuation reads each margin at once (see the module docs); reference-pair keeps.
+    let keep = margins && sample_in_loop;
+    let (mut first_token_margin, mut first_token_tie) = (None, None);
+    if keep {
         kept.push(logits);
+    } else if margins {
+        let top = top2(&logits).map_err(|reason| DecodeError::Logits { position: prompt_len, reason })?;
+        (first_token_margin, first_token_tie) = (Some(top.margin()), Some(top.tie()));
     }
 
     let mut steps: Vec<StepRecord> = Vec::with_capacity(n_steps);
@@ -349,8 +359,12 @@ fn run<E>(
             })
             .map_err(DecodeError::from)?;
         }
-        if margins {
+        if keep {
             kept.push(logits);
+        } else if margins {
+            let top = top2(&logits).map_err(|reason| DecodeError::Logits { position, reason })?;
+            let step = steps.last_mut().expect("the step was just recorded");
+            (step.margin, step.tie) = (Some(top.margin()), Some(top.tie()));
         }
         if stopped(argmax) {
             finish_reason = "stop";
@@ -358,7 +372,6 @@ fn run<E>(
     }
 
     let peak_memory_bytes = mlx_rs::memory::peak_memory().map_err(mlx("peak_memory"))? as u64;
-    let (mut first_token_margin, mut first_token_tie) = (None, None);
     for (i, logits) in kept.iter().enumerate() {
         let position = prompt_len + i as u32;
         let top = top2(logits).map_err(|reason| DecodeError::Logits { position, reason })?;
