@@ -22,10 +22,11 @@ use crate::{
 /// The page's file name in the session folder.
 pub const PAGE: &str = "index.html";
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;padding:12px;max-width:1100px;color:#222;line-height:1.4}\
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;padding:12px;max-width:1280px;color:#222;line-height:1.4}\
 h1{font-size:1.3em;word-break:break-all}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}\
-.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}table{border-collapse:collapse;font-size:.85em;white-space:nowrap}\
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}table{border-collapse:collapse;font-size:.85em;white-space:nowrap;margin:.6em 0}\
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}th:first-child,td:first-child,td.l{text-align:left}\
+td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:8em}\
 thead th{background:#f4f4f4}tr.warn td{background:#fff6e0}.note{background:#eef5ff;padding:6px 10px;border-left:4px solid #1f77b4}\
 .problem{color:#a00000}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:.85em}\
 dt{font-weight:600}dd{margin:0;word-break:break-all}figure{margin:1em 0}figure svg{width:100%;height:auto;border:1px solid #eee}\
