@@ -101,7 +101,13 @@ fn model_section(h: &mut String, bench: Option<&BenchRecord>) {
     item("case", &b.case_id);
     item("architecture", &b.architecture);
     item("max_position_embeddings", &b.max_position_embeddings.map_or("not given".into(), |m| m.to_string()));
-    let join = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+    let join = |v: &[usize]| {
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+        }
+    };
     item("prompt lengths", &join(&b.prompt_lengths));
     item("context depths", &join(&b.depths));
     item("adapters run", &b.adapters.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", "));
