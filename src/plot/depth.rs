@@ -4,15 +4,17 @@
 
 use std::collections::BTreeMap;
 
-use super::svg::{legend, nice_range, Axis, Frame, LegendEntry, Svg, TimeUnit, CONTROLLED, FIGURE, INK, STOCK};
+use decode_baseline_protocol::Adapter;
+
+use super::{
+    steps,
+    svg::{legend, nice_range, Axis, Frame, LegendEntry, Svg, TimeUnit, FIGURE, INK},
+};
 use crate::report::DepthPoint;
 
+/// The adapter's colour in every figure (`steps::color`), from its name in the analysis.
 fn color(adapter: &str) -> &'static str {
-    if adapter == "stock" {
-        STOCK
-    } else {
-        CONTROLLED
-    }
+    serde_json::from_value::<Adapter>(serde_json::Value::String(adapter.to_owned())).map_or(INK, steps::color)
 }
 
 /// The SVG, or `None` when no adapter has two context lengths.

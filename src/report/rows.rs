@@ -283,10 +283,13 @@ impl Rows {
                 row.first_token_ns.map_or("-".into(), human_ns),
             ));
         }
-        for (cell, ratio, lo, hi) in &self.ratios {
-            out.push_str(&format!("\n{cell}: controlled/stock {ratio:.3} [{lo:.3}, {hi:.3}]"));
-        }
         out.push('\n');
+        for (cell, ratio, lo, hi) in &self.ratios {
+            out.push_str(&format!("- {cell}: controlled/stock {ratio:.3} [{lo:.3}, {hi:.3}]\n"));
+        }
+        for line in &self.agreement {
+            out.push_str(&format!("- {line}\n"));
+        }
         out
     }
 }
