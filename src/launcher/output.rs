@@ -27,13 +27,15 @@ pub enum OutputError {
 /// reader gets the same `SessionReport` (`req/session.md`). `--json` still prints it pretty.
 pub fn session_bytes(report: &SessionReport) -> Vec<u8> {
     let mut value = serde_json::to_value(report).expect("session report serializes");
-    let steps = value["workers"]
-        .as_array_mut()
+    // `get_mut`, not indexing: indexing a `null` report would turn it into an object.
+    let steps = value
+        .get_mut("workers")
+        .and_then(serde_json::Value::as_array_mut)
         .into_iter()
         .flatten()
-        .filter_map(|worker| worker["report"]["requests"].as_array_mut())
+        .filter_map(|worker| worker.get_mut("report")?.get_mut("requests")?.as_array_mut())
         .flatten()
-        .filter_map(|request| request["steps"].as_array_mut())
+        .filter_map(|request| request.get_mut("steps")?.as_array_mut())
         .flatten();
     for step in steps {
         if let Some(fields) = step.as_object_mut() {
@@ -74,8 +76,12 @@ mod tests {
     #[test]
     fn the_compact_session_reads_back_as_the_same_report_and_is_smaller() {
         let path = decode_baseline::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let report: SessionReport = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-        let steps: Vec<_> = report.workers.iter().flat_map(|w| &w.report.as_ref().unwrap().requests).flat_map(|q| &q.steps).collect();
+        let mut report: SessionReport = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        // A worker without a report (it crashed) must stay without one.
+        let mut crashed = report.workers[0].clone();
+        crashed.report = None;
+        report.workers.push(crashed);
+        let steps: Vec<_> = report.workers.iter().filter_map(|w| w.report.as_ref()).flat_map(|r| &r.requests).flat_map(|q| &q.steps).collect();
         assert!(steps.iter().any(|s| s.margin.is_some()) && steps.iter().any(|s| s.margin.is_none()), "both kinds of step");
         let bytes = session_bytes(&report);
         let back: SessionReport = serde_json::from_slice(&bytes).unwrap();
