@@ -17,6 +17,11 @@ pub struct Cli {
 pub enum Command {
     /// Run a session job: both workers on every cell, statistics and agreement.
     Run(crate::launcher::RunArgs),
+    /// Benchmark one model (a folder or a cached Hugging Face repo id) in one command: its own
+    /// manifest in a new session folder, a normal session on it, the table at the end.
+    Bench(crate::bench::BenchArgs),
+    /// Write a session's report page (`index.html`) again from its session.json.
+    Report(crate::report::ReportArgs),
     /// Check the manifest, its pin, the pinned files and (if present) the installed environment.
     Guard(crate::guard::GuardArgs),
     /// Maintain the manifest: add a model case, re-pin.
@@ -40,6 +45,8 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => crate::launcher::run(args),
+        Command::Bench(args) => crate::bench::run(args),
+        Command::Report(args) => crate::report::run(args),
         Command::Guard(args) => crate::guard::run(args),
         Command::Manifest(command) => crate::manifest_cli::run(command),
         Command::Compare(args) => crate::compare::run(args),

@@ -2,6 +2,7 @@
 
 use clap::Parser;
 
+mod bench;
 mod cli;
 mod compare;
 mod environment;
@@ -9,6 +10,7 @@ mod guard;
 mod launcher;
 mod manifest_cli;
 mod plot;
+mod report;
 mod worker;
 
 fn main() {

@@ -105,7 +105,7 @@ pub fn run(command: ManifestCommand) -> anyhow::Result<ExitCode> {
 // pin
 // ---------------------------------------------------------------------------------------------
 
-fn installed(repo: &Path) -> anyhow::Result<Installed> {
+pub fn installed(repo: &Path) -> anyhow::Result<Installed> {
     let venv = venv_dir(repo);
     ensure!(venv.is_dir(), "no environment at {} (provision it with `python3 tools/env/provision.py`)", venv.display());
     Installed::locate(&venv, mlx_dir_override().as_deref())
@@ -236,58 +236,13 @@ fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
         manifest.cells.retain(|cell| cell.case != args.id);
     }
 
-    let model_dir = args
-        .model_dir
-        .canonicalize()
-        .with_context(|| format!("failed to resolve the model folder {}", args.model_dir.display()))?;
-    ensure!(model_dir.is_dir(), "{} is not a folder", model_dir.display());
-    let recorded_path = match repo.canonicalize().ok().and_then(|root| model_dir.strip_prefix(root).ok().map(Path::to_owned)) {
-        Some(rel) => PathBuf::from(rel.to_str().context("the model folder's path is not UTF-8")?),
-        None => model_dir.clone(),
-    };
-    let files = case_files(&model_dir).map_err(|e| anyhow::anyhow!(chain(&e)))?;
-    ensure!(files.contains_key("config.json"), "{} has no config.json", model_dir.display());
-    let weights: Vec<&String> = files.keys().filter(|name| name.ends_with(".safetensors")).collect();
-    ensure!(!weights.is_empty(), "{} has no *.safetensors file", model_dir.display());
-
-    let config: serde_json::Value = read_json(&model_dir.join("config.json"))?;
-    let architecture = config["model_type"]
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .with_context(|| format!("{}: no `model_type`", model_dir.join("config.json").display()))?
-        .to_owned();
-    let dtype = derive_dtype(&config, &weights.iter().map(|w| model_dir.join(w)).collect::<Vec<_>>())?;
-
     let steps = manifest.run_policy.fixed_continuation_steps as usize;
-    let derived = derive(&installed, &repo, &model_dir, args.prompt_source, steps)?;
-    ensure!(!derived.stop_ids.is_empty(), "the tokenizer resolves an empty stop set for {}", model_dir.display());
-
-    let mut prompt_ids = Vec::new();
-    for length in PROMPT_LENGTHS {
-        let derived_prompt = derived
-            .prompts
-            .iter()
-            .find(|p| p.length == length)
-            .with_context(|| format!("derive_case.py gave no prompt of length {length}"))?;
-        ensure!(
-            derived_prompt.ids.len() == length && derived_prompt.continuation.len() == steps,
-            "derive_case.py gave {} prompt ids and {} continuation ids for L={length} (expected {length} and {steps})",
-            derived_prompt.ids.len(),
-            derived_prompt.continuation.len()
-        );
-        let prompt_id = format!("{}-L{length}", args.id);
+    let derived = derive_case(&installed, &repo, &args.model_dir, &args.id, &PROMPT_LENGTHS, args.prompt_source, steps)?;
+    let recorded_path = derived.case.path.clone();
+    let prompt_ids: Vec<String> = derived.prompts.iter().map(|(id, _)| id.clone()).collect();
+    for (prompt_id, prompt) in derived.prompts {
         ensure!(!manifest.prompts.contains_key(&prompt_id), "prompt id {prompt_id:?} is already used by another case");
-        manifest.prompts.insert(
-            prompt_id.clone(),
-            Prompt {
-                case: args.id.clone(),
-                sha256: token_ids_sha256(&derived_prompt.ids),
-                ids: derived_prompt.ids.clone(),
-                continuation_sha256: token_ids_sha256(&derived_prompt.continuation),
-                continuation: derived_prompt.continuation.clone(),
-            },
-        );
-        prompt_ids.push(prompt_id);
+        manifest.prompts.insert(prompt_id, prompt);
     }
     let cell_prompts = match args.cells {
         CellSet::All => &prompt_ids[..],
@@ -298,10 +253,7 @@ fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
             manifest.cells.push(Cell { case: args.id.clone(), prompt: prompt.clone(), mode });
         }
     }
-    manifest.cases.insert(
-        args.id.clone(),
-        Case { path: recorded_path.clone(), architecture, dtype, files, stop_ids: derived.stop_ids.clone() },
-    );
+    manifest.cases.insert(args.id.clone(), derived.case);
 
     write_manifest(&manifest_path, &manifest)?;
     let case = &manifest.cases[&args.id];
@@ -320,11 +272,90 @@ fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
+/// A model folder derived as a case: what `add-case` pins, and what `bench` writes into its
+/// session's own manifest.
+#[derive(Debug, Clone)]
+pub struct DerivedCase {
+    pub case: Case,
+    /// `(<id>-L<length>, prompt)` for each requested length, in the order asked.
+    pub prompts: Vec<(String, Prompt)>,
+    /// `text` or `seeded`: where the prompt ids came from.
+    pub prompt_source: String,
+}
+
+/// The prompt id of a case's prompt of `length` tokens.
+pub fn prompt_id(case_id: &str, length: usize) -> String {
+    format!("{case_id}-L{length}")
+}
+
+/// Derives the case of `model_dir` (every file pinned, architecture, dtype, stop set) and its
+/// prompts of `lengths` tokens with continuations of `steps`, through the pinned environment.
+/// The path is recorded relative to `repo` when the folder is inside it, else absolute.
+pub fn derive_case(
+    installed: &Installed,
+    repo: &Path,
+    model_dir: &Path,
+    id: &str,
+    lengths: &[usize],
+    source: PromptSource,
+    steps: usize,
+) -> anyhow::Result<DerivedCase> {
+    let model_dir =
+        model_dir.canonicalize().with_context(|| format!("failed to resolve the model folder {}", model_dir.display()))?;
+    ensure!(model_dir.is_dir(), "{} is not a folder", model_dir.display());
+    let recorded_path = match repo.canonicalize().ok().and_then(|root| model_dir.strip_prefix(root).ok().map(Path::to_owned)) {
+        Some(rel) => PathBuf::from(rel.to_str().context("the model folder's path is not UTF-8")?),
+        None => model_dir.clone(),
+    };
+    let files = case_files(&model_dir).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    ensure!(files.contains_key("config.json"), "{} has no config.json", model_dir.display());
+    let weights: Vec<&String> = files.keys().filter(|name| name.ends_with(".safetensors")).collect();
+    ensure!(!weights.is_empty(), "{} has no *.safetensors file", model_dir.display());
+
+    let config: serde_json::Value = read_json(&model_dir.join("config.json"))?;
+    let architecture = config["model_type"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .with_context(|| format!("{}: no `model_type`", model_dir.join("config.json").display()))?
+        .to_owned();
+    let dtype = derive_dtype(&config, &weights.iter().map(|w| model_dir.join(w)).collect::<Vec<_>>())?;
+
+    let derived = derive(installed, repo, &model_dir, source, lengths, steps)?;
+    ensure!(!derived.stop_ids.is_empty(), "the tokenizer resolves an empty stop set for {}", model_dir.display());
+    let mut prompts = Vec::new();
+    for &length in lengths {
+        let derived_prompt = derived
+            .prompts
+            .iter()
+            .find(|p| p.length == length)
+            .with_context(|| format!("derive_case.py gave no prompt of length {length}"))?;
+        ensure!(
+            derived_prompt.ids.len() == length && derived_prompt.continuation.len() == steps,
+            "derive_case.py gave {} prompt ids and {} continuation ids for L={length} (expected {length} and {steps})",
+            derived_prompt.ids.len(),
+            derived_prompt.continuation.len()
+        );
+        let prompt = Prompt {
+            case: id.to_owned(),
+            sha256: token_ids_sha256(&derived_prompt.ids),
+            ids: derived_prompt.ids.clone(),
+            continuation_sha256: token_ids_sha256(&derived_prompt.continuation),
+            continuation: derived_prompt.continuation.clone(),
+        };
+        prompts.push((prompt_id(id, length), prompt));
+    }
+    Ok(DerivedCase {
+        case: Case { path: recorded_path, architecture, dtype, files, stop_ids: derived.stop_ids },
+        prompts,
+        prompt_source: derived.prompt_source,
+    })
+}
+
 /// Runs `derive_case.py` with the environment's interpreter.
-fn derive(installed: &Installed, repo: &Path, model_dir: &Path, source: PromptSource, steps: usize) -> anyhow::Result<Derived> {
+fn derive(installed: &Installed, repo: &Path, model_dir: &Path, source: PromptSource, lengths: &[usize], steps: usize) -> anyhow::Result<Derived> {
     let python = installed.venv.join("bin/python");
     let script = repo.join(DERIVE_CASE);
-    let lengths = PROMPT_LENGTHS.map(|l| l.to_string()).join(",");
+    let lengths = lengths.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
     let source = match source {
         PromptSource::Text => "text",
         PromptSource::Seeded => "seeded",
@@ -457,7 +488,7 @@ fn collapse_number_arrays(pretty: &str) -> String {
 }
 
 /// Writes the manifest atomically and returns the bytes written.
-fn write_manifest(path: &Path, manifest: &Manifest) -> anyhow::Result<Vec<u8>> {
+pub fn write_manifest(path: &Path, manifest: &Manifest) -> anyhow::Result<Vec<u8>> {
     let text = manifest_json(manifest);
     // What is written must read back as the same manifest.
     let reparsed: Manifest = serde_json::from_str(&text).context("the written manifest does not parse back")?;
@@ -468,10 +499,14 @@ fn write_manifest(path: &Path, manifest: &Manifest) -> anyhow::Result<Vec<u8>> {
 
 /// Writes `bytes` to `path` through a temp file in the same folder and a rename, so a reader
 /// sees the old file or the new one, never a part.
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().context("the target has no folder")?;
     let mut temp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("failed to create a temp file in {}", dir.display()))?;
     temp.write_all(bytes).with_context(|| format!("failed to write {}", temp.path().display()))?;
+    // A temp file is created 0600; a manifest and its pin are for anyone who can read the folder.
+    temp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .with_context(|| format!("failed to set the permissions of {}", temp.path().display()))?;
     temp.as_file().sync_all().with_context(|| format!("failed to sync {}", temp.path().display()))?;
     temp.persist(path).with_context(|| format!("failed to rename into {}", path.display()))?;
     Ok(())

@@ -16,4 +16,4 @@ mod worker_job;
 // The readers live in the library, where the integration tests reach them.
 use decode_baseline::launcher::{session_job, validate};
 
-pub use run::{run, RunArgs};
+pub use run::{new_session_dir, run, RunArgs};

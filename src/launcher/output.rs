@@ -17,14 +17,43 @@ pub enum OutputError {
     Exists { path: std::path::PathBuf },
 }
 
+/// `session.json`'s bytes: compact JSON, with the step records' `null` fields left out.
+///
+/// Nearly all of a session's bytes are step records (one per decode step of every request of
+/// every worker). Pretty-printed, each took ten indented lines, and more than half of its bytes
+/// were indentation; of the compact record, a quarter was `"build_ns":null,"eval_ns":null,
+/// "margin":null,"tie":null` for fields that do not apply to the mode or adapter. Those are
+/// `Option`s, which read back as `null` when absent, so no measured value is lost and every
+/// reader gets the same `SessionReport` (`req/session.md`). `--json` still prints it pretty.
+pub fn session_bytes(report: &SessionReport) -> Vec<u8> {
+    let mut value = serde_json::to_value(report).expect("session report serializes");
+    // `get_mut`, not indexing: indexing a `null` report would turn it into an object.
+    let steps = value
+        .get_mut("workers")
+        .and_then(serde_json::Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(|worker| worker.get_mut("report")?.get_mut("requests")?.as_array_mut())
+        .flatten()
+        .filter_map(|request| request.get_mut("steps")?.as_array_mut())
+        .flatten();
+    for step in steps {
+        if let Some(fields) = step.as_object_mut() {
+            fields.retain(|_, v| !v.is_null());
+        }
+    }
+    let mut bytes = serde_json::to_vec(&value).expect("session report serializes");
+    bytes.push(b'\n');
+    bytes
+}
+
 /// Writes `session.json` into `dir`: a temp file in the same folder, flushed and synced, then
 /// hard-linked to the final name (which fails if it exists), then the temp removed. A failure
 /// leaves neither the temp nor a partial report.
 pub fn write_session(dir: &Path, report: &SessionReport) -> Result<(), OutputError> {
     let path = dir.join("session.json");
     let wrap = |source| OutputError::Write { path: path.clone(), source };
-    let mut bytes = serde_json::to_vec_pretty(report).expect("session report serializes");
-    bytes.push(b'\n');
+    let bytes = session_bytes(report);
     let mut temp = tempfile::Builder::new().prefix(".session.json.").tempfile_in(dir).map_err(wrap)?;
     // A temp file is private (0600); the report is for everyone who can read the folder.
     temp.as_file()
@@ -38,4 +67,26 @@ pub fn write_session(dir: &Path, report: &SessionReport) -> Result<(), OutputErr
         Err(source) => Err(OutputError::Write { path, source }),
     }
     // `temp` is removed when dropped, on every path.
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compact_session_reads_back_as_the_same_report_and_is_smaller() {
+        let path = decode_baseline::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let mut report: SessionReport = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        // A worker without a report (it crashed) must stay without one.
+        let mut crashed = report.workers[0].clone();
+        crashed.report = None;
+        report.workers.push(crashed);
+        let steps: Vec<_> = report.workers.iter().filter_map(|w| w.report.as_ref()).flat_map(|r| &r.requests).flat_map(|q| &q.steps).collect();
+        assert!(steps.iter().any(|s| s.margin.is_some()) && steps.iter().any(|s| s.margin.is_none()), "both kinds of step");
+        let bytes = session_bytes(&report);
+        let back: SessionReport = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back, report, "no value lost");
+        assert!(!String::from_utf8_lossy(&bytes).contains(":null,\"tie\""));
+        assert!(bytes.len() < serde_json::to_vec_pretty(&report).unwrap().len() / 2);
+    }
 }

@@ -46,6 +46,13 @@ pub struct RunArgs {
     /// worker starts anyway and its row is marked. 0 (the default): do not wait.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub quiet_wait: u64,
+    /// A session folder made beforehand by `bench` (it holds the session's own manifest), used
+    /// instead of a new folder below `output_root`.
+    #[arg(skip)]
+    pub session_dir: Option<PathBuf>,
+    /// Print nothing on stdout at the end (`bench` prints its own summary).
+    #[arg(skip)]
+    pub quiet: bool,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -74,7 +81,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let interrupts = Interrupts::install().context("failed to install the Ctrl-C handler")?;
     let started_utc = utc_now();
-    let session_id = format!("{}-{}", started_utc.replace([':', '-'], ""), std::process::id());
+    let session_id = match &args.session_dir {
+        Some(dir) => dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        None => session_id(&started_utc),
+    };
 
     let lease = if args.dry_run {
         None
@@ -94,7 +104,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("decode-baseline: {line}");
         }
     }
-    let session_dir = create_session_dir(&resolved.output_root, &session_id)?;
+    let session_dir = match &args.session_dir {
+        Some(dir) => dir.clone(),
+        None => create_session_dir(&resolved.output_root, &session_id)?,
+    };
     if !args.dry_run {
         recovery::write_marker(
         &session_dir,
@@ -225,8 +238,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
         eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
     }
+    if let Err(err) = crate::report::write_page(&report, &session_dir) {
+        eprintln!("decode-baseline: warning: {} not written: {err:#}", session_dir.join(crate::report::PAGE).display());
+    }
     drop(lease);
-    if args.json {
+    if args.quiet {
+        for problem in &report.problems {
+            eprintln!("problem: {problem}");
+        }
+    } else if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", analysis::table(&report, &analysis.body));
@@ -382,6 +402,16 @@ fn load_manifest(path: &Path) -> Result<LoadedManifest, PinError> {
     let sha256 = pins::verify_pin(path, &bytes)?;
     let path = path.canonicalize().map_err(|source| PinError::ManifestRead { path: path.to_owned(), source })?;
     Ok(LoadedManifest { path, sha256, manifest })
+}
+
+/// A new session's id: its UTC start stamp and the launcher's pid.
+fn session_id(started_utc: &str) -> String {
+    format!("{}-{}", started_utc.replace([':', '-'], ""), std::process::id())
+}
+
+/// A new, empty session folder below `root`, named as `run` names its own.
+pub fn new_session_dir(root: &Path) -> anyhow::Result<PathBuf> {
+    create_session_dir(root, &session_id(&utc_now()))
 }
 
 /// Creates `<root>/<id>`, refusing to reuse an existing folder. The root itself may be created.

@@ -4,6 +4,7 @@
 //! `session.json`; `decode-baseline plot` writes them on demand.
 
 mod command;
+mod depth;
 mod distribution;
 mod error;
 mod roofline;
@@ -12,4 +13,5 @@ mod svg;
 mod write;
 
 pub use command::{run, PlotArgs};
-pub use write::write_session_plots;
+pub use svg::esc;
+pub use write::{session_figures, write_session_plots, Figure};

@@ -12,7 +12,7 @@ use std::{
 use decode_baseline_protocol::session::SessionReport;
 
 use super::{
-    distribution,
+    depth, distribution,
     error::PlotError,
     roofline::{self, CellRoof, ModelBytes},
     steps,
@@ -46,27 +46,51 @@ pub fn write_plots(session: &SessionReport, dir: &Path, options: PlotOptions) ->
             return Err(PlotError::Bandwidth(gbs));
         }
     }
-    let cells = compare::cells(session, &dir.join("session.json"))?;
     std::fs::create_dir_all(dir).map_err(|source| PlotError::Write { path: dir.to_owned(), source })?;
     let mut written = Written::default();
-    for cell in &cells {
-        let mut figures = Vec::new();
-        figures.extend(steps::figure(cell).map(|svg| ("steps", svg)));
-        figures.extend(distribution::figure(cell).map(|svg| ("distribution", svg)));
-        if let Some(gbs) = options.peak_bandwidth_gbs {
+    let mut figures = session_figures(session, &dir.join("session.json"))?;
+    if let Some(gbs) = options.peak_bandwidth_gbs {
+        for cell in &compare::cells(session, &dir.join("session.json"))? {
             let bytes = ModelBytes::of_case(&session.manifest_path, &cell.case_id)?;
             if let Some((svg, roof)) = roofline::figure(cell, bytes, gbs) {
-                figures.push(("roofline", svg));
+                figures.push(Figure { name: format!("{}.roofline", cell.cell), svg });
                 written.rooflines.push(roof);
             }
         }
-        for (kind, svg) in figures {
-            let path = dir.join(format!("{}.{kind}.svg", cell.cell));
-            write_atomic(&path, svg.as_bytes())?;
-            written.files.push(path);
-        }
+    }
+    for figure in figures {
+        let path = dir.join(format!("{}.svg", figure.name));
+        write_atomic(&path, figure.svg.as_bytes())?;
+        written.files.push(path);
     }
     Ok(written)
+}
+
+/// One figure of a session: its name (the file stem, `<cell>.steps`) and the SVG document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    pub name: String,
+    pub svg: String,
+}
+
+/// Every figure a session gets without options: per case with two or more headline context
+/// lengths the decode time against context length (`<case>.context`), then per cell the step
+/// times by position (`<cell>.steps`) and the distribution (`<cell>.distribution`). `path`
+/// names the report in errors.
+pub fn session_figures(session: &SessionReport, path: &Path) -> Result<Vec<Figure>, PlotError> {
+    let cells = compare::cells(session, path)?;
+    let rows = crate::report::Rows::of(session);
+    let mut out = Vec::new();
+    for case in rows.cases() {
+        if let Some(svg) = depth::figure(&case, &rows.depth_series(&case)) {
+            out.push(Figure { name: format!("{case}.context"), svg });
+        }
+    }
+    for cell in &cells {
+        out.extend(steps::figure(cell).map(|svg| Figure { name: format!("{}.steps", cell.cell), svg }));
+        out.extend(distribution::figure(cell).map(|svg| Figure { name: format!("{}.distribution", cell.cell), svg }));
+    }
+    Ok(out)
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {

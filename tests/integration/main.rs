@@ -2,6 +2,7 @@
 
 mod util;
 
+mod bench;
 mod compare;
 mod conformance;
 mod faults;

@@ -1,0 +1,10 @@
+//! The human views of a session: the rows every table shows, and the report page
+//! (`index.html`) that `run` and `bench` write into every session folder and `report` rewrites.
+
+mod command;
+mod page;
+mod rows;
+
+pub use command::{run, ReportArgs};
+pub use page::{write_page, PAGE};
+pub use rows::{DepthPoint, Rows};

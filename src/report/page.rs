@@ -1,0 +1,286 @@
+//! The report page: `index.html` in a session folder, one self-contained file (styles and every
+//! figure inline, no script, nothing fetched), laid out to read on a phone as on a desktop.
+//!
+//! Sections: the model and notes (from `bench.json` when `bench` made the session), the summary
+//! table (one row per cell and adapter: per-token median, interval, tokens/s derived from the
+//! median, p90, CV, prefill, prompt tokens/s, time to first token, peak memory), the
+//! controlled/stock ratios, the warnings, agreement, peak memory per adapter, the identity
+//! (versions, digests, backend, host), and every figure of [`crate::plot::session_figures`].
+//! The page is well-formed XML (XHTML syntax), so tests and tools can parse it strictly.
+
+use std::{fmt::Write as _, io::Write as _, os::unix::fs::PermissionsExt, path::Path};
+
+use decode_baseline_protocol::session::SessionReport;
+
+use super::rows::Rows;
+use crate::{
+    bench::{BenchRecord, ModelSource},
+    compare::human_ns,
+    plot::{esc, Figure},
+};
+
+/// The page's file name in the session folder.
+pub const PAGE: &str = "index.html";
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;padding:12px;max-width:1280px;color:#222;line-height:1.4}\
+h1{font-size:1.3em;word-break:break-all}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}\
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}table{border-collapse:collapse;font-size:.85em;white-space:nowrap;margin:.6em 0}\
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}th:first-child,td:first-child,td.l{text-align:left}\
+td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:8em}\
+thead th{background:#f4f4f4}tr.warn td{background:#fff6e0}.note{background:#eef5ff;padding:6px 10px;border-left:4px solid #1f77b4}\
+.problem{color:#a00000}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:.85em}\
+dt{font-weight:600}dd{margin:0;word-break:break-all}figure{margin:1em 0}figure svg{width:100%;height:auto;border:1px solid #eee}\
+figcaption{font-size:.8em;color:#555}";
+
+/// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors).
+fn render(session: &SessionReport, dir: &Path) -> anyhow::Result<String> {
+    let rows = Rows::of(session);
+    let bench = BenchRecord::read(dir)?;
+    let figures = crate::plot::session_figures(session, &dir.join("session.json"))?;
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>decode-baseline {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        esc(&session.session_id)
+    );
+    let _ = writeln!(h, "<h1>decode-baseline session {}</h1>", esc(&session.session_id));
+    let _ = writeln!(
+        h,
+        "<p id=\"status\">status <b>{:?}</b> · started {} · finished {} · wall {} · {} workers</p>",
+        session.status,
+        esc(&session.started_utc),
+        esc(&session.finished_utc),
+        human_ns(session.wall_ns as f64),
+        session.workers.len()
+    );
+    model_section(&mut h, bench.as_ref());
+    summary_section(&mut h, &rows);
+    warnings_section(&mut h, session, &rows);
+    agreement_section(&mut h, &rows);
+    memory_section(&mut h, &rows);
+    identity_section(&mut h, session);
+    figures_section(&mut h, &figures);
+    h.push_str("</body>\n</html>\n");
+    Ok(h)
+}
+
+/// Writes `index.html` into `dir` atomically (a temp file, then a rename: it is derived data, so
+/// an existing page is replaced). Returns its path.
+pub fn write_page(session: &SessionReport, dir: &Path) -> anyhow::Result<std::path::PathBuf> {
+    let page = render(session, dir)?;
+    let path = dir.join(PAGE);
+    let write = || -> std::io::Result<()> {
+        let mut temp = tempfile::Builder::new().prefix(".index.").suffix(".html").tempfile_in(dir)?;
+        temp.write_all(page.as_bytes())?;
+        // A temp file is created 0600; the page is for anyone who can read the session folder.
+        temp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        temp.persist(&path).map_err(|e| e.error)?;
+        Ok(())
+    };
+    write().map_err(|err| anyhow::Error::new(err).context(format!("failed to write {}", path.display())))?;
+    Ok(path)
+}
+
+fn model_section(h: &mut String, bench: Option<&BenchRecord>) {
+    let Some(b) = bench else { return };
+    h.push_str("<section id=\"model\">\n<h2>Model</h2>\n<dl>\n");
+    let mut item = |k: &str, v: &str| {
+        let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+    };
+    item("model", &b.model);
+    match &b.source {
+        ModelSource::Folder { path } => item("source", &format!("folder {}", path.display())),
+        ModelSource::Hub { repo_id, revision, commit, cache } => {
+            item("source", &format!("Hugging Face {repo_id}, revision {revision}"));
+            item("commit measured", commit);
+            item("cache", &cache.display().to_string());
+        }
+    }
+    item("folder", &b.model_dir.display().to_string());
+    item("case", &b.case_id);
+    item("architecture", &b.architecture);
+    item("max_position_embeddings", &b.max_position_embeddings.map_or("not given".into(), |m| m.to_string()));
+    let join = |v: &[usize]| {
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+        }
+    };
+    item("prompt lengths", &join(&b.prompt_lengths));
+    item("context depths", &join(&b.depths));
+    item("adapters run", &b.adapters.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", "));
+    item("prompt source", &b.prompt_source);
+    h.push_str("</dl>\n");
+    for note in &b.notes {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(note));
+    }
+    h.push_str("</section>\n");
+}
+
+fn summary_section(h: &mut String, rows: &Rows) {
+    h.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"scroll\">\n<table id=\"summary-table\">\n<thead><tr>");
+    for head in [
+        "cell",
+        "adapter",
+        "L",
+        "per token (median)",
+        "95% CI",
+        "tokens/s*",
+        "p90",
+        "CV",
+        "prefill",
+        "prompt tokens/s",
+        "TTFT",
+        "peak memory",
+    ] {
+        let _ = write!(h, "<th>{}</th>", esc(head));
+    }
+    h.push_str("</tr></thead>\n<tbody>\n");
+    for row in &rows.rows {
+        let class = if row.warnings.is_empty() { "" } else { " class=\"warn\"" };
+        let _ = writeln!(
+            h,
+            "<tr{class} data-cell=\"{}\" data-adapter=\"{}\"><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&row.cell),
+            esc(&row.adapter),
+            esc(&row.cell),
+            esc(&row.adapter),
+            row.prompt_len.map_or("-".into(), |l| l.to_string()),
+            human_ns(row.per_token_ns),
+            human_ns(row.ci_ns.0),
+            human_ns(row.ci_ns.1),
+            row.tokens_per_s(),
+            human_ns(row.p90_ns),
+            row.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+            row.prefill_ns.map_or("-".into(), human_ns),
+            row.prompt_tokens_per_s().map_or("-".into(), |v| format!("{v:.0}")),
+            row.first_token_ns.map_or("-".into(), human_ns),
+            row.peak_memory_bytes.map_or("-".into(), mib),
+        );
+    }
+    h.push_str("</tbody>\n</table>\n</div>\n");
+    h.push_str("<p>* tokens/s = 1 / the per-token median: derived from the median, not an averaged rate. TTFT: request start to the first token. Prompt tokens/s: L / median prefill.</p>\n");
+    let split: Vec<_> = rows.rows.iter().filter_map(|r| r.split.map(|s| (r, s))).collect();
+    if !split.is_empty() {
+        h.push_str("<div class=\"scroll\">\n<table id=\"split-table\">\n<thead><tr><th>cell</th><th>adapter</th><th>graph build</th><th>MLX evaluation</th><th>host overhead</th></tr></thead>\n<tbody>\n");
+        for (row, (build, eval, overhead)) in split {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.1} %</td></tr>",
+                esc(&row.cell),
+                esc(&row.adapter),
+                human_ns(build),
+                human_ns(eval),
+                overhead * 100.0
+            );
+        }
+        h.push_str("</tbody>\n</table>\n</div>\n");
+    }
+    if !rows.ratios.is_empty() {
+        h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>controlled/stock</th><th>95% CI</th></tr></thead>\n<tbody>\n");
+        for (cell, ratio, lo, hi) in &rows.ratios {
+            let _ = writeln!(h, "<tr data-cell=\"{0}\"><td>{0}</td><td>{ratio:.3}</td><td>[{lo:.3}, {hi:.3}]</td></tr>", esc(cell));
+        }
+        h.push_str("</tbody>\n</table>\n</div>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows) {
+    h.push_str("<section id=\"warnings\">\n<h2>Warnings</h2>\n<ul>\n");
+    let mut any = false;
+    for problem in &session.problems {
+        any = true;
+        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(problem));
+    }
+    for row in &rows.rows {
+        for warning in &row.warnings {
+            any = true;
+            let _ = writeln!(h, "<li>{} {}: {}</li>", esc(&row.cell), esc(&row.adapter), esc(warning));
+        }
+    }
+    if !any {
+        h.push_str("<li>none</li>\n");
+    }
+    h.push_str("</ul>\n</section>\n");
+}
+
+fn agreement_section(h: &mut String, rows: &Rows) {
+    h.push_str("<section id=\"agreement\">\n<h2>Agreement</h2>\n<ul>\n");
+    for line in &rows.agreement {
+        let _ = writeln!(h, "<li>{}</li>", esc(line));
+    }
+    if rows.agreement.is_empty() {
+        h.push_str("<li>no cell compared both adapters</li>\n");
+    }
+    h.push_str("</ul>\n</section>\n");
+}
+
+fn memory_section(h: &mut String, rows: &Rows) {
+    h.push_str("<section id=\"memory\">\n<h2>Peak memory per adapter</h2>\n<table id=\"memory-table\">\n<thead><tr><th>adapter</th><th>largest per-request peak</th></tr></thead>\n<tbody>\n");
+    for (adapter, bytes) in &rows.peak_memory {
+        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(adapter), mib(*bytes));
+    }
+    h.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+fn identity_section(h: &mut String, session: &SessionReport) {
+    h.push_str("<section id=\"identity\">\n<h2>Identity</h2>\n<dl>\n");
+    let mut item = |k: &str, v: &str| {
+        let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+    };
+    item("manifest", &session.manifest_path.display().to_string());
+    item("manifest sha256", &session.manifest_sha256.to_string());
+    let host = |key: &str| session.host.get(key).map_or("?".to_owned(), |v| v.as_str().map_or(v.to_string(), str::to_owned));
+    item("host", &format!("{} ({} {}, {} CPUs)", host("hostname"), host("os"), host("arch"), host("cpus")));
+    let mut seen = Vec::new();
+    for worker in &session.workers {
+        let Some(identity) = worker.report.as_ref().and_then(|r| r.identity.as_ref()) else { continue };
+        if seen.contains(&worker.adapter) {
+            continue;
+        }
+        seen.push(worker.adapter);
+        let a = worker.adapter.as_str();
+        item(&format!("{a}: backend"), &identity.device);
+        item(&format!("{a}: mlx / mlx_lm"), &format!("{} / {}", identity.mlx_version, identity.mlx_lm_version));
+        item(&format!("{a}: libmlx"), &format!("{} sha256 {}", identity.libmlx_path, identity.libmlx_sha256));
+        item(&format!("{a}: mlx_lm freeze sha256"), &identity.mlx_lm_freeze_sha256.to_string());
+        item(&format!("{a}: lock sha256"), &identity.lock_sha256.to_string());
+        item(&format!("{a}: worker sources sha256"), &identity.worker_sources_sha256.to_string());
+        item(&format!("{a}: code version"), &identity.code_version);
+    }
+    if let Some(files) = &session.model_files {
+        for (case, files) in files {
+            for (name, digest) in files {
+                item(&format!("{case}/{name}"), &digest.to_string());
+            }
+        }
+    }
+    h.push_str("</dl>\n</section>\n");
+}
+
+fn figures_section(h: &mut String, figures: &[Figure]) {
+    h.push_str("<section id=\"figures\">\n<h2>Figures</h2>\n");
+    for figure in figures {
+        // The SVG documents carry an XML declaration, which may not appear inside a page.
+        let svg = match figure.svg.split_once('\n') {
+            Some((declaration, rest)) if declaration.starts_with("<?xml") => rest,
+            _ => figure.svg.as_str(),
+        };
+        let _ = writeln!(
+            h,
+            "<figure id=\"fig-{0}\" data-figure=\"{0}\">\n{svg}<figcaption>{0}</figcaption>\n</figure>",
+            esc(&figure.name)
+        );
+    }
+    if figures.is_empty() {
+        h.push_str("<p>no cell has measured steps</p>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
