@@ -37,13 +37,20 @@ pub struct CompareArgs {
     /// are printed above the result.
     #[arg(long)]
     pub allow_mismatch: bool,
+    /// Two sessions on two pinned MLX environments (`tools/env/mlxenv`): their MLX / mlx_lm
+    /// versions, lock and libmlx may differ and are named in the output; anything else that
+    /// differs still refuses.
+    #[arg(long, requires = "b")]
+    pub across_versions: bool,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = load_session(&args.a)?;
     let report = match &args.b {
         None => estimate::compare_within(&a, args.threshold, args.allow_mismatch)?,
-        Some(b) => estimate::compare_across(&a, &load_session(b)?, args.threshold, args.allow_mismatch)?,
+        Some(b) => {
+            estimate::compare_across(&a, &load_session(b)?, args.threshold, args.allow_mismatch, args.across_versions)?
+        }
     };
     let text = match args.format {
         Format::Table => render::table(&report),

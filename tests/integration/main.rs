@@ -8,6 +8,7 @@ mod faults;
 mod guard;
 mod launcher;
 mod launcher_readers;
+mod moe;
 mod mutate;
 mod parsers;
 mod setup;

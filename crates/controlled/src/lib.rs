@@ -13,4 +13,6 @@ pub mod weights;
 pub mod worker;
 
 #[cfg(test)]
+mod gather_qmm_tests;
+#[cfg(test)]
 mod reference_tests;
