@@ -1,8 +1,13 @@
 //! Gives the executables an rpath to the libmlx they link, so they run without
 //! `LD_LIBRARY_PATH`. The mlx-sys override publishes the folder as `DEP_MLX_LIB_DIR`; a
 //! dependency's own `rustc-link-arg` would never reach the final link, so it is done here.
+//! It also publishes the name of the pinned environment that libmlx belongs to, which the
+//! executable selects at start-up (`DECODE_BASELINE_BUILD_ENV`, see `src/build_env.rs`).
 fn main() {
     if let Ok(lib_dir) = std::env::var("DEP_MLX_LIB_DIR") {
         println!("cargo:rustc-link-arg=-Wl,-rpath,{lib_dir}");
+    }
+    if let Ok(environment) = std::env::var("DEP_MLX_ENVIRONMENT") {
+        println!("cargo:rustc-env=DECODE_BASELINE_BUILD_ENV={environment}");
     }
 }

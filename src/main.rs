@@ -3,6 +3,7 @@
 use clap::Parser;
 
 mod bench;
+mod build_env;
 mod cli;
 mod compare;
 mod environment;
@@ -14,6 +15,10 @@ mod report;
 mod worker;
 
 fn main() {
+    if let Err(why) = build_env::select() {
+        eprintln!("decode-baseline: error: {why}");
+        std::process::exit(decode_baseline_protocol::ExitCode::BadInput.code());
+    }
     let args = cli::Cli::parse();
     let code = match cli::run(args) {
         Ok(code) => code,

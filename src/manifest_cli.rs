@@ -22,7 +22,7 @@ use std::{
 
 use anyhow::{bail, ensure, Context};
 use decode_baseline_protocol::{
-    installed::{mlx_dir_override, venv_dir, Installed},
+    installed::{mlx_dir_override, selected_environment, venv_dir, Installed, DEFAULT_ENV_NAME},
     job::token_ids_sha256,
     manifest::{Case, Cell, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
     pins::{self, case_files, environment_pins, is_path_safe_id, load_manifest, pin_path, pin_text, worker_sources},
@@ -117,7 +117,14 @@ fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
     let (mut manifest, _) = load_manifest(&manifest_path).map_err(|e| anyhow::anyhow!(chain(&e)))?;
     let installed = installed(&repo)?;
     manifest.worker_sources = worker_sources(&repo).map_err(|e| anyhow::anyhow!(chain(&e)))?;
-    manifest.environment = environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    let pinned = environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    let environment = selected_environment();
+    match &environment {
+        None => manifest.environment = pinned.clone(),
+        Some(name) => {
+            manifest.environments.insert(name.clone(), pinned.clone());
+        }
+    }
     for (set, files) in [("stock", &manifest.worker_sources.stock), ("controlled", &manifest.worker_sources.controlled)] {
         if files.is_empty() {
             eprintln!("manifest pin: warning: no {set} worker source matches the rule; the guard will fail");
@@ -132,13 +139,14 @@ fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
         println!("manifest pin: updated the pin cited in {}", citation.display());
     }
     println!(
-        "manifest pin: {} sha256 {} ({} stock + {} controlled worker sources, mlx {} / mlx_lm {} at {})",
+        "manifest pin: {} sha256 {} ({} stock + {} controlled worker sources, environment {}: mlx {} / mlx_lm {} at {})",
         manifest_path.display(),
         decode_baseline_protocol::Sha256Digest::of_bytes(&bytes),
         manifest.worker_sources.stock.len(),
         manifest.worker_sources.controlled.len(),
-        manifest.environment.mlx_version,
-        manifest.environment.mlx_lm_version,
+        environment.as_deref().unwrap_or(DEFAULT_ENV_NAME),
+        pinned.mlx_version,
+        pinned.mlx_lm_version,
         installed.venv.display(),
     );
     Ok(ExitCode::Ok)
@@ -208,7 +216,15 @@ fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
     let mut manifest = if manifest_path.exists() {
         let (manifest, _) = load_manifest(&manifest_path).map_err(|e| anyhow::anyhow!(chain(&e)))?;
         // The stop set and the prompt ids must come from the environment the manifest pins.
-        let failures = pins::check_installed(&installed, &manifest.environment);
+        let environment = selected_environment();
+        let Some(pinned) = manifest.environment_pins(environment.as_deref()) else {
+            bail!(
+                "{} pins no environment {:?}: run `decode-baseline manifest pin` in it first",
+                manifest_path.display(),
+                environment.unwrap_or_default()
+            );
+        };
+        let failures = pins::check_installed(&installed, pinned);
         if !failures.is_empty() {
             for failure in &failures {
                 eprintln!("manifest add-case: {}", chain(failure));
@@ -217,6 +233,12 @@ fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
         }
         manifest
     } else {
+        if let Some(name) = selected_environment() {
+            bail!(
+                "{} does not exist: create it in the default environment, then pin environment {name:?} into it",
+                manifest_path.display()
+            );
+        }
         eprintln!("manifest add-case: creating {}", manifest_path.display());
         Manifest {
             schema_version: MANIFEST_SCHEMA_VERSION,
@@ -226,6 +248,7 @@ fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
             run_policy: RunPolicy::frozen(),
             worker_sources: WorkerSources { stock: BTreeMap::new(), controlled: BTreeMap::new() },
             environment: environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?,
+            environments: BTreeMap::new(),
         }
     };
 

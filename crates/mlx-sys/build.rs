@@ -1,13 +1,14 @@
 //! Builds mlx-c against the MLX of the project's pinned Python environment.
 //!
-//! 1. Provisions (or finds current) the pinned environment through `tools/env/provision.py`,
-//!    which reports the MLX install, the bundled libclang and the lock digest. `MLX_DIR` points
-//!    at another MLX install instead.
+//! 1. Provisions (or finds current) the selected pinned environment (`DECODE_BASELINE_ENV`,
+//!    see `tools/env/provision.py`), which reports the MLX install, the bundled libclang and the
+//!    lock digest. `MLX_DIR` points at another MLX install instead.
 //! 2. Obtains the mlx-c sources shipped inside the upstream `mlx-sys 0.7.0` package by asking
 //!    Cargo for that package's metadata (which downloads and unpacks it into the registry).
 //! 3. Compiles those sources with the `cc` crate (no CMake), force-including a `std::format`
-//!    shim for standard libraries without `<format>`, plus the float16/bfloat16 accessors that
-//!    mlx-c only declares on aarch64.
+//!    shim for standard libraries without `<format>` and `native/mlx_compat.h`, which adapts
+//!    mlx-c 0.7.0 to the MLX releases after 0.32.2 (`gather_qmm`), plus the float16/bfloat16
+//!    accessors that mlx-c only declares on aarch64.
 //! 4. Generates the bindings with bindgen against the environment's libclang.
 //! 5. Links `libmlx` dynamically and publishes its folder as `DEP_MLX_LIB_DIR`, so that the
 //!    binary crates' own build scripts can give their executables an rpath (a dependency's
@@ -20,7 +21,8 @@ use std::{
     process::Command,
 };
 
-/// The upstream package whose bundled mlx-c this crate compiles; mlx-c 0.7.0 matches MLX 0.32.2.
+/// The upstream package whose bundled mlx-c this crate compiles. mlx-c 0.7.0 was written for
+/// MLX 0.32.2; `native/mlx_compat.h` makes it build against 0.32.3 and later.
 const UPSTREAM_VERSION: &str = "0.7.0";
 
 /// mlx-c translation units, as listed in its CMakeLists.txt (object.cpp is commented out there).
@@ -33,7 +35,7 @@ const MLX_C_SOURCES: &[&str] = &[
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let repo = manifest_dir.join("../..").canonicalize().expect("repository root");
-    for var in ["MLX_DIR", "DECODE_BASELINE_PYTHON", "DECODE_BASELINE_VENV", "LIBCLANG_PATH"] {
+    for var in ["MLX_DIR", "DECODE_BASELINE_PYTHON", "DECODE_BASELINE_VENV", "DECODE_BASELINE_ENV", "LIBCLANG_PATH"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rerun-if-changed=native");
@@ -49,8 +51,10 @@ fn main() {
     let lib_dir = mlx_dir.join("lib");
     println!("cargo:rustc-link-search=native={}", lib_dir.display());
     println!("cargo:rustc-link-lib=dylib=mlx");
-    // Read by dependents as DEP_MLX_LIB_DIR, DEP_MLX_MLX_DIR, DEP_MLX_PYTHON, DEP_MLX_LOCK_SHA256.
+    // Read by dependents as DEP_MLX_LIB_DIR, DEP_MLX_MLX_DIR, DEP_MLX_PYTHON, DEP_MLX_LOCK_SHA256
+    // and DEP_MLX_ENVIRONMENT (the environment's name, `default` for the default one).
     println!("cargo:lib_dir={}", lib_dir.display());
+    println!("cargo:environment={}", env_facts["environment"]);
     println!("cargo:mlx_dir={}", mlx_dir.display());
     println!("cargo:python={}", env_facts["python"]);
     println!("cargo:lock_sha256={}", env_facts["lock_sha256"]);
@@ -131,6 +135,7 @@ fn compile_mlx_c(mlx_c: &Path, mlx_dir: &Path, manifest_dir: &Path) {
         .include(mlx_c)
         .include(mlx_dir.join("include"))
         .flag(format!("-include{}", native.join("format_shim.h").display()))
+        .flag(format!("-include{}", native.join("mlx_compat.h").display()))
         .flag_if_supported("-Wno-unused-parameter")
         .flag_if_supported("-Wno-deprecated-declarations")
         .warnings(false)

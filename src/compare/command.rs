@@ -42,13 +42,25 @@ pub struct CompareArgs {
     /// rows do). Use only when you know the host ran equally fast for both.
     #[arg(long)]
     pub raw: bool,
+    /// Two sessions on two pinned MLX environments (`tools/env/mlxenv`): their MLX / mlx_lm
+    /// versions, lock and libmlx may differ and are named in the output; anything else that
+    /// differs still refuses.
+    #[arg(long, requires = "b")]
+    pub across_versions: bool,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = load_session(&args.a)?;
     let report = match &args.b {
         None => estimate::compare_within(&a, args.threshold, args.allow_mismatch)?,
-        Some(b) => estimate::compare_across(&a, &load_session(b)?, args.threshold, args.allow_mismatch, args.raw)?,
+        Some(b) => estimate::compare_across(
+            &a,
+            &load_session(b)?,
+            args.threshold,
+            args.allow_mismatch,
+            args.across_versions,
+            args.raw,
+        )?,
     };
     let text = match args.format {
         Format::Table => render::table(&report),

@@ -114,6 +114,19 @@ impl Row {
     }
 }
 
+/// The MLX versions of two sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Versions {
+    /// Session A's, e.g. `mlx 0.32.2, mlx_lm 0.32.2`.
+    pub a: String,
+    /// Session B's.
+    pub b: String,
+    /// `--across-versions` was given: environment differences are expected, not mismatches.
+    pub across_versions: bool,
+    /// The environment fields that differ (`mlx_version`, `lock_sha256`, …), asked for or not.
+    pub differences: Vec<Mismatch>,
+}
+
 /// Everything `compare` found; printed in each format, and as is for `--format json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompareReport {
@@ -126,6 +139,9 @@ pub struct CompareReport {
     pub mismatches: Vec<Mismatch>,
     /// Mismatches were found and `--allow-mismatch` was not given: no rows.
     pub refused: bool,
+    /// Two sessions: the MLX versions each ran on, and whether the environment difference was
+    /// asked for (`--across-versions`); absent within one session.
+    pub versions: Option<Versions>,
     /// `--threshold`, when given.
     pub threshold_flag: Option<f64>,
     /// `--raw`: raw rows across sessions get a verdict too.
@@ -261,6 +277,7 @@ pub fn compare_within(a: &LoadedSession, flag: Option<f64>, allow_mismatch: bool
         b: None,
         mismatches,
         refused,
+        versions: None,
         threshold_flag: flag,
         raw: false,
         rows,
@@ -314,6 +331,7 @@ pub fn compare_across(
     b: &LoadedSession,
     flag: Option<f64>,
     allow_mismatch: bool,
+    across_versions: bool,
     raw: bool,
 ) -> Result<CompareReport, CompareError> {
     let flag_t = flag_threshold(flag)?;
@@ -326,7 +344,16 @@ pub fn compare_across(
         .filter(|c| cells_b.iter().any(|d| d.case_id == c.case_id))
         .map(|c| c.case_id.clone())
         .collect();
-    let mismatches = identity::across(&a.report, &b.report, &shared_cases);
+    let mut mismatches = identity::across(&a.report, &b.report, &shared_cases);
+    let versions = Versions {
+        a: identity::versions(&a.report),
+        b: identity::versions(&b.report),
+        across_versions,
+        differences: mismatches.iter().filter(|m| identity::is_environment(m)).cloned().collect(),
+    };
+    if across_versions {
+        mismatches.retain(|m| !identity::is_environment(m));
+    }
     let refused = !mismatches.is_empty() && !allow_mismatch;
     let mut rows = Vec::new();
     if !refused {
@@ -352,6 +379,7 @@ pub fn compare_across(
         b: Some(session_ref(b)),
         mismatches,
         refused,
+        versions: Some(versions),
         threshold_flag: flag,
         raw,
         rows,

@@ -1,9 +1,12 @@
 //! Whether two things may be compared at all: the list of what differs between them.
 //!
 //! Two sessions are alike when they share the manifest digest, the model files of every case both
-//! ran, the libmlx digest, each adapter's worker source digest, and the host. Within one session
-//! the controlled and stock workers must have loaded the same libmlx file (the whole point of the
-//! design: a difference is the loop, not the kernels); the rest is shared by construction.
+//! ran, the environment (MLX and mlx_lm versions, lock and libmlx digests), each adapter's worker
+//! source digest, and the host. Sessions on two pinned MLX environments differ in the environment
+//! alone; that difference is allowed when asked for (`--across-versions`) and named in the
+//! output. Within one session the controlled and stock workers must have loaded the same libmlx
+//! file (the whole point of the design: a difference is the loop, not the kernels); the rest is
+//! shared by construction.
 //!
 //! The model check is made only when the manifest digests differ: with equal digests the models
 //! are equal by construction (the manifest pins every model file). Each session's model files
@@ -81,8 +84,27 @@ pub fn within(session: &SessionReport) -> Vec<Mismatch> {
     out
 }
 
-/// Between two sessions: manifest, models (when the manifests differ), libmlx, worker sources
-/// per adapter, host. `cases` are the case ids both sessions ran.
+/// The fields that tell two pinned MLX environments apart. Sessions on two environments
+/// differ in these by design; `compare --across-versions` asks for exactly that difference.
+pub const ENVIRONMENT_FIELDS: [&str; 4] = ["mlx_version", "mlx_lm_version", "lock_sha256", "libmlx_sha256"];
+
+/// Whether `mismatch` is one of the [`ENVIRONMENT_FIELDS`].
+pub fn is_environment(mismatch: &Mismatch) -> bool {
+    ENVIRONMENT_FIELDS.contains(&mismatch.field.as_str())
+}
+
+/// The MLX and mlx_lm versions a session's workers ran on, e.g. `mlx 0.32.4, mlx_lm 0.32.2`.
+pub fn versions(session: &SessionReport) -> String {
+    format!(
+        "mlx {}, mlx_lm {}",
+        joined(set_of(session, None, |i| i.mlx_version.clone())),
+        joined(set_of(session, None, |i| i.mlx_lm_version.clone()))
+    )
+}
+
+/// Between two sessions: manifest, models (when the manifests differ), the environment
+/// ([`ENVIRONMENT_FIELDS`]), worker sources per adapter, host. `cases` are the case ids both
+/// sessions ran.
 pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) -> Vec<Mismatch> {
     let mut out = Vec::new();
     let mut differ = |field: &str, x: String, y: String| {
@@ -91,8 +113,11 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
         }
     };
     differ("manifest_sha256", a.manifest_sha256.to_hex(), b.manifest_sha256.to_hex());
-    let libmlx = |s| joined(set_of(s, None, |i| i.libmlx_sha256.to_hex()));
-    differ("libmlx_sha256", libmlx(a), libmlx(b));
+    let field = |s, f: fn(&Identity) -> String| joined(set_of(s, None, f));
+    differ("mlx_version", field(a, |i| i.mlx_version.clone()), field(b, |i| i.mlx_version.clone()));
+    differ("mlx_lm_version", field(a, |i| i.mlx_lm_version.clone()), field(b, |i| i.mlx_lm_version.clone()));
+    differ("lock_sha256", field(a, |i| i.lock_sha256.to_hex()), field(b, |i| i.lock_sha256.to_hex()));
+    differ("libmlx_sha256", field(a, |i| i.libmlx_sha256.to_hex()), field(b, |i| i.libmlx_sha256.to_hex()));
     for adapter in [Adapter::Controlled, Adapter::Stock] {
         let sources = |s| set_of(s, Some(adapter), |i| i.worker_sources_sha256.to_hex());
         let (x, y) = (sources(a), sources(b));

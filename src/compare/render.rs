@@ -146,6 +146,17 @@ fn title(report: &CompareReport) -> String {
     }
 }
 
+/// The MLX version difference, when it was asked for or is there: e.g. `MLX versions: A mlx
+/// 0.32.2, mlx_lm 0.32.2; B mlx 0.32.4, mlx_lm 0.32.2 (--across-versions; differ in mlx_version,
+/// lock_sha256, libmlx_sha256)`.
+fn versions_line(report: &CompareReport) -> Option<String> {
+    let v = report.versions.as_ref().filter(|v| v.across_versions || !v.differences.is_empty())?;
+    let fields: Vec<&str> = v.differences.iter().map(|m| m.field.as_str()).collect();
+    let differ = if fields.is_empty() { "the same environment".to_owned() } else { format!("differ in {}", fields.join(", ")) };
+    let asked = if v.across_versions { "--across-versions; " } else { "" };
+    Some(format!("MLX versions: A {}; B {} ({asked}{differ})", v.a, v.b))
+}
+
 /// The status as `session.json` spells it (`ok`, `worker_failed`, …).
 fn status_word(status: decode_baseline_protocol::session::SessionStatus) -> String {
     serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
@@ -211,7 +222,13 @@ fn mismatch_intro(report: &CompareReport) -> String {
         Kind::WithinSession => "the controlled and stock workers differ (a: controlled, b: stock)",
         Kind::AcrossSessions => "the sessions differ (a: session A, b: session B)",
     };
-    if report.refused {
+    let versions = report
+        .versions
+        .as_ref()
+        .is_some_and(|v| !v.across_versions && !v.differences.is_empty());
+    if report.refused && versions {
+        format!("refused: {who}; --across-versions compares two MLX environments, --allow-mismatch anything")
+    } else if report.refused {
         format!("refused: {who}; --allow-mismatch compares anyway")
     } else {
         format!("mismatch allowed (--allow-mismatch): {who}")
@@ -257,6 +274,10 @@ pub fn table(report: &CompareReport) -> String {
     }
     out.push_str(&title(report));
     out.push('\n');
+    if let Some(line) = versions_line(report) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     if !report.refused {
         out.push_str(ratio_line(report));
         out.push('\n');
@@ -303,6 +324,9 @@ fn md_escape(s: &str) -> String {
 /// Markdown for a pull request.
 pub fn markdown(report: &CompareReport) -> String {
     let mut out = format!("### decode-baseline compare\n\n{}.\n", title(report));
+    if let Some(line) = versions_line(report) {
+        out.push_str(&format!("{}.\n", md_escape(&line)));
+    }
     if !report.mismatches.is_empty() {
         out.push_str(&format!("\n> **{}**\n>\n", md_escape(&mismatch_intro(report))));
         for m in &report.mismatches {

@@ -104,12 +104,9 @@ fn current_exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("decode-baseline"))
 }
 
-/// The pinned environment's interpreter.
+/// The selected pinned environment's interpreter.
 pub fn venv_python(repo: &std::path::Path) -> PathBuf {
-    std::env::var_os("DECODE_BASELINE_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo.join(".venv"))
-        .join("bin/python")
+    decode_baseline_protocol::installed::venv_dir(repo).join("bin/python")
 }
 
 #[cfg(test)]

@@ -15,6 +15,12 @@ pub enum WorkerJobError {
     UnknownCase { path: PathBuf, cell: String, case: String },
     #[error("manifest {path}: cell {cell} names prompt {prompt:?}, which is not in prompts")]
     UnknownPrompt { path: PathBuf, cell: String, prompt: String },
+    #[error("manifest {path}")]
+    Environment {
+        path: PathBuf,
+        #[source]
+        source: decode_baseline_protocol::pins::PinError,
+    },
 }
 
 /// The manifest as the launcher uses it: parsed, with the digest of the exact bytes read.
@@ -75,7 +81,9 @@ pub fn build(
         continuation: (cell.mode == Mode::FixedContinuation).then(|| prompt.continuation.clone()),
         stop_ids: case.stop_ids.clone(),
         run_policy: manifest.run_policy.clone(),
-        environment: manifest.environment.clone(),
+        environment: decode_baseline_protocol::pins::selected_pins(manifest)
+            .map_err(|source| WorkerJobError::Environment { path: loaded.path.clone(), source })?
+            .clone(),
         gate,
     })
 }

@@ -30,9 +30,17 @@ struct Ids {
     libmlx: &'static str,
     controlled_sources: &'static str,
     stock_sources: &'static str,
+    mlx: &'static str,
+    lock: &'static str,
 }
 
-const IDS: Ids = Ids { libmlx: "libmlx-a", controlled_sources: "controlled-src-a", stock_sources: "stock-src-a" };
+const IDS: Ids = Ids {
+    libmlx: "libmlx-a",
+    controlled_sources: "controlled-src-a",
+    stock_sources: "stock-src-a",
+    mlx: "0.32.2",
+    lock: "lock",
+};
 
 fn identity(adapter: Adapter, ids: &Ids, manifest: Sha256Digest) -> Identity {
     Identity {
@@ -42,8 +50,8 @@ fn identity(adapter: Adapter, ids: &Ids, manifest: Sha256Digest) -> Identity {
             Adapter::Controlled => ids.controlled_sources,
             Adapter::Stock => ids.stock_sources,
         }),
-        lock_sha256: digest("lock"),
-        mlx_version: "0.32.2".to_owned(),
+        lock_sha256: digest(ids.lock),
+        mlx_version: ids.mlx.to_owned(),
         mlx_lm_version: "0.32.2".to_owned(),
         mlx_lm_freeze_sha256: digest("freeze"),
         libmlx_path: "/venv/lib/libmlx.so".to_owned(),
@@ -561,6 +569,124 @@ fn across_sessions_refuses_every_kind_of_difference() {
         let list = allowed.stdout.find(field).unwrap();
         assert!(list < allowed.stdout.find("verdict: no difference").unwrap(), "{}", allowed.stdout);
         assert!(allowed.stdout.starts_with("mismatch allowed (--allow-mismatch)"), "{}", allowed.stdout);
+    }
+}
+
+/// Sessions on two pinned MLX environments: refused by default with the version difference and
+/// the flag named; compared with `--across-versions`, the versions printed above the rows; and
+/// any other difference still refuses under the flag.
+#[test]
+fn across_versions_names_the_version_difference_and_still_refuses_anything_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Synth::new("old", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
+    let newer = |id: &'static str| {
+        let mut b = Synth::new(id, vec![(HEADLINE, 540_000.0, 600_000.0)]);
+        b.ids = Ids {
+            libmlx: "libmlx-b",
+            mlx: "0.32.4",
+            lock: "lock-b",
+            ..IDS
+        };
+        b
+    };
+    let b = newer("new").write(tmp.path());
+
+    let refused = compare(&[&a, &b]);
+    assert_eq!(refused.code, REFUSED, "{}", refused.stdout);
+    for field in [
+        "  - mlx_version: 0.32.2 vs 0.32.4",
+        "  - lock_sha256: ",
+        "  - libmlx_sha256: ",
+    ] {
+        assert!(
+            refused.stdout.contains(field),
+            "expected `{field}` in\n{}",
+            refused.stdout
+        );
+    }
+    assert!(
+        refused
+            .stdout
+            .contains("--across-versions compares two MLX environments"),
+        "{}",
+        refused.stdout
+    );
+    assert!(
+        refused
+            .stdout
+            .contains("MLX versions: A mlx 0.32.2, mlx_lm 0.32.2; B mlx 0.32.4, mlx_lm 0.32.2"),
+        "{}",
+        refused.stdout
+    );
+
+    let across = compare(&[&a, &b, &"--across-versions"]);
+    assert_eq!(across.code, FASTER, "{}{}", across.stdout, across.stderr);
+    assert!(!across.stdout.contains("refused"), "{}", across.stdout);
+    let line = "MLX versions: A mlx 0.32.2, mlx_lm 0.32.2; B mlx 0.32.4, mlx_lm 0.32.2 \
+                (--across-versions; differ in mlx_version, lock_sha256, libmlx_sha256)";
+    assert!(across.stdout.contains(line), "{}", across.stdout);
+    let j = json_of(&compare(&[
+        &a,
+        &b,
+        &"--across-versions",
+        &"--format",
+        &"json",
+    ]));
+    assert_eq!(j["mismatches"], json!([]));
+    assert_eq!(j["versions"]["across_versions"], json!(true));
+    let fields: Vec<&str> = j["versions"]["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["mlx_version", "lock_sha256", "libmlx_sha256"]);
+    assert_eq!(
+        verdicts(&compare(&[
+            &a,
+            &b,
+            &"--across-versions",
+            &"--format",
+            &"json"
+        ])),
+        ["faster", "no_difference"]
+    );
+
+    type Edit = Box<dyn Fn(&mut Synth)>;
+    let others: Vec<(&str, Edit, &str)> = vec![
+        (
+            "host",
+            Box::new(|s: &mut Synth| s.host = "bench-2"),
+            "  - host: bench-1 vs bench-2",
+        ),
+        (
+            "manifest",
+            Box::new(|s: &mut Synth| s.manifest_sha256 = digest("manifest 2")),
+            "  - manifest_sha256: ",
+        ),
+        (
+            "sources",
+            Box::new(|s: &mut Synth| s.ids.stock_sources = "stock-src-b"),
+            "  - worker_sources_sha256 (stock): ",
+        ),
+    ];
+    for (name, edit, field) in others {
+        let mut b = newer("new-other");
+        edit(&mut b);
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = compare(&[&a, &b.write(&dir), &"--across-versions"]);
+        assert_eq!(run.code, REFUSED, "{name}: {}", run.stdout);
+        assert!(
+            run.stdout.contains(field),
+            "{name}: expected `{field}` in\n{}",
+            run.stdout
+        );
+        assert!(
+            !run.stdout.contains("  - mlx_version"),
+            "{name}: the asked-for difference is not a mismatch\n{}",
+            run.stdout
+        );
     }
 }
 

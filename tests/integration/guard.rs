@@ -400,7 +400,9 @@ fn prompt_id_changed() {
 #[test]
 fn lock_file_edited() {
     let sb = Sandbox::new();
-    let lock = sb.repo.join(decode_baseline_protocol::installed::LOCK_PATH);
+    let lock = sb
+        .repo
+        .join(decode_baseline_protocol::installed::lock_path());
     sb.tamper(
         &sb.repo,
         || {

@@ -10,6 +10,7 @@ mod guard;
 mod interleave;
 mod launcher;
 mod launcher_readers;
+mod moe;
 mod mutate;
 mod parsers;
 mod setup;

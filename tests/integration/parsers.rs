@@ -88,6 +88,7 @@ pub(crate) fn manifest() -> Manifest {
             controlled: BTreeMap::new(),
         },
         environment: environment(),
+        environments: BTreeMap::new(),
     }
 }
 

@@ -77,7 +77,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 // ---------------------------------------------------------------------------------------------
 
 use decode_baseline_protocol::{
-    installed::{mlx_dir_override, venv_dir, Installed},
+    installed::{self, mlx_dir_override, venv_dir, Installed},
     job::{token_ids_sha256, EnvironmentPins},
     manifest::{Case, Cell, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
     pins, Adapter, Mode, RunPolicy, Sha256Digest, WorkerJob, WORKER_JOB_SCHEMA_VERSION,
@@ -161,7 +161,7 @@ pub fn write_manifest(path: &Path, manifest: &Manifest) -> Sha256Digest {
 }
 
 /// A manifest for the tiny fixture with `policy`, every mode as a cell, the live worker
-/// sources and environment, written as `dir/workloads.json` with its pin. `edit` may change
+/// sources and environment (pinned as the selected environment's), written as `dir/workloads.json` with its pin. `edit` may change
 /// the manifest before it is written (tamper tests).
 pub fn fixture_manifest(dir: &Path, policy: &RunPolicy, edit: impl FnOnce(&mut Manifest)) -> FixtureManifest {
     let (case_id, case, prompt_id, mut prompt) = fixture_case_and_prompt();
@@ -178,6 +178,10 @@ pub fn fixture_manifest(dir: &Path, policy: &RunPolicy, edit: impl FnOnce(&mut M
         cases: [(case_id.clone(), case)].into_iter().collect(),
         prompts: [(prompt_id.clone(), prompt)].into_iter().collect(),
         run_policy: policy.clone(),
+        environments: installed::selected_environment()
+            .map(|name| (name, environment.clone()))
+            .into_iter()
+            .collect(),
         worker_sources: sources,
         environment,
     };
@@ -210,7 +214,9 @@ pub fn fixture_job(fixture: &FixtureManifest, adapter: Adapter, mode: Mode, run_
         continuation: (mode == Mode::FixedContinuation).then(|| prompt.continuation.clone()),
         stop_ids: case.stop_ids.clone(),
         run_policy: manifest.run_policy.clone(),
-        environment: manifest.environment.clone(),
+        environment: pins::selected_pins(manifest)
+            .expect("the selected environment's pins")
+            .clone(),
         gate: false,
     }
 }

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Provision the pinned Python environment that both workers and the Rust build use.
 
-The environment lives in `<repo>/.venv` (or `$DECODE_BASELINE_VENV`). It is created from the
-platform's hash-locked requirements with `pip --require-hashes --no-deps`, so every file that
-lands in it is the one the lock names. A stamp file records the lock's SHA-256; when it matches,
+The suite can hold several pinned environments (say the previous and the current MLX release).
+`$DECODE_BASELINE_ENV` names one of `tools/env/envs/<name>/`; unset or empty, the default
+environment of `tools/env/` is meant. The default environment lives in `<repo>/.venv`, a named
+one in `<repo>/.venv-<name>` (either: `$DECODE_BASELINE_VENV`). It is created from the
+environment's hash-locked requirements for this platform with `pip --require-hashes --no-deps`,
+so every file that lands in it is the one the lock names. (The same rules, in Rust:
+`crates/protocol/src/installed.rs`.) A stamp file records the lock's SHA-256; when it matches,
 provisioning is a no-op, and when the lock changes the environment is rebuilt from scratch.
 
 Prints one line, `key=value` pairs describing the environment, for build scripts to read:
-`python=… site=… mlx_dir=… libclang_dir=… lock_sha256=…`.
+`environment=… python=… site=… mlx_dir=… libclang_dir=… lock_sha256=…` (`environment` is the
+name, `default` for the default one).
 
 Exit codes: 0 ready; 2 unusable input (python too old, lock missing or edited, bad MLX_DIR);
 3 the install itself failed (network, registry, disk).
@@ -28,6 +33,9 @@ REPO = Path(__file__).resolve().parents[2]
 ENV_DIR = Path(__file__).resolve().parent
 MIN_PYTHON = (3, 11)
 STAMP = "decode-baseline-lock.sha256"
+ENV_VAR = "DECODE_BASELINE_ENV"
+NAMED_DIR = ENV_DIR / "envs"
+DEFAULT_NAME = "default"
 
 
 class SetupError(Exception):
@@ -38,12 +46,32 @@ class SetupError(Exception):
         self.code = code
 
 
+def env_name() -> str | None:
+    """The selected named environment, or None for the default one (also when named `default`)."""
+    name = os.environ.get(ENV_VAR) or None
+    return None if name == DEFAULT_NAME else name
+
+
+def env_folder() -> Path:
+    name = env_name()
+    if name is None:
+        return ENV_DIR
+    folder = NAMED_DIR / name
+    if "/" in name or name.startswith(".") or not folder.is_dir():
+        known = sorted(p.name for p in NAMED_DIR.iterdir() if p.is_dir()) if NAMED_DIR.is_dir() else []
+        raise SetupError(
+            f"{ENV_VAR}={name!r} names no environment: expected one of {known or 'none'} "
+            f"(folders of {NAMED_DIR}), or unset it for the default environment"
+        )
+    return folder
+
+
 def lock_path() -> Path:
     system = platform.system()
     if system == "Linux":
-        return ENV_DIR / "requirements-linux.lock"
+        return env_folder() / "requirements-linux.lock"
     if system == "Darwin":
-        return ENV_DIR / "requirements-macos.lock"
+        return env_folder() / "requirements-macos.lock"
     raise SetupError(f"unsupported platform {system!r}: expected Linux or Darwin")
 
 
@@ -68,7 +96,9 @@ def check_lock(lock: Path) -> str:
 
 
 def venv_dir() -> Path:
-    return Path(os.environ.get("DECODE_BASELINE_VENV", REPO / ".venv")).resolve()
+    name = env_name()
+    default = REPO / (".venv" if name is None else f".venv-{name}")
+    return Path(os.environ.get("DECODE_BASELINE_VENV") or default).resolve()
 
 
 def venv_python(venv: Path) -> Path:
@@ -132,6 +162,7 @@ def describe(venv: Path, digest: str) -> dict[str, str]:
     mlx_dir = os.environ.get("MLX_DIR") or str(Path(site) / "mlx")
     check_mlx_dir(Path(mlx_dir))
     return {
+        "environment": env_name() or DEFAULT_NAME,
         "python": str(python),
         "site": site,
         "mlx_dir": mlx_dir,

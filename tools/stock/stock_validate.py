@@ -20,7 +20,22 @@ from stock_protocol import Refusal, mismatch
 MANIFEST_SCHEMA_VERSION = 1
 WORKER_JOB_SCHEMA_VERSION = 1
 STOCK_ROOT = "tools/stock"
-LOCK_PATH = "tools/env/requirements-macos.lock" if sys.platform == "darwin" else "tools/env/requirements-linux.lock"
+# The selected environment and its lock, by the rules of crates/protocol/src/installed.rs.
+ENV_NAME_ENV = "DECODE_BASELINE_ENV"
+LOCK_FILE_NAME = "requirements-macos.lock" if sys.platform == "darwin" else "requirements-linux.lock"
+
+
+def selected_environment():
+    """The named environment `$DECODE_BASELINE_ENV` selects, or None for the default one."""
+    name = os.environ.get(ENV_NAME_ENV) or None
+    return None if name == "default" else name
+
+
+def lock_path():
+    name = selected_environment()
+    return f"tools/env/{LOCK_FILE_NAME}" if name is None else f"tools/env/envs/{name}/{LOCK_FILE_NAME}"
+
+
 LIBMLX_NAME = "libmlx.dylib" if sys.platform == "darwin" else "libmlx.so"
 POLICY_FIELDS = (
     "first_requests",
@@ -35,6 +50,7 @@ POLICY_FIELDS = (
 )
 ENVIRONMENT_FIELDS = ("lock_sha256", "mlx_version", "mlx_lm_version", "mlx_lm_freeze_sha256", "libmlx_sha256")
 MANIFEST_KEYS = {"schema_version", "cases", "prompts", "cells", "run_policy", "worker_sources", "environment"}
+OPTIONAL_MANIFEST_KEYS = {"environments"}
 
 
 def sha256_file(path):
@@ -166,8 +182,12 @@ def validate_job(job, worker_repo):
     if not isinstance(manifest, dict) or manifest.get("schema_version") != MANIFEST_SCHEMA_VERSION:
         found = manifest.get("schema_version") if isinstance(manifest, dict) else None
         raise mismatch("manifest.schema_version", MANIFEST_SCHEMA_VERSION, found)
-    if set(manifest) != MANIFEST_KEYS:
-        raise mismatch("manifest_path", f"a manifest with the keys {sorted(MANIFEST_KEYS)}", sorted(manifest))
+    if not MANIFEST_KEYS <= set(manifest) <= MANIFEST_KEYS | OPTIONAL_MANIFEST_KEYS:
+        raise mismatch(
+            "manifest_path",
+            f"a manifest with the keys {sorted(MANIFEST_KEYS)} (and optionally {sorted(OPTIONAL_MANIFEST_KEYS)})",
+            sorted(manifest),
+        )
 
     # The case and its artifact.
     case_id = job["case_id"]
@@ -236,14 +256,22 @@ def validate_job(job, worker_repo):
         if not isinstance(found, int) or found <= 0:
             raise Refusal(f"run_policy.{name}", f"must be positive, found {found}")
 
-    # The environment pins: the job's must be the manifest's.
+    # The environment pins: the job's must be the manifest's for the selected environment.
+    selected = selected_environment()
+    pinned = manifest["environment"] if selected is None else manifest.get("environments", {}).get(selected)
+    if pinned is None:
+        raise Refusal(
+            f"environments.{selected}",
+            f"the selected environment {selected!r} (${ENV_NAME_ENV}) is not pinned; "
+            "run `decode-baseline manifest pin` in it",
+        )
     for name in ENVIRONMENT_FIELDS:
-        expected, found = manifest["environment"].get(name), job["environment"].get(name)
+        expected, found = pinned.get(name), job["environment"].get(name)
         if found != expected:
             raise mismatch(f"environment.{name}", f"{expected} (the manifest's)", found)
 
     check_worker_sources(worker_repo, manifest["worker_sources"]["stock"])
-    lock = worker_repo / LOCK_PATH
+    lock = worker_repo / lock_path()
     try:
         actual = sha256_file(lock)
     except OSError as err:
@@ -372,7 +400,7 @@ def check_environment_and_identify(job, manifest, manifest_sha256, worker_repo):
         "manifest_sha256": manifest_sha256,
         "code_version": code_version(worker_repo),
         "worker_sources_sha256": worker_sources_sha256(manifest["worker_sources"]["stock"]),
-        "lock_sha256": sha256_file(worker_repo / LOCK_PATH),
+        "lock_sha256": sha256_file(worker_repo / lock_path()),
         "mlx_version": mx.__version__,
         "mlx_lm_version": mlx_lm.__version__,
         "mlx_lm_freeze_sha256": freeze,

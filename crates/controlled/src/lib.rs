@@ -14,4 +14,6 @@ pub mod weights;
 pub mod worker;
 
 #[cfg(test)]
+mod gather_qmm_tests;
+#[cfg(test)]
 mod reference_tests;

@@ -1,7 +1,13 @@
 //! Where the pinned Python environment and its files are, found without importing Python or
 //! linking MLX (the launcher and the guard need neither).
 //!
-//! * The virtual environment is `$DECODE_BASELINE_VENV`, else `<repo>/.venv`.
+//! * The suite holds one default environment (its lock files in `tools/env/`) and any number of
+//!   named ones (in `tools/env/envs/<name>/`), each with its own virtual environment and its
+//!   own controlled build. `$DECODE_BASELINE_ENV` selects a named one; unset, empty or
+//!   `default`, the default. An executable that links MLX sets it to the environment it was
+//!   built against (`src/build_env.rs`).
+//! * The virtual environment is `$DECODE_BASELINE_VENV`, else `<repo>/.venv` for the default
+//!   environment and `<repo>/.venv-<name>` for a named one.
 //! * Its site-packages folder is the one folder matching `<venv>/lib/python3*/site-packages`.
 //! * The installed `mlx_lm` package is `<site-packages>/mlx_lm`.
 //! * `libmlx` is `$MLX_DIR/lib/<name>` when `MLX_DIR` is set (the override the mlx-sys build
@@ -10,8 +16,10 @@
 //! * A distribution's version is the `Version:` header of the `METADATA` file in the one folder
 //!   `<site-packages>/<name>-<version>.dist-info` whose name part equals `<name>` exactly
 //!   (`mlx`, `mlx_lm`); `mlx_cpu-*.dist-info` is not `mlx`'s.
-//! * The lock file is `tools/env/requirements-linux.lock` on Linux and
-//!   `tools/env/requirements-macos.lock` on macOS.
+//! * The lock file is `requirements-linux.lock` on Linux and `requirements-macos.lock` on
+//!   macOS, in the environment's folder.
+//!
+//! `tools/env/provision.py` and `tools/stock/stock_validate.py` follow the same rules.
 
 use std::{
     fs,
@@ -20,18 +28,42 @@ use std::{
 
 /// Environment variable naming the virtual environment to use instead of `<repo>/.venv`.
 pub const VENV_ENV: &str = "DECODE_BASELINE_VENV";
+/// Environment variable selecting a named environment (a folder of [`NAMED_ENVS_DIR`]).
+pub const ENV_NAME_ENV: &str = "DECODE_BASELINE_ENV";
+/// The repository-relative folder of the default environment's lock files.
+pub const DEFAULT_ENV_DIR: &str = "tools/env";
+/// The repository-relative folder holding one folder per named environment.
+pub const NAMED_ENVS_DIR: &str = "tools/env/envs";
+/// The name reports and messages give the default environment.
+pub const DEFAULT_ENV_NAME: &str = "default";
 /// Environment variable naming another MLX install (the folder that holds `lib/`).
 pub const MLX_DIR_ENV: &str = "MLX_DIR";
 
 /// The file name of the MLX shared library on this platform.
 pub const LIBMLX_NAME: &str = if cfg!(target_os = "macos") { "libmlx.dylib" } else { "libmlx.so" };
 
-/// The repository-relative path of this platform's hash-locked requirements file.
-pub const LOCK_PATH: &str = if cfg!(target_os = "macos") {
-    "tools/env/requirements-macos.lock"
-} else {
-    "tools/env/requirements-linux.lock"
-};
+/// The file name of this platform's hash-locked requirements in an environment's folder.
+pub const LOCK_FILE_NAME: &str =
+    if cfg!(target_os = "macos") { "requirements-macos.lock" } else { "requirements-linux.lock" };
+
+/// The selected named environment, or `None` for the default one (`$DECODE_BASELINE_ENV`
+/// unset, empty or [`DEFAULT_ENV_NAME`]).
+pub fn selected_environment() -> Option<String> {
+    std::env::var(ENV_NAME_ENV).ok().filter(|name| !name.is_empty() && name != DEFAULT_ENV_NAME)
+}
+
+/// The repository-relative folder of `environment`'s lock files (`None`: the default one).
+pub fn environment_dir(environment: Option<&str>) -> PathBuf {
+    match environment {
+        None => PathBuf::from(DEFAULT_ENV_DIR),
+        Some(name) => Path::new(NAMED_ENVS_DIR).join(name),
+    }
+}
+
+/// The repository-relative path of the selected environment's lock file for this platform.
+pub fn lock_path() -> PathBuf {
+    environment_dir(selected_environment().as_deref()).join(LOCK_FILE_NAME)
+}
 
 /// The installed environment cannot be located or read.
 #[derive(Debug, thiserror::Error)]
@@ -61,11 +93,15 @@ pub struct Installed {
     pub libmlx: PathBuf,
 }
 
-/// The virtual environment this process should use: `$DECODE_BASELINE_VENV`, else `<repo>/.venv`.
+/// The virtual environment this process should use: `$DECODE_BASELINE_VENV`, else
+/// `<repo>/.venv` (default environment) or `<repo>/.venv-<name>` (a named one).
 pub fn venv_dir(repo: &Path) -> PathBuf {
     match std::env::var_os(VENV_ENV) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => repo.join(".venv"),
+        _ => match selected_environment() {
+            None => repo.join(".venv"),
+            Some(name) => repo.join(format!(".venv-{name}")),
+        },
     }
 }
 

@@ -29,8 +29,22 @@ pub struct Manifest {
     pub run_policy: RunPolicy,
     /// SHA-256 of every source file of both workers, by repository-relative path.
     pub worker_sources: WorkerSources,
-    /// The pinned environment.
+    /// The pinned default environment (`tools/env/`).
     pub environment: EnvironmentPins,
+    /// The pinned named environments (`tools/env/envs/<name>/`, e.g. the previous MLX release),
+    /// by name; absent when there are none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub environments: BTreeMap<String, EnvironmentPins>,
+}
+
+impl Manifest {
+    /// The pins of `environment` (`None`: the default one); `None` when it is not pinned.
+    pub fn environment_pins(&self, environment: Option<&str>) -> Option<&EnvironmentPins> {
+        match environment {
+            None => Some(&self.environment),
+            Some(name) => self.environments.get(name),
+        }
+    }
 }
 
 /// One model artifact.

@@ -18,7 +18,7 @@ use std::{
 use crate::{
     digest::DigestIoError,
     freeze::{freeze_tree, Freeze, TreeError},
-    installed::{Installed, InstalledError, LOCK_PATH},
+    installed::{lock_path, selected_environment, Installed, InstalledError},
     job::{token_ids_sha256, EnvironmentPins},
     manifest::{Case, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
     policy::PolicyError,
@@ -140,6 +140,8 @@ pub enum PinError {
     Version { field: String, path: PathBuf, expected: String, actual: String },
     #[error("{field}: the installed mlx_lm at {path} ({files} files): expected freeze sha256 {expected}, found {actual}")]
     Freeze { field: String, path: PathBuf, files: usize, expected: Sha256Digest, actual: Sha256Digest },
+    #[error("{field}: the selected environment {name:?} (${var}) is not pinned; run `decode-baseline manifest pin` in it", var = crate::installed::ENV_NAME_ENV)]
+    EnvironmentNotPinned { field: String, name: String },
 }
 
 impl PinError {
@@ -180,7 +182,8 @@ impl PinError {
             | Digest { field, .. }
             | Installed { field, .. }
             | Version { field, .. }
-            | Freeze { field, .. } => field,
+            | Freeze { field, .. }
+            | EnvironmentNotPinned { field, .. } => field,
         }
     }
 }
@@ -596,10 +599,11 @@ pub fn check_worker_sources(repo: &Path, pinned: &WorkerSources) -> Vec<PinError
 // The environment
 // ---------------------------------------------------------------------------------------------
 
-/// Checks the lock file of this platform ([`LOCK_PATH`]) against `environment.lock_sha256`.
+/// Checks the selected environment's lock file for this platform ([`lock_path`]) against
+/// `environment.lock_sha256`.
 pub fn check_lock(repo: &Path, pins: &EnvironmentPins) -> Result<(), PinError> {
     let field = "environment.lock_sha256".to_owned();
-    let path = repo.join(LOCK_PATH);
+    let path = repo.join(lock_path());
     let actual = Sha256Digest::of_file(&path).map_err(|source| PinError::Hash { field: field.clone(), source })?;
     if actual != pins.lock_sha256 {
         return Err(PinError::Digest { field, path, expected: pins.lock_sha256, actual });
@@ -656,6 +660,15 @@ pub fn check_installed(installed: &Installed, pins: &EnvironmentPins) -> Vec<Pin
     out
 }
 
+/// The manifest's pins of the selected environment ([`selected_environment`]).
+pub fn selected_pins(manifest: &Manifest) -> Result<&EnvironmentPins, PinError> {
+    let selected = selected_environment();
+    manifest.environment_pins(selected.as_deref()).ok_or_else(|| PinError::EnvironmentNotPinned {
+        field: format!("environments.{}", selected.clone().unwrap_or_default()),
+        name: selected.unwrap_or_default(),
+    })
+}
+
 /// The environment pins of what is installed now: what `manifest pin` writes.
 pub fn environment_pins(repo: &Path, installed: &Installed) -> Result<EnvironmentPins, PinError> {
     let version = |field: &str, name: &str| {
@@ -665,7 +678,7 @@ pub fn environment_pins(repo: &Path, installed: &Installed) -> Result<Environmen
         Sha256Digest::of_file(path).map_err(|source| PinError::Hash { field: field.into(), source })
     };
     Ok(EnvironmentPins {
-        lock_sha256: digest("environment.lock_sha256", &repo.join(LOCK_PATH))?,
+        lock_sha256: digest("environment.lock_sha256", &repo.join(lock_path()))?,
         mlx_version: version("environment.mlx_version", "mlx")?,
         mlx_lm_version: version("environment.mlx_lm_version", "mlx_lm")?,
         mlx_lm_freeze_sha256: mlx_lm_freeze(installed)?.digest,
@@ -721,7 +734,14 @@ pub fn guard(repo: &Path, manifest_path: &Path, environment: &EnvironmentCheck) 
     }
     // Escaping source paths were reported by check_confinement and are skipped here too.
     failures.extend(check_worker_sources(repo, &manifest.worker_sources).into_iter().filter(|e| !matches!(e, PinError::PathEscape { .. })));
-    if let Err(err) = check_lock(repo, &manifest.environment) {
+    let pinned = match selected_pins(&manifest) {
+        Ok(pinned) => Some(pinned.clone()),
+        Err(err) => {
+            failures.push(err);
+            None
+        }
+    };
+    if let Some(Err(err)) = pinned.as_ref().map(|pins| check_lock(repo, pins)) {
         failures.push(err);
     }
     let installed = match environment {
@@ -733,7 +753,7 @@ pub fn guard(repo: &Path, manifest_path: &Path, environment: &EnvironmentCheck) 
             } else {
                 match Installed::locate(venv, mlx_dir.as_deref()) {
                     Ok(installed) => {
-                        failures.extend(check_installed(&installed, &manifest.environment));
+                        failures.extend(pinned.iter().flat_map(|pins| check_installed(&installed, pins)));
                         Ok(installed)
                     }
                     Err(source) => {

@@ -146,7 +146,8 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
             return Err(Refusal::mismatch(format!("run_policy.{name}"), format!("{want} (the manifest's)"), found.get(name).cloned().unwrap_or_default()));
         }
     }
-    let (found, expected) = (by_field(serde_json::to_value(&job.environment).unwrap()), by_field(serde_json::to_value(&manifest.environment).unwrap()));
+    let pinned = pins::selected_pins(&manifest).map_err(|err| refusal(&err, "environments"))?;
+    let (found, expected) = (by_field(serde_json::to_value(&job.environment).unwrap()), by_field(serde_json::to_value(pinned).unwrap()));
     for (name, want) in &expected {
         if found.get(name) != Some(want) {
             return Err(Refusal::mismatch(format!("environment.{name}"), format!("{want} (the manifest's)"), found.get(name).cloned().unwrap_or_default()));
