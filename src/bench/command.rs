@@ -265,6 +265,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     };
 
     let cells = cells(&id, &args);
+    let pins = environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    // A named environment (DECODE_BASELINE_ENV) is pinned under its name as well, where the
+    // launcher and the workers look for it.
+    let environments = decode_baseline_protocol::installed::selected_environment()
+        .map(|name| [(name, pins.clone())].into())
+        .unwrap_or_default();
     let manifest = Manifest {
         schema_version: MANIFEST_SCHEMA_VERSION,
         cases: [(id.clone(), derived.case.clone())].into(),
@@ -272,7 +278,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         cells: cells.clone(),
         run_policy: RunPolicy::frozen(),
         worker_sources: worker_sources(&repo).map_err(|e| anyhow::anyhow!(chain(&e)))?,
-        environment: environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?,
+        environment: pins,
+        environments,
     };
     let WorkerSources { stock, controlled } = &manifest.worker_sources;
     if stock.is_empty() || controlled.is_empty() {
