@@ -5,7 +5,13 @@
 //! ```sh
 //! cargo bench --bench power                       # 10 pairs per order, 3 % slowdown
 //! cargo bench --bench power -- --pairs 4 --slowdown-pct 5 --orders interleaved
+//! cargo bench --bench power -- --hog              # a CPU hog started half-way instead
 //! ```
+//!
+//! With `--hog`, per order: one session as it is, then one with a CPU hog (one spinning `sh`
+//! per CPU) started half-way through it; prints each session's controlled/stock ratio with its
+//! interval (paired for interleaved, of medians for sequential) and whether the table warned
+//! that the host was busy.
 //!
 //! Per order: one calibration session measures the controlled loop's per-token median `m`; the
 //! slowdown is `pct · m` microseconds per decode step, injected with the test-only slowdown
@@ -32,10 +38,11 @@ struct Options {
     pairs: usize,
     slowdown_pct: f64,
     orders: Vec<String>,
+    hog: bool,
 }
 
 fn options() -> Options {
-    let mut o = Options { pairs: 10, slowdown_pct: 3.0, orders: vec!["alternate".into(), "interleaved".into()] };
+    let mut o = Options { pairs: 10, slowdown_pct: 3.0, orders: vec!["alternate".into(), "interleaved".into()], hog: false };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
@@ -43,6 +50,7 @@ fn options() -> Options {
             "--pairs" => o.pairs = value().parse().expect("--pairs: a whole number"),
             "--slowdown-pct" => o.slowdown_pct = value().parse().expect("--slowdown-pct: a number"),
             "--orders" => o.orders = value().split(',').map(str::to_owned).collect(),
+            "--hog" => o.hog = true,
             other => panic!("unknown argument {other:?}; expected --pairs N, --slowdown-pct P, --orders a,b"),
         }
     }
@@ -60,6 +68,12 @@ fn repo() -> PathBuf {
 /// Runs one session of the cell in `order`, the controlled loop slowed by `slowdown_us`;
 /// returns the session folder and its wall time in seconds.
 fn session(root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, f64) {
+    session_with(root, order, name, slowdown_us, None).0
+}
+
+/// As [`session`], with a CPU hog (one spinning shell per CPU) started `hog_after_s` into it;
+/// also returns the summary table the launcher printed.
+fn session_with(root: &Path, order: &str, name: &str, slowdown_us: u32, hog_after_s: Option<f64>) -> ((PathBuf, f64), String) {
     let out = root.join(name);
     let job = root.join(format!("{name}.json"));
     let body = json!({
@@ -75,11 +89,52 @@ fn session(root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, 
             .env("DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER", "controlled");
     }
     let started = Instant::now();
-    let result = cmd.output().unwrap();
+    let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut hogs = Vec::new();
+    if let Some(after) = hog_after_s {
+        std::thread::sleep(std::time::Duration::from_secs_f64(after));
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        for _ in 0..cpus {
+            hogs.push(Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap());
+        }
+    }
+    let result = child.wait_with_output().unwrap();
+    for mut hog in hogs {
+        let _ = hog.kill();
+        let _ = hog.wait();
+    }
     let wall = started.elapsed().as_secs_f64();
     assert!(result.status.success(), "session {name} failed: {}", String::from_utf8_lossy(&result.stderr));
     let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
-    (dir, wall)
+    ((dir, wall), String::from_utf8_lossy(&result.stdout).into_owned())
+}
+
+/// The session's controlled/stock ratio and interval: paired when interleaved.
+fn session_ratio(session: &Path) -> (f64, f64, f64) {
+    let value: Value = serde_json::from_slice(&std::fs::read(session.join("session.json")).unwrap()).unwrap();
+    let cell = &value["analysis"]["cells"][0];
+    let r = if cell["paired"]["controlled"].is_object() { &cell["paired"]["controlled"] } else { &cell["ratio"] };
+    (r["ratio"].as_f64().unwrap(), r["ci"]["lower"].as_f64().unwrap(), r["ci"]["upper"].as_f64().unwrap())
+}
+
+/// `--hog`: each order quiet, then with a hog started half-way.
+fn hog(o: &Options, root: &Path) {
+    let mut results = Vec::new();
+    for order in &o.orders {
+        let ((quiet, wall), _) = session_with(root, order, &format!("{order}-quiet"), 0, None);
+        let ((busy, _), table) = session_with(root, order, &format!("{order}-hog"), 0, Some(wall / 2.0));
+        let (q, b) = (session_ratio(&quiet), session_ratio(&busy));
+        let warned = table.contains("warning: host:");
+        println!(
+            "{order:<12} quiet {:.3} [{:.3}, {:.3}]   hog half-way {:.3} [{:.3}, {:.3}]   within the quiet interval: {}   table warned the host was busy: {warned}",
+            q.0, q.1, q.2, b.0, b.1, b.2, b.0 >= q.1 && b.0 <= q.2
+        );
+        results.push(json!({"order": order, "quiet": [q.0, q.1, q.2], "hog": [b.0, b.1, b.2], "warned": warned,
+            "quiet_session": quiet, "hog_session": busy}));
+    }
+    let path = repo().join("target/power-hog.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&results).unwrap()).unwrap();
+    println!("\nwritten: {}", path.display());
 }
 
 fn compare(a: &Path, b: &Path) -> Value {
@@ -121,6 +176,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let o = options();
     let root = tempfile::tempdir().unwrap();
+    if o.hog {
+        return hog(&o, root.path());
+    }
     let mut results = Vec::new();
     for order in &o.orders {
         let (calibration, _) = session(root.path(), order, &format!("{order}-calibration"), 0);

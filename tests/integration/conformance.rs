@@ -213,7 +213,7 @@ fn marker(path: &Path) -> Marker {
 // removed field fails this suite even if both workers and the types agree among themselves.
 const REPORT_KEYS: &[&str] = &[
     "schema_version", "run_id", "adapter", "mode", "case_id", "prompt_id", "status", "exit_code", "error", "pid",
-    "claimed_utc", "finished_utc", "start_to_ready_ns", "load_ns", "identity", "requests",
+    "claimed_utc", "finished_utc", "start_to_ready_ns", "load_ns", "identity", "test_slowdown_us", "requests",
 ];
 const IDENTITY_KEYS: &[&str] = &[
     "manifest_sha256", "code_version", "worker_sources_sha256", "lock_sha256", "mlx_version", "mlx_lm_version",
@@ -248,6 +248,7 @@ fn check_report(setup: &Setup, finished: &Finished) -> WorkerReport {
         }
     }
     assert_eq!(report.schema_version, 1);
+    assert_eq!(report.test_slowdown_us, None, "no test slowdown was set, so none is recorded");
     assert_eq!(report.adapter, setup.worker.adapter());
     assert_eq!((report.mode, report.run_id.as_str()), (setup.job.mode, setup.job.run_id.as_str()));
     assert_eq!(report.exit_code, finished.code(), "report exit_code vs the process's");
