@@ -578,9 +578,9 @@ fn across_sessions_refuses_every_kind_of_difference() {
 #[test]
 fn across_versions_names_the_version_difference_and_still_refuses_anything_else() {
     let tmp = tempfile::tempdir().unwrap();
-    let a = Synth::new("old", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
+    let a = Synth::new("old", vec![(HEADLINE, 600_000.0, 600_000.0)]).measured().write(tmp.path());
     let newer = |id: &'static str| {
-        let mut b = Synth::new(id, vec![(HEADLINE, 540_000.0, 600_000.0)]);
+        let mut b = Synth::new(id, vec![(HEADLINE, 540_000.0, 600_000.0)]).measured();
         b.ids = Ids {
             libmlx: "libmlx-b",
             mlx: "0.32.4",
