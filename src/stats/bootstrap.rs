@@ -204,21 +204,7 @@ pub(crate) fn ratio_interval(
     denominator: Source<'_>,
     config: &BootstrapConfig,
 ) -> Result<Interval, StatsError> {
-    config.validate()?;
-    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-    let mut buf = Vec::new();
-    let estimates = (0..config.resamples)
-        .map(|_| {
-            let num = numerator.resampled_median(&mut rng, &mut buf);
-            let den = denominator.resampled_median(&mut rng, &mut buf);
-            num / den
-        })
-        .collect();
-    Ok(percentile_interval(
-        estimates,
-        config,
-        numerator.resampling(),
-    ))
+    quotient_interval(Statistic::Median(numerator), Statistic::Median(denominator), config)
 }
 
 /// A statistic the bootstrap redraws: the median of one source, or the ratio of the medians of
