@@ -390,6 +390,27 @@ pub fn compare_across(
     })
 }
 
+/// Labelled A/A ratios a threshold is chosen from.
+type Candidates = Vec<(String, RatioEstimate)>;
+
+/// The labelled A/A candidates of a row across sessions: `pick` of the cell in A and in B
+/// (`own`), and of the other cells of both sessions (`other`).
+fn aa_candidates<'a>(
+    ca: &'a CellData,
+    cb: &'a CellData,
+    cells_a: &'a [CellData],
+    cells_b: &'a [CellData],
+    pick: impl Fn(&'a CellData) -> Vec<(Adapter, RatioEstimate)> + Copy,
+) -> (Candidates, Candidates) {
+    let mut own = Vec::new();
+    for (label, cell) in [("A", ca), ("B", cb)] {
+        own.extend(pick(cell).into_iter().map(|(a, r)| (format!("{label} {}", a.as_str()), r)));
+    }
+    let mut other = others("A ", cells_a, &ca.cell, pick);
+    other.extend(others("B ", cells_b, &ca.cell, pick));
+    (own, other)
+}
+
 fn yardstick_row(
     ca: &CellData,
     cb: &CellData,
@@ -398,12 +419,7 @@ fn yardstick_row(
     adapter: Adapter,
     flag: Option<NoiseThreshold>,
 ) -> Row {
-    let mut own = Vec::new();
-    for (label, cell) in [("A", ca), ("B", cb)] {
-        own.extend(Yardstick::aa(cell, adapter).into_iter().map(|(a, r)| (format!("{label} {}", a.as_str()), r)));
-    }
-    let mut other = others("A ", cells_a, &ca.cell, |c| Yardstick::aa(c, adapter));
-    other.extend(others("B ", cells_b, &ca.cell, |c| Yardstick::aa(c, adapter)));
+    let (own, other) = aa_candidates(ca, cb, cells_a, cells_b, |c| Yardstick::aa(c, adapter));
     let threshold = threshold::choose(flag, &own, &other);
     let sides = Yardstick::of(cb, adapter).and_then(|yb| Yardstick::of(ca, adapter).map(|ya| (yb, ya)));
     let resampled_runs = sides.as_ref().is_ok_and(|(yb, ya)| yb.resamples_runs() && ya.resamples_runs());
@@ -433,15 +449,8 @@ fn raw_row(
     flag: Option<NoiseThreshold>,
     raw: bool,
 ) -> Row {
-    let mut own = Vec::new();
-    for (label, cell) in [("A", ca), ("B", cb)] {
-        if let Some(r) = cell.aa_ratios.get(&adapter) {
-            own.push((format!("{label} {}", adapter.as_str()), *r));
-        }
-    }
     let pick = |c: &CellData| c.aa_ratios.get(&adapter).map(|r| (adapter, *r)).into_iter().collect();
-    let mut other = others("A ", cells_a, &ca.cell, pick);
-    other.extend(others("B ", cells_b, &ca.cell, pick));
+    let (own, other) = aa_candidates(ca, cb, cells_a, cells_b, pick);
     let threshold = threshold::choose(flag, &own, &other);
     // Without --raw nothing bounds the machine's drift between the sessions.
     let bound = if raw { noise(&own, &other, false) } else { NoiseBound::Unbounded };
