@@ -214,17 +214,7 @@ fn long_prompt() -> Vec<u32> {
 /// where decoding crosses the window instead of the prompt).
 fn check_architecture(kind: &str) {
     for variant in ["float32", "bfloat16", "q3g32", "mixed_3_6"] {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().to_str().unwrap();
-        python(&[
-            "tools/fixture/reference_logits.py",
-            "--make-tiny",
-            kind,
-            "--variant",
-            variant,
-            "--out",
-            dir,
-        ]);
+        let tmp = make_tiny(kind, variant);
         let label = format!("{kind} {variant}");
         check_against_mlx_lm(tmp.path(), &label, &long_prompt());
         if variant == "float32" {

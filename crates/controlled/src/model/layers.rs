@@ -195,14 +195,8 @@ fn quantized_matmul(x: &Array, p: &Packed) -> Result<Array, Exception> {
             p.scales.as_ptr(),
             biases,
             true,
-            mlx_sys::mlx_optional_int {
-                value: p.params.group_size,
-                has_value: true,
-            },
-            mlx_sys::mlx_optional_int {
-                value: p.params.bits,
-                has_value: true,
-            },
+            some_int(p.params.group_size),
+            some_int(p.params.bits),
             p.params.mode.c_name().as_ptr(),
             stream.as_ptr(),
         );
@@ -228,14 +222,8 @@ fn dequantize(
             w.as_ptr(),
             scales.as_ptr(),
             biases,
-            mlx_sys::mlx_optional_int {
-                value: q.group_size,
-                has_value: true,
-            },
-            mlx_sys::mlx_optional_int {
-                value: q.bits,
-                has_value: true,
-            },
+            some_int(q.group_size),
+            some_int(q.bits),
             q.mode.c_name().as_ptr(),
             none,
             mlx_sys::mlx_optional_dtype {
@@ -245,6 +233,14 @@ fn dequantize(
             stream.as_ptr(),
         );
         finish(rc, res, "dequantize")
+    }
+}
+
+/// A set optional int of the C API (a packing's group size or bits).
+pub(crate) fn some_int(value: i32) -> mlx_sys::mlx_optional_int {
+    mlx_sys::mlx_optional_int {
+        value,
+        has_value: true,
     }
 }
 
@@ -321,7 +317,7 @@ fn dense_transpose(w: &LinearWeight) -> Result<Option<Array>, Exception> {
     }
 }
 
-fn weight_arrays(w: &LinearWeight) -> Vec<&Array> {
+pub(crate) fn weight_arrays(w: &LinearWeight) -> Vec<&Array> {
     match w {
         LinearWeight::Dense(w) => vec![w],
         LinearWeight::Quantized(p) => [&p.weight, &p.scales]

@@ -20,7 +20,9 @@ use mlx_rs::ops::{
 };
 use mlx_rs::{Array, Dtype, Stream};
 
-use super::layers::{finish, load_stacked, scalar, swiglu, Linear, LinearWeight, Packed};
+use super::layers::{
+    finish, load_stacked, scalar, some_int, swiglu, weight_arrays, Linear, LinearWeight, Packed,
+};
 use crate::config::{ExpertActivation, Moe, Quantization, Router};
 use crate::weights::{Weights, WeightsError};
 
@@ -84,13 +86,7 @@ impl SwitchLinear {
     }
 
     fn arrays(&self) -> Vec<&Array> {
-        let mut v = match &self.weight {
-            LinearWeight::Dense(w) => vec![w],
-            LinearWeight::Quantized(p) => [&p.weight, &p.scales]
-                .into_iter()
-                .chain(p.biases.as_ref())
-                .collect(),
-        };
+        let mut v = weight_arrays(&self.weight);
         v.extend(self.weight_t.iter());
         v.extend(self.bias.iter());
         v
@@ -116,14 +112,8 @@ fn gather_qmm(x: &Array, p: &Packed, indices: &Array, sorted: bool) -> Result<Ar
             none,
             indices.as_ptr(),
             true,
-            mlx_sys::mlx_optional_int {
-                value: p.params.group_size,
-                has_value: true,
-            },
-            mlx_sys::mlx_optional_int {
-                value: p.params.bits,
-                has_value: true,
-            },
+            some_int(p.params.group_size),
+            some_int(p.params.bits),
             p.params.mode.c_name().as_ptr(),
             sorted,
             stream.as_ptr(),
