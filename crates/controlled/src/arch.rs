@@ -6,11 +6,13 @@
 use crate::config::{ConfigError, Fields, ModelConfig};
 
 pub mod gemma3;
+pub mod gpt_oss;
 pub mod llama;
 pub mod ministral3;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
+pub mod qwen3_moe;
 pub mod smollm3;
 
 /// Reads one architecture's config.
@@ -27,6 +29,8 @@ const ARCHITECTURES: &[(&str, Resolve)] = &[
     ("phi3", phi3::resolve),
     ("ministral3", ministral3::resolve),
     ("smollm3", smollm3::resolve),
+    ("qwen3_moe", qwen3_moe::resolve),
+    ("gpt_oss", gpt_oss::resolve),
 ];
 
 /// The reader of a `model_type`, if implemented.

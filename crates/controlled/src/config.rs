@@ -232,6 +232,46 @@ pub struct Llama4Scaling {
     pub original_max_position_embeddings: f64,
 }
 
+/// How a mixture-of-experts block chooses and weighs its experts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Router {
+    /// qwen3_moe: `softmax(gate(x), precise)`, the top k of those probabilities, divided by
+    /// their sum when `norm_topk_prob`.
+    SoftmaxTopK { norm_topk_prob: bool },
+    /// gpt_oss: the top k of `router(x)`, then `softmax(precise)` over those k.
+    TopKSoftmax,
+}
+
+/// The experts' activation (`SwitchGLU`'s `activation(x_up, x_gate)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpertActivation {
+    /// `swiglu(gate, x) = silu(gate) * x`.
+    SwiGlu,
+    /// gpt_oss's `swiglu_oai`: gate clipped above at 7, x clipped to +-7,
+    /// `(x + 1) * gate * sigmoid(1.702 * gate)`.
+    SwigluOai,
+}
+
+/// A sparse (mixture-of-experts) MLP: a router, then `SwitchGLU` over the chosen experts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moe {
+    pub num_experts: i32,
+    /// Experts per token.
+    pub top_k: i32,
+    /// Each expert's hidden size.
+    pub intermediate_size: i32,
+    pub router: Router,
+    pub activation: ExpertActivation,
+    /// Biases on the router and the experts (gpt_oss).
+    pub bias: bool,
+    /// Weight names under `<layer>.mlp.`: the router (`gate`, `router`) and the stacked experts
+    /// (`switch_mlp`, `experts`).
+    pub router_name: &'static str,
+    pub experts_name: &'static str,
+    /// qwen3_moe's sanitize: per-expert weights under `<layer>.mlp.<name>.<e>.` are stacked.
+    pub per_expert: Option<&'static str>,
+}
+
 /// One layer's cache (mlx_lm's `make_cache`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheKind {
@@ -249,6 +289,8 @@ pub struct Layer {
     /// Takes the sliding-window mask instead of the full one.
     pub sliding: bool,
     pub cache: CacheKind,
+    /// The sparse MLP of [`ModelConfig::moe`] instead of the dense one.
+    pub moe: bool,
 }
 
 /// Which layer's cache each mask is made from (mlx_lm builds each once per forward from one
@@ -286,9 +328,13 @@ pub struct ModelConfig {
     /// The attention scale passed to SDPA.
     pub attention_scale: f32,
     pub llama4_scaling: Option<Llama4Scaling>,
+    /// gpt_oss: a learned per-head attention sink (`self_attn.sinks`) passed to SDPA.
+    pub attention_sinks: bool,
     pub norm: Norm,
     pub block: Block,
     pub mlp: Mlp,
+    /// The sparse MLP of the layers marked `moe`.
+    pub moe: Option<Moe>,
     /// gemma3: embeddings times `sqrt(hidden_size)` rounded to bfloat16.
     pub embed_scale: bool,
     pub layers: Vec<Layer>,
@@ -843,15 +889,18 @@ pub fn dense(dims: Dims, head_dim: i32, rope: Option<Rope>, tie: bool) -> ModelC
         qk_norm: QkNorm::None,
         attention_scale: (head_dim as f64).powf(-0.5) as f32,
         llama4_scaling: None,
+        attention_sinks: false,
         norm: Norm::Plain,
         block: Block::PreNorm,
         mlp: Mlp::SwiGlu { bias: false },
+        moe: None,
         embed_scale: false,
         layers: (0..dims.num_hidden_layers)
             .map(|_| Layer {
                 rope: rope.clone(),
                 sliding: false,
                 cache: CacheKind::Standard,
+                moe: false,
             })
             .collect(),
         masks: Masks {

@@ -39,12 +39,17 @@ fn fixture(name: &str) -> PathBuf {
     repo().join("fixtures").join(name)
 }
 
-fn python(args: &[&str]) -> String {
-    let out = Command::new(repo().join(".venv/bin/python"))
+/// Runs `.venv/bin/python ARGS` from the repository, whatever its exit status.
+fn python_output(args: &[&str]) -> std::process::Output {
+    Command::new(repo().join(".venv/bin/python"))
         .args(args)
         .current_dir(repo())
         .output()
-        .expect("run .venv/bin/python");
+        .expect("run .venv/bin/python")
+}
+
+fn python(args: &[&str]) -> String {
+    let out = python_output(args);
     assert!(
         out.status.success(),
         "python {args:?} failed:\n{}",
@@ -67,25 +72,60 @@ struct Reference {
     logits: HashMap<String, Array>,
 }
 
+/// How mlx_lm's reference is run.
+#[derive(Clone, Copy, PartialEq)]
+enum Stock {
+    /// As installed.
+    AsIs,
+    /// With `--shim-global-scale`: `QuantizedSwitchLinear`'s `global_scale=None` dropped where
+    /// this mlx's `gather_qmm` does not take the keyword.
+    GlobalScaleShim,
+}
+
+/// `reference_logits.py`'s exit status when mlx_lm cannot run a quantized MoE on this mlx.
+const GLOBAL_SCALE_EXIT: i32 = 3;
+
 fn reference(model_dir: &Path, prompt: &[u32], dir: &Path) -> Reference {
-    python(&[
+    reference_with(model_dir, prompt, dir, Stock::AsIs).unwrap_or_else(|reason| panic!("{reason}"))
+}
+
+/// mlx_lm's reference, or the reason it cannot run (exit status 3: the `global_scale`
+/// `TypeError` of quantized MoE on mlx 0.32.2); any other failure panics.
+fn reference_with(
+    model_dir: &Path,
+    prompt: &[u32],
+    dir: &Path,
+    stock: Stock,
+) -> Result<Reference, String> {
+    let steps = (NEW_TOKENS - 1).to_string();
+    let (prompt, continuation) = (ids(prompt), ids(&continuation()));
+    let mut args = vec![
         "tools/fixture/reference_logits.py",
         "--model-dir",
         model_dir.to_str().unwrap(),
         "--prompt",
-        &ids(prompt),
+        &prompt,
         "--steps",
-        &(NEW_TOKENS - 1).to_string(),
+        &steps,
         "--continuation",
-        &ids(&continuation()),
+        &continuation,
         "--out",
         dir.to_str().unwrap(),
-    ]);
+    ];
+    if stock == Stock::GlobalScaleShim {
+        args.push("--shim-global-scale");
+    }
+    let out = python_output(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(GLOBAL_SCALE_EXIT) {
+        return Err(stderr.trim().to_owned());
+    }
+    assert!(out.status.success(), "python {args:?} failed:\n{stderr}");
     let summary =
         serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
             .unwrap();
     let logits = Array::load_safetensors(dir.join("logits.safetensors")).unwrap();
-    Reference { summary, logits }
+    Ok(Reference { summary, logits })
 }
 
 fn tokens(v: &serde_json::Value) -> Vec<u32> {
@@ -174,17 +214,7 @@ fn long_prompt() -> Vec<u32> {
 /// where decoding crosses the window instead of the prompt).
 fn check_architecture(kind: &str) {
     for variant in ["float32", "bfloat16", "q3g32", "mixed_3_6"] {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().to_str().unwrap();
-        python(&[
-            "tools/fixture/reference_logits.py",
-            "--make-tiny",
-            kind,
-            "--variant",
-            variant,
-            "--out",
-            dir,
-        ]);
+        let tmp = make_tiny(kind, variant);
         let label = format!("{kind} {variant}");
         check_against_mlx_lm(tmp.path(), &label, &long_prompt());
         if variant == "float32" {
@@ -223,15 +253,197 @@ fn smollm3_matches_mlx_lm() {
     check_architecture("smollm3");
 }
 
+/// Writes `reference_logits.py --make-tiny KIND --variant VARIANT` into a fresh folder.
+fn make_tiny(kind: &str, variant: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    python(&[
+        "tools/fixture/reference_logits.py",
+        "--make-tiny",
+        kind,
+        "--variant",
+        variant,
+        "--out",
+        tmp.path().to_str().unwrap(),
+    ]);
+    tmp
+}
+
+/// The greedy steps' routing (the first sparse layer's experts at each step) takes more than
+/// one value, so the decode loop really switches experts.
+fn assert_routing_changes(label: &str, summary: &serde_json::Value) {
+    let routes = summary["greedy_routes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{label}: no greedy_routes"));
+    assert_eq!(routes.len(), NEW_TOKENS - 1, "{label}: one route per step");
+    let distinct: std::collections::BTreeSet<String> =
+        routes.iter().map(|r| r.to_string()).collect();
+    let changes = routes.windows(2).filter(|w| w[0] != w[1]).count();
+    eprintln!(
+        "{label}: {} distinct expert sets over {} steps, {changes} changes between consecutive steps",
+        distinct.len(),
+        routes.len()
+    );
+    assert!(distinct.len() > 1, "{label}: routing never changes");
+}
+
+/// A mixture-of-experts architecture in float32 (the dtype MLX's CPU `GatherMM` evaluates), on
+/// the long prompt (the prefill's 400 expert indices take `SwitchGLU`'s sorted path, the
+/// sliding window is crossed in the prefill and the 256-position cache step in decoding) and
+/// the short one (unsorted prefill; the window crossed while decoding).
+fn check_moe(kind: &str) {
+    let tmp = make_tiny(kind, "float32");
+    for (label, prompt) in [
+        ("long prompt", long_prompt()),
+        ("short prompt", PROMPT.to_vec()),
+    ] {
+        let label = format!("{kind} float32 {label}");
+        let summary = check_against_mlx_lm(tmp.path(), &label, &prompt);
+        assert_routing_changes(&label, &summary);
+    }
+}
+
+#[test]
+fn qwen3_moe_matches_mlx_lm() {
+    check_moe("qwen3_moe");
+}
+
+#[test]
+fn gpt_oss_matches_mlx_lm() {
+    check_moe("gpt_oss");
+}
+
+/// A qwen3_moe folder in the per-expert layout (`mlp.experts.<e>.<proj>.weight`, as
+/// transformers writes it): mlx_lm's sanitize stacks them, and so does the controlled model.
+#[test]
+fn qwen3_moe_per_expert_layout_is_stacked_as_mlx_lm() {
+    let stacked = make_tiny("qwen3_moe", "float32");
+    let tmp = tempfile::tempdir().unwrap();
+    let script = r#"
+import shutil, sys, pathlib
+import mlx.core as mx
+src, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+w = mx.load(str(src / "model.safetensors"))
+for k in [k for k in w if ".mlp.switch_mlp." in k]:
+    for e in range(w[k].shape[0]):
+        w[k.replace(".switch_mlp.", f".experts.{e}.")] = w[k][e]
+    del w[k]
+mx.save_safetensors(str(out / "model.safetensors"), w)
+shutil.copy(src / "config.json", out / "config.json")
+"#;
+    python(&[
+        "-c",
+        script,
+        stacked.path().to_str().unwrap(),
+        tmp.path().to_str().unwrap(),
+    ]);
+    check_against_mlx_lm(tmp.path(), "qwen3_moe per-expert layout", &PROMPT);
+}
+
+/// MLX's CPU `GatherMM::eval` error for a dtype other than float32.
+const GATHER_MM_FLOAT32: &str = "[GatherMM::eval] Currently only supports float32";
+
+/// bfloat16 experts through `gather_mm`: MLX's CPU backend refuses them, in mlx_lm as in the
+/// controlled model (the same `GatherMM::eval` error), so bf16 dense MoE is not checkable here.
+#[test]
+fn bf16_moe_fails_on_the_cpu_backend_as_in_mlx_lm() {
+    for kind in ["qwen3_moe", "gpt_oss"] {
+        let tmp = make_tiny(kind, "bfloat16");
+        let out = tempfile::tempdir().unwrap();
+        let stock = python_output(&[
+            "tools/fixture/reference_logits.py",
+            "--model-dir",
+            tmp.path().to_str().unwrap(),
+            "--prompt",
+            &ids(&PROMPT),
+            "--out",
+            out.path().to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&stock.stderr);
+        assert!(
+            !stock.status.success() && stderr.contains(GATHER_MM_FLOAT32),
+            "{kind} bf16: mlx_lm did not fail with {GATHER_MM_FLOAT32:?} (test bf16 bit-identity instead):\n{stderr}"
+        );
+        let model = Model::load(tmp.path()).unwrap();
+        let ids = Array::from_slice(&[5i32, 17], &[1, 2]);
+        let err = model
+            .forward(&ids, &mut model.new_cache())
+            .and_then(|l| l.eval().map(|_| l))
+            .err()
+            .unwrap_or_else(|| panic!("{kind} bf16: the controlled model ran"));
+        assert!(
+            err.to_string().contains(GATHER_MM_FLOAT32),
+            "{kind} bf16: {err}"
+        );
+        eprintln!("{kind} bf16 on CPU: mlx_lm and the controlled model both fail: {err}");
+    }
+}
+
+/// Quantized experts through `gather_qmm`: affine 4-bit of float32, the mixed_3_6 recipe of
+/// bfloat16 (bf16 activations: `GatherQMM` runs them on CPU), and gpt-oss's MLX checkpoint
+/// form (bfloat16, mxfp4 experts, 8-bit router). First against mlx_lm as installed; where it
+/// cannot run (mlx_lm 0.32.2 passes `global_scale` to mlx 0.32.2's `gather_qmm`, a
+/// `TypeError`) that is reported as SKIPPED with its reason, and the comparison is made against
+/// mlx_lm with only `global_scale=None` dropped from that call (`--shim-global-scale`).
+#[test]
+fn quantized_moe_matches_mlx_lm() {
+    for (kind, variant) in [
+        ("qwen3_moe", "q4g32"),
+        ("qwen3_moe", "mixed_3_6"),
+        ("gpt_oss", "bf16-mxfp4"),
+    ] {
+        let tmp = make_tiny(kind, variant);
+        let label = format!("{kind} {variant}");
+        let out = tempfile::tempdir().unwrap();
+        let r = match reference_with(tmp.path(), &long_prompt(), out.path(), Stock::AsIs) {
+            Ok(r) => r,
+            Err(reason) => {
+                eprintln!("SKIPPED {label} against mlx_lm as installed: {reason}");
+                let r = reference_with(
+                    tmp.path(),
+                    &long_prompt(),
+                    out.path(),
+                    Stock::GlobalScaleShim,
+                )
+                .unwrap_or_else(|reason| panic!("{label}: the shim did not apply: {reason}"));
+                assert_eq!(r.summary["global_scale_shim"], true, "{label}");
+                r
+            }
+        };
+        let shim = r.summary["global_scale_shim"] == true;
+        let label = format!("{label}{}", if shim { " (global_scale shim)" } else { "" });
+        let summary = check_against(r, tmp.path(), &label, &long_prompt());
+        assert_routing_changes(&label, &summary);
+    }
+}
+
 /// The rest of what `mlx_lm convert` writes, on the llama decoder (as mistral): affine at the
 /// other bit widths and group sizes, the mixed_2_6 and mixed_4_6 recipes, and the mxfp4, nvfp4
 /// and mxfp8 modes (quantized embeddings and head throughout).
 #[test]
 fn quantization_breadth_matches_mlx_lm() {
-    for variant in ["q2g128", "q4g32", "q5g64", "q6g128", "q8g64", "mixed_2_6", "mixed_4_6", "mxfp4", "nvfp4", "mxfp8"] {
+    for variant in [
+        "q2g128",
+        "q4g32",
+        "q5g64",
+        "q6g128",
+        "q8g64",
+        "mixed_2_6",
+        "mixed_4_6",
+        "mxfp4",
+        "nvfp4",
+        "mxfp8",
+    ] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_str().unwrap();
-        python(&["tools/fixture/reference_logits.py", "--make-tiny", "mistral", "--variant", variant, "--out", dir]);
+        python(&[
+            "tools/fixture/reference_logits.py",
+            "--make-tiny",
+            "mistral",
+            "--variant",
+            variant,
+            "--out",
+            dir,
+        ]);
         check_against_mlx_lm(tmp.path(), &format!("mistral {variant}"), &PROMPT);
     }
 }
@@ -314,10 +526,20 @@ fn sharded_checkpoint_matches_mlx_lm_and_its_index_is_checked() {
     );
 }
 
-fn check_against_mlx_lm(model_dir: &Path, variant: &str, prompt_ids: &[u32]) {
+fn check_against_mlx_lm(model_dir: &Path, variant: &str, prompt_ids: &[u32]) -> serde_json::Value {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = reference(model_dir, prompt_ids, tmp.path());
+    check_against(r, model_dir, variant, prompt_ids)
+}
+
+/// The controlled model and loop against one mlx_lm reference; returns its summary.
+fn check_against(
+    r: Reference,
+    model_dir: &Path,
+    variant: &str,
+    prompt_ids: &[u32],
+) -> serde_json::Value {
     {
-        let tmp = tempfile::tempdir().unwrap();
-        let r = reference(model_dir, prompt_ids, tmp.path());
         let model = Model::load(model_dir).unwrap();
         let theirs = |k: &str| {
             r.logits
@@ -444,6 +666,7 @@ fn check_against_mlx_lm(model_dir: &Path, variant: &str, prompt_ids: &[u32]) {
             greedy[1..]
         );
     }
+    r.summary
 }
 
 #[test]

@@ -50,6 +50,12 @@ pub enum WeightsError {
         #[source]
         source: mlx_rs::error::Exception,
     },
+    #[error("failed to stack the per-expert tensors into {name}")]
+    Stack {
+        name: String,
+        #[source]
+        source: mlx_rs::error::Exception,
+    },
     #[error("tensor {name} missing from {dir}")]
     Missing { name: String, dir: PathBuf },
     #[error("tensor {name} in {dir}: expected shape {expected:?}, found {actual:?}")]
@@ -160,6 +166,11 @@ impl Weights {
             }
         }
         Ok(array)
+    }
+
+    /// Adds a tensor built from others (sanitize's stacking); it must then be taken like any.
+    pub fn insert(&mut self, name: String, array: Array) {
+        self.tensors.insert(name, array);
     }
 
     /// Removes a tensor if present (e.g. the `lm_head.weight` a tied model ignores).

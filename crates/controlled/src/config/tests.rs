@@ -282,3 +282,139 @@ fn new_architectures_read_their_fields() {
         "{err}"
     );
 }
+
+fn qwen3_moe(edit: impl FnOnce(&mut Map<String, Value>)) -> Result<ModelConfig, ConfigError> {
+    parse(&with(&base(), |m| {
+        m.insert("model_type".into(), "qwen3_moe".into());
+        m.insert("num_hidden_layers".into(), 4.into());
+        m.insert("num_experts".into(), 8.into());
+        m.insert("num_experts_per_tok".into(), 2.into());
+        m.insert("decoder_sparse_step".into(), 2.into());
+        m.insert("mlp_only_layers".into(), serde_json::json!([3]));
+        m.insert("moe_intermediate_size".into(), 32.into());
+        m.insert("norm_topk_prob".into(), false.into());
+        m.insert("max_position_embeddings".into(), 1024.into());
+        edit(m);
+    }))
+}
+
+#[test]
+fn qwen3_moe_places_its_sparse_layers_as_mlx_lm() {
+    // (i + 1) % decoder_sparse_step == 0 and i not in mlp_only_layers: layer 1 only.
+    let c = qwen3_moe(|_| {}).unwrap();
+    let sparse: Vec<bool> = c.layers.iter().map(|l| l.moe).collect();
+    assert_eq!(sparse, [false, true, false, false]);
+    let moe = c.moe.unwrap();
+    assert_eq!(
+        (
+            moe.num_experts,
+            moe.top_k,
+            moe.intermediate_size,
+            moe.router
+        ),
+        (
+            8,
+            2,
+            32,
+            Router::SoftmaxTopK {
+                norm_topk_prob: false
+            }
+        )
+    );
+    assert_eq!(c.qk_norm, QkNorm::BeforeTranspose);
+    // num_experts 0: every layer dense, whatever the step.
+    let dense = qwen3_moe(|m| {
+        m.insert("num_experts".into(), 0.into());
+        m.insert("decoder_sparse_step".into(), 0.into());
+    })
+    .unwrap();
+    assert!(dense.layers.iter().all(|l| !l.moe));
+    for (field, value) in [
+        ("decoder_sparse_step", Value::from(0)),
+        ("num_experts_per_tok", Value::from(9)),
+        ("mlp_only_layers", Value::from("3")),
+        ("norm_topk_prob", Value::Null),
+    ] {
+        let err = qwen3_moe(|m| {
+            m.insert(field.into(), value.clone());
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains(field), "{field}: {err}");
+    }
+}
+
+fn gpt_oss(edit: impl FnOnce(&mut Map<String, Value>)) -> Result<ModelConfig, ConfigError> {
+    parse(&with(&base(), |m| {
+        m.insert("model_type".into(), "gpt_oss".into());
+        m.insert("num_local_experts".into(), 8.into());
+        m.insert("num_experts_per_tok".into(), 2.into());
+        m.insert("sliding_window".into(), 16.into());
+        edit(m);
+    }))
+}
+
+#[test]
+fn gpt_oss_reads_sinks_layer_types_and_experts() {
+    let c = gpt_oss(|_| {}).unwrap();
+    assert!(c.attention_sinks && c.o_bias && c.qkv == Qkv::Separate { bias: true });
+    assert_eq!(c.layers[0].cache, CacheKind::Rotating { max_size: 16 });
+    assert_eq!(c.layers[1].cache, CacheKind::Standard);
+    assert_eq!(
+        c.masks,
+        Masks {
+            full: 1,
+            sliding: Some((0, 16))
+        }
+    );
+    assert!(c.layers.iter().all(|l| l.moe) && c.head == Head::Own);
+    let moe = c.moe.unwrap();
+    assert_eq!(
+        (moe.router, moe.activation, moe.bias),
+        (Router::TopKSoftmax, ExpertActivation::SwigluOai, true)
+    );
+    let yarn = gpt_oss(|m| {
+        m.insert(
+            "rope_scaling".into(),
+            serde_json::json!({"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}),
+        );
+    })
+    .unwrap();
+    assert!(matches!(rope(&yarn).scaling, RopeScaling::Yarn { factor, .. } if factor == 32.0));
+    // mlx_lm zips layers with layer_types and indexes both kinds: refused where it would drop a
+    // layer or fail.
+    let err = gpt_oss(|m| {
+        m.insert("num_hidden_layers".into(), 3.into());
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("num_hidden_layers"), "{err}");
+    let err = gpt_oss(|m| {
+        m.insert(
+            "layer_types".into(),
+            serde_json::json!(["full_attention", "full_attention"]),
+        );
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("layer_types"), "{err}");
+    let err = gpt_oss(|m| {
+        m.insert(
+            "rope_scaling".into(),
+            serde_json::json!({"rope_type": "dynamic", "factor": 2.0}),
+        );
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("rope_scaling.rope_type"), "{err}");
+    // A per-expert nvfp4 global scale (quantize_model's global_scale) is not implemented.
+    let err = gpt_oss(|m| {
+        m.insert(
+            "quantization".into(),
+            serde_json::json!({"group_size": 16, "bits": 4, "mode": "nvfp4",
+                "model.layers.0.mlp.experts.up_proj": {"group_size": 16, "bits": 4, "mode": "nvfp4", "global_scale": true}}),
+        );
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("quantization.model.layers.0.mlp.experts.up_proj.global_scale"),
+        "{err}"
+    );
+}

@@ -15,6 +15,7 @@ use mlx_rs::{Array, Dtype};
 
 use super::cache::{LayerCache, Mask};
 use super::layers::{gelu_approx, rms_norm, scalar, swiglu, Embedding, Linear};
+use super::moe::SparseMoe;
 use super::rope::Rope;
 use crate::config::{
     self, Block as BlockKind, ConfigError, Head as HeadKind, Llama4Scaling, ModelConfig, Norm,
@@ -49,6 +50,8 @@ struct Attention {
     qk_norm: Option<(Array, Array)>,
     qk_norm_after_transpose: bool,
     rope: Option<Rope>,
+    /// gpt_oss's per-head attention sinks.
+    sinks: Option<Array>,
     n_heads: i32,
     n_kv_heads: i32,
     head_dim: i32,
@@ -71,6 +74,7 @@ enum Mlp {
         up: Linear,
         down: Linear,
     },
+    Sparse(SparseMoe),
 }
 
 /// The block's norm weights: pre-norm (input, post-attention) or gemma3's four.
@@ -184,7 +188,7 @@ impl Attention {
             &values,
             self.scale,
             sdpa_mask(mask),
-            None,
+            self.sinks.as_ref(),
         )?;
         let output = t(&output)?.reshape(&[b, l, -1])?;
         self.o_proj.forward(&output)
@@ -208,6 +212,7 @@ impl Mlp {
             Mlp::Gelu { gate, up, down } => {
                 down.forward(&gelu_approx(&gate.forward(x)?)?.multiply(up.forward(x)?)?)
             }
+            Mlp::Sparse(moe) => moe.forward(x),
         }
     }
 }
@@ -334,6 +339,14 @@ impl Model {
                 qk_norm,
                 qk_norm_after_transpose: c.qk_norm == QkNorm::AfterTranspose,
                 rope: spec.rope.as_ref().map(Rope::new).transpose()?,
+                sinks: if c.attention_sinks {
+                    Some(w.take(
+                        &format!("{p}.self_attn.sinks"),
+                        Some(&[c.num_attention_heads]),
+                    )?)
+                } else {
+                    None
+                },
                 n_heads: c.num_attention_heads,
                 n_kv_heads: c.num_key_value_heads,
                 head_dim: hd,
@@ -341,17 +354,18 @@ impl Model {
                 eps: c.rms_norm_eps,
             };
             let ff = c.intermediate_size;
-            let mlp = match c.mlp {
-                config::Mlp::SwiGlu { bias } => Mlp::SwiGlu {
+            let mlp = match (c.mlp, c.moe.filter(|_| spec.moe)) {
+                (_, Some(moe)) => Mlp::Sparse(SparseMoe::load(w, &format!("{p}.mlp"), moe, d, q)?),
+                (config::Mlp::SwiGlu { bias }, None) => Mlp::SwiGlu {
                     gate: linear(w, "mlp.gate_proj", ff, d, bias)?,
                     up: linear(w, "mlp.up_proj", ff, d, bias)?,
                     down: linear(w, "mlp.down_proj", d, ff, bias)?,
                 },
-                config::Mlp::FusedSwiGlu => Mlp::Fused {
+                (config::Mlp::FusedSwiGlu, None) => Mlp::Fused {
                     gate_up: linear(w, "mlp.gate_up_proj", 2 * ff, d, false)?,
                     down: linear(w, "mlp.down_proj", d, ff, false)?,
                 },
-                config::Mlp::GeluApprox => Mlp::Gelu {
+                (config::Mlp::GeluApprox, None) => Mlp::Gelu {
                     gate: linear(w, "mlp.gate_proj", ff, d, false)?,
                     up: linear(w, "mlp.up_proj", ff, d, false)?,
                     down: linear(w, "mlp.down_proj", d, ff, false)?,
@@ -483,6 +497,7 @@ impl Model {
                     linears.extend([gate, up, down])
                 }
                 Mlp::Fused { gate_up, down } => linears.extend([gate_up, down]),
+                Mlp::Sparse(moe) => v.extend(moe.arrays()),
             }
             for l in linears {
                 v.extend(l.arrays());
@@ -490,6 +505,7 @@ impl Model {
             if let Some((q, k)) = &a.qk_norm {
                 v.extend([q, k]);
             }
+            v.extend(a.sinks.iter());
             v.extend(a.rope.iter().flat_map(Rope::arrays));
             v.extend([&b.norms.input, &b.norms.post_attention]);
             if let Some((pre, post)) = &b.norms.feedforward {

@@ -115,10 +115,23 @@ pub fn load_matrix(
     in_dims: i32,
     quant: Option<&Quantization>,
 ) -> Result<LinearWeight, WeightsError> {
+    load_stacked(w, prefix, &[], out_dims, in_dims, quant)
+}
+
+/// [`load_matrix`] for `lead` stacked matrices (`[experts, out, in]` for switch layers).
+pub fn load_stacked(
+    w: &mut Weights,
+    prefix: &str,
+    lead: &[i32],
+    out_dims: i32,
+    in_dims: i32,
+    quant: Option<&Quantization>,
+) -> Result<LinearWeight, WeightsError> {
     let name = format!("{prefix}.weight");
+    let shape = |last: &[i32]| [lead, &[out_dims], last].concat();
     let Some(params) = packing(w, prefix, in_dims, quant)? else {
         return Ok(LinearWeight::Dense(
-            w.take(&name, Some(&[out_dims, in_dims]))?,
+            w.take(&name, Some(&shape(&[in_dims])))?,
         ));
     };
     let dir = w.dir().to_owned();
@@ -140,13 +153,11 @@ pub fn load_matrix(
             "affine quantization needs {biases_name}"
         )));
     }
-    let weight = w.take(&name, Some(&[out_dims, in_dims * params.bits / 32]))?;
-    let scales = w.take(
-        &format!("{prefix}.scales"),
-        Some(&[out_dims, in_dims / params.group_size]),
-    )?;
+    let weight = w.take(&name, Some(&shape(&[in_dims * params.bits / 32])))?;
+    let groups = shape(&[in_dims / params.group_size]);
+    let scales = w.take(&format!("{prefix}.scales"), Some(&groups))?;
     let biases = if biases_expected {
-        Some(w.take(&biases_name, Some(&[out_dims, in_dims / params.group_size]))?)
+        Some(w.take(&biases_name, Some(&groups))?)
     } else {
         None
     };
@@ -184,14 +195,8 @@ fn quantized_matmul(x: &Array, p: &Packed) -> Result<Array, Exception> {
             p.scales.as_ptr(),
             biases,
             true,
-            mlx_sys::mlx_optional_int {
-                value: p.params.group_size,
-                has_value: true,
-            },
-            mlx_sys::mlx_optional_int {
-                value: p.params.bits,
-                has_value: true,
-            },
+            some_int(p.params.group_size),
+            some_int(p.params.bits),
             p.params.mode.c_name().as_ptr(),
             stream.as_ptr(),
         );
@@ -217,14 +222,8 @@ fn dequantize(
             w.as_ptr(),
             scales.as_ptr(),
             biases,
-            mlx_sys::mlx_optional_int {
-                value: q.group_size,
-                has_value: true,
-            },
-            mlx_sys::mlx_optional_int {
-                value: q.bits,
-                has_value: true,
-            },
+            some_int(q.group_size),
+            some_int(q.bits),
             q.mode.c_name().as_ptr(),
             none,
             mlx_sys::mlx_optional_dtype {
@@ -237,9 +236,21 @@ fn dequantize(
     }
 }
 
+/// A set optional int of the C API (a packing's group size or bits).
+pub(crate) fn some_int(value: i32) -> mlx_sys::mlx_optional_int {
+    mlx_sys::mlx_optional_int {
+        value,
+        has_value: true,
+    }
+}
+
 /// # Safety
 /// `res` must be a fresh array the op filled on success.
-unsafe fn finish(rc: i32, res: mlx_sys::mlx_array, op: &str) -> Result<Array, Exception> {
+pub(crate) unsafe fn finish(
+    rc: i32,
+    res: mlx_sys::mlx_array,
+    op: &str,
+) -> Result<Array, Exception> {
     if rc != 0 {
         mlx_sys::mlx_array_free(res);
         return Err(Exception::custom(format!("{op} failed")));
@@ -306,7 +317,7 @@ fn dense_transpose(w: &LinearWeight) -> Result<Option<Array>, Exception> {
     }
 }
 
-fn weight_arrays(w: &LinearWeight) -> Vec<&Array> {
+pub(crate) fn weight_arrays(w: &LinearWeight) -> Vec<&Array> {
     match w {
         LinearWeight::Dense(w) => vec![w],
         LinearWeight::Quantized(p) => [&p.weight, &p.scales]

@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod decoder;
 pub mod layers;
+pub mod moe;
 pub mod rope;
 
 pub use cache::{KvCache, LayerCache};
