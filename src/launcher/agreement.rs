@@ -32,6 +32,10 @@ pub struct StreamAgreement {
     pub identical: bool,
     /// Position of the first differing token, with both tokens and margins there.
     pub first_divergence: Option<Mismatch>,
+    /// Either adapter saw its top-1 and top-2 exactly equal at the first divergence (stock ranks
+    /// log-probabilities, whose rounding can make two close logits equal): both tokens are
+    /// greedy choices there, so the divergence is listed, not a problem.
+    pub diverged_at_tie: bool,
 }
 
 fn argmaxes(request: &RequestRecord) -> Vec<(u32, u32, Option<f64>, Option<bool>)> {
@@ -70,16 +74,88 @@ pub fn fixed_continuation(controlled: &WorkerReport, stock: &WorkerReport) -> Op
 pub fn reference_pair(controlled: &WorkerReport, stock: &WorkerReport) -> Option<StreamAgreement> {
     let (c, s) = (controlled.requests.first()?, stock.requests.first()?);
     let stream = |r: &RequestRecord| {
-        std::iter::once((r.prompt_len, r.first_token, None))
-            .chain(r.steps.iter().map(|st| (st.position, st.argmax, st.margin)))
+        std::iter::once((r.prompt_len, r.first_token, None, None))
+            .chain(r.steps.iter().map(|st| (st.position, st.argmax, st.margin, st.tie)))
             .collect::<Vec<_>>()
     };
     let (cs, ss) = (stream(c), stream(s));
-    let first_divergence = cs
-        .iter()
-        .zip(&ss)
-        .find(|(a, b)| a.1 != b.1)
+    let divergence = cs.iter().zip(&ss).find(|(a, b)| a.1 != b.1);
+    let diverged_at_tie = divergence.is_some_and(|(a, b)| a.3 == Some(true) || b.3 == Some(true));
+    let first_divergence = divergence
         .map(|(a, b)| Mismatch { position: a.0, controlled: a.1, stock: b.1, controlled_margin: a.2, stock_margin: b.2 });
     let identical = first_divergence.is_none() && cs.len() == ss.len();
-    Some(StreamAgreement { tokens_compared: cs.len().min(ss.len()), identical, first_divergence })
+    Some(StreamAgreement { tokens_compared: cs.len().min(ss.len()), identical, first_divergence, diverged_at_tie })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use decode_baseline_protocol::{report::StepRecord, Adapter, Mode, Status};
+
+    /// A reference-pair report whose stream is `first` then `steps` (argmax, tie).
+    fn report(adapter: Adapter, first: u32, steps: &[(u32, bool)]) -> WorkerReport {
+        let steps = steps
+            .iter()
+            .enumerate()
+            .map(|(k, &(argmax, tie))| StepRecord {
+                position: 13 + k as u32,
+                argmax,
+                t_ns: 0,
+                dur_ns: 1,
+                build_ns: None,
+                eval_ns: None,
+                margin: Some(if tie { 0.0 } else { 0.5 }),
+                tie: Some(tie),
+            })
+            .collect();
+        WorkerReport {
+            schema_version: decode_baseline_protocol::REPORT_SCHEMA_VERSION,
+            run_id: "s/c/x-0".into(),
+            adapter,
+            mode: Mode::ReferencePair,
+            case_id: "tiny".into(),
+            prompt_id: "p".into(),
+            status: Status::Ok,
+            exit_code: 0,
+            error: None,
+            pid: 1,
+            claimed_utc: "1970-01-01T00:00:00.000000Z".into(),
+            finished_utc: "1970-01-01T00:00:00.000000Z".into(),
+            start_to_ready_ns: None,
+            load_ns: None,
+            identity: None,
+            test_slowdown_us: None,
+            requests: vec![RequestRecord {
+                index: 0,
+                phase: None,
+                prompt_len: 12,
+                prefill_dur_ns: 1,
+                first_token_ns: 1,
+                first_token: first,
+                steps,
+                unused_forwards: 0,
+                model_calls: 1,
+                peak_memory_bytes: None,
+                finish_reason: "length".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_divergence_is_listed_at_a_tie_and_a_problem_elsewhere() {
+        let c = report(Adapter::Controlled, 7, &[(3, false), (499, false), (1, false)]);
+        let same = reference_pair(&c, &report(Adapter::Stock, 7, &[(3, false), (499, false), (1, false)])).unwrap();
+        assert!(same.identical && !same.diverged_at_tie && same.first_divergence.is_none());
+
+        // Stock saw its top two equal at position 14 and took the lower index.
+        let tied = reference_pair(&c, &report(Adapter::Stock, 7, &[(3, false), (39, true), (2, false)])).unwrap();
+        assert!(!tied.identical && tied.diverged_at_tie);
+        assert_eq!(tied.first_divergence.as_ref().map(|m| (m.position, m.controlled, m.stock)), Some((14, 499, 39)));
+
+        // The same divergence without a tie there is a real difference; a tie later does not excuse it.
+        let real = reference_pair(&c, &report(Adapter::Stock, 7, &[(3, false), (39, false), (2, true)])).unwrap();
+        assert!(!real.identical && !real.diverged_at_tie);
+        let first = reference_pair(&c, &report(Adapter::Stock, 8, &[(3, true), (499, false), (1, false)])).unwrap();
+        assert!(!first.diverged_at_tie, "the first token has no margin: a divergence there is never a tie");
+    }
 }

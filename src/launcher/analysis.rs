@@ -220,7 +220,7 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Out
                 problems.push(format!("{name}: request {r} did not repeat the first request's argmax sequence"));
             }
         }
-        if let Some(StreamAgreement { identical: false, first_divergence, .. }) = &stream {
+        if let Some(StreamAgreement { identical: false, first_divergence, diverged_at_tie: false, .. }) = &stream {
             problems.push(format!("{name}: reference streams diverge: {first_divergence:?}"));
         }
         out.push(CellAnalysis {
@@ -340,7 +340,12 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
             ));
         }
         if let Some(s) = &cell.stream {
-            let verdict = if s.identical { "identical".to_owned() } else { format!("diverge at {:?}", s.first_divergence.as_ref().map(|m| m.position)) };
+            let at = s.first_divergence.as_ref().map_or("the end".to_owned(), |m| format!("position {}", m.position));
+            let verdict = match (s.identical, s.diverged_at_tie) {
+                (true, _) => "identical".to_owned(),
+                (false, true) => format!("diverge at {at}, at an exact top-1/top-2 tie (either token is a greedy choice)"),
+                (false, false) => format!("diverge at {at}"),
+            };
             out.push_str(&format!("{:<w$} reference streams: {} tokens, {verdict}\n", cell.cell, s.tokens_compared));
         }
     }

@@ -11,10 +11,9 @@
 //! supervised as in the sequential orders: its own ready timeout, run limit, Ctrl-C and
 //! escalation (`supervise::Supervised`).
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{path::Path, time::Duration};
+
+use decode_baseline_protocol::worker::OutDir;
 
 use super::{
     signals::Interrupts,
@@ -49,12 +48,28 @@ pub fn grant_order(requests: &[u32]) -> Vec<(usize, u32)> {
     order
 }
 
-fn granted_path(out_dir: &Path, request: u32) -> PathBuf {
-    out_dir.join(format!("{}{request}-granted", decode_baseline_protocol::worker::REQUEST_FILE_PREFIX))
+/// Writes a byte to the member's wake-up FIFO if it made one and is listening: a worker that
+/// polls for its grant instead has no FIFO, and a write that cannot be made changes nothing
+/// (the grant file is what counts).
+fn wake(out: &OutDir) {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let path = out.gate();
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
+        return;
+    }
+    if let Ok(mut fifo) = std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(&path) {
+        let _ = std::io::Write::write_all(&mut fifo, b"g");
+    }
 }
 
-fn done_path(out_dir: &Path, request: u32) -> PathBuf {
-    out_dir.join(format!("{}{request}-done", decode_baseline_protocol::worker::REQUEST_FILE_PREFIX))
+/// Removes a wake-up FIFO a worker left behind (killed before it could), so that nothing that
+/// reads every file of the session folder blocks on it.
+fn remove_fifo(out: &OutDir) {
+    use std::os::unix::fs::FileTypeExt;
+    let path = out.gate();
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
+        let _ = std::fs::remove_file(&path);
+    }
 }
 
 /// Starts every member, grants their requests one at a time, and supervises them to the end.
@@ -67,6 +82,10 @@ pub fn supervise_group(
     mut on_tick: impl FnMut(),
     mut on_request: impl FnMut(usize),
 ) -> Result<Vec<Outcome>, SuperviseError> {
+    let dirs = members
+        .iter()
+        .map(|m| OutDir::open(m.out_dir))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut running = Vec::with_capacity(members.len());
     for member in members {
         running.push(Supervised::spawn(member.argv, member.out_dir, limits)?);
@@ -86,7 +105,7 @@ pub fn supervise_group(
         }
         on_tick();
         if let Some((m, k)) = outstanding {
-            if done_path(members[m].out_dir, k).exists() {
+            if dirs[m].done(k).exists() {
                 on_request(m);
                 outstanding = None;
             } else if outcomes[m].is_some() {
@@ -102,8 +121,11 @@ pub fn supervise_group(
                 }
                 // A grant that cannot be written leaves the worker waiting until its run limit
                 // ends it; the record says why.
-                if let Err(err) = std::fs::write(granted_path(members[m].out_dir, k), b"") {
-                    eprintln!("decode-baseline: failed to grant request {k} in {}: {err}", members[m].out_dir.display());
+                match std::fs::write(dirs[m].granted(k), b"") {
+                    Ok(()) => wake(&dirs[m]),
+                    Err(err) => {
+                        eprintln!("decode-baseline: failed to grant request {k} in {}: {err}", members[m].out_dir.display())
+                    }
                 }
                 outstanding = Some((m, k));
                 break;
@@ -111,6 +133,7 @@ pub fn supervise_group(
         }
         std::thread::sleep(GATE_TICK);
     }
+    dirs.iter().for_each(remove_fifo);
     Ok(outcomes.into_iter().map(|o| o.expect("every member ended")).collect())
 }
 

@@ -132,6 +132,11 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
             let second = if first == "controlled" { "stock" } else { "controlled" };
             let job: Value = serde_json::from_slice(&std::fs::read(dir.join(name).join(format!("{first}-{repetition}/job.json"))).unwrap()).unwrap();
             assert_eq!(job["gate"], true);
+            // No wake-up FIFO is left behind in a worker folder.
+            for adapter in [first, second] {
+                let fifo = dir.join(name).join(format!("{adapter}-{repetition}/gate"));
+                assert!(std::fs::symlink_metadata(&fifo).is_err(), "{} was left behind", fifo.display());
+            }
             let a = gate_stamps(&dir.join(name).join(format!("{first}-{repetition}")), requests);
             let b = gate_stamps(&dir.join(name).join(format!("{second}-{repetition}")), requests);
             let mut sequence = Vec::new();

@@ -9,6 +9,7 @@ Standard library only: this module is imported before MLX.
 import datetime
 import json
 import os
+import select
 import signal
 import sys
 import threading
@@ -27,6 +28,8 @@ REPORT_FILE = "report.json"
 REPORT_TEMP_PREFIX = "report.json.tmp."
 REQUEST_FILE_PREFIX = "request-"
 GATE_POLL_S = 0.0002
+GATE_WAKE_TIMEOUT_S = 0.02
+GATE_FIFO = "gate"
 LAUNCHER_MESSAGE = "out_dir must be created by the launcher"
 
 SLOWDOWN_ENV = "DECODE_BASELINE_TEST_SLOWDOWN_US"
@@ -306,22 +309,63 @@ class Slowdown:
 # --- the request gate -----------------------------------------------------------------------------
 
 
-def wait_for_grant(out, index, cancel, watchdog):
-    """Waits until <out>/request-<index>-granted exists, the deadline paused (req/protocol.md,
-    "The request gate"); raises Interrupted on cancellation or an already fired deadline."""
-    granted = out / f"{REQUEST_FILE_PREFIX}{index}-granted"
-    watchdog.pause()
-    try:
-        while True:
-            if cancel.is_set():
-                raise Interrupted("cancelled")
-            if watchdog.fired():
-                raise Interrupted("timeout")
-            if granted.exists():
-                return
+class Gate:
+    """The worker's side of the request gate (req/protocol.md, "The request gate"): the wake-up
+    FIFO <out>/gate, which the launcher writes a byte to after each grant, when it can be made;
+    polling every GATE_POLL_S otherwise. close() removes the FIFO."""
+
+    def __init__(self, out):
+        self._path = out / GATE_FIFO
+        self._fd = None
+        try:
+            os.mkfifo(self._path, 0o600)
+        except OSError:
+            return
+        try:
+            # Read and write: the worker holds a writer itself, so the FIFO never reads as hung
+            # up between the launcher's writes.
+            self._fd = os.open(self._path, os.O_RDWR | os.O_NONBLOCK)
+        except OSError:
+            self._path.unlink(missing_ok=True)
+
+    @property
+    def wakes(self):
+        return self._fd is not None
+
+    def wait(self, out, index, cancel, watchdog):
+        """Waits until <out>/request-<index>-granted exists, the deadline paused; raises
+        Interrupted on cancellation or an already fired deadline."""
+        granted = out / f"{REQUEST_FILE_PREFIX}{index}-granted"
+        watchdog.pause()
+        try:
+            while True:
+                if cancel.is_set():
+                    raise Interrupted("cancelled")
+                if watchdog.fired():
+                    raise Interrupted("timeout")
+                if granted.exists():
+                    return
+                self._sleep()
+        finally:
+            watchdog.resume()
+
+    def _sleep(self):
+        if self._fd is None:
             time.sleep(GATE_POLL_S)
-    finally:
-        watchdog.resume()
+            return
+        ready, _, _ = select.select([self._fd], [], [], GATE_WAKE_TIMEOUT_S)
+        if ready:
+            try:
+                while os.read(self._fd, 64):
+                    pass
+            except BlockingIOError:
+                pass
+
+    def close(self):
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+            self._path.unlink(missing_ok=True)
 
 
 def signal_done(out, index):

@@ -134,9 +134,13 @@ def main(argv):
         return fail(f"failed to load the model from {job['model_dir']}: {err!r}")
     load_ns = time.perf_counter_ns() - _STARTED_NS
 
+    # Made before ready, so that the launcher's first grant finds it.
+    gate = proto.Gate(out) if job.get("gate", False) else None
     try:
         proto.signal_ready(out)
     except RuntimeError as err:
+        if gate is not None:
+            gate.close()
         return fail(str(err))
     slot.report["load_ns"] = load_ns
     slot.report["start_to_ready_ns"] = time.perf_counter_ns() - _STARTED_NS
@@ -162,8 +166,8 @@ def main(argv):
         ctx = proto.PollContext(index, cancel, watchdog, hooks, slowdown)
         try:
             ctx.check()
-            if job.get("gate", False):
-                proto.wait_for_grant(out, index, cancel, watchdog)
+            if gate is not None:
+                gate.wait(out, index, cancel, watchdog)
             if hooks.armed:
                 hooks.reach("request_loop", index, cancel, watchdog)
                 hooks.reach("stall", index, cancel, watchdog)
@@ -183,7 +187,7 @@ def main(argv):
             end = ("failed", f"request {index} failed: {err!r}")
             break
         slot.add_request({"index": index, "phase": phase, **record})
-        if job.get("gate", False):
+        if gate is not None:
             try:
                 proto.signal_done(out, index)
             except OSError as err:
@@ -192,6 +196,8 @@ def main(argv):
         if last:
             hooks.reach("final_request", None, cancel, watchdog)
 
+    if gate is not None:
+        gate.close()
     # The post-loop check: a deadline that fired during the final request is never ok.
     if end is None:
         if watchdog.fired():

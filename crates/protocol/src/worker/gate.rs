@@ -4,16 +4,30 @@
 //! run at a time, alternating the adapters. Before request `i` a worker waits until
 //! `request-<i>-granted` exists in its folder; after the request's record is complete it creates
 //! `request-<i>-done`. The wait lies outside every timed interval (a request's clock starts
-//! after it), polls cancellation every [`GATE_POLL`], and pauses the job deadline: the deadline
-//! bounds the worker's own work, the launcher bounds the wait.
+//! after it) and pauses the job deadline: the deadline bounds the worker's own work, the
+//! launcher bounds the wait. The worker sleeps in the wake-up FIFO `gate` of its folder, which the
+//! launcher writes a byte to after each grant, looking at cancellation every
+//! [`GATE_WAKE_TIMEOUT`]; where no FIFO can be made it polls every [`GATE_POLL`].
 
-use std::{path::PathBuf, time::Duration};
+use std::{
+    fs::File,
+    io::Read,
+    os::{fd::AsFd, unix::fs::OpenOptionsExt},
+    path::PathBuf,
+    time::Duration,
+};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::{cancel::CancelFlag, outdir::OutDir, run::Interrupt, watchdog::Watchdog};
 
-/// How often a worker at the gate looks for its grant and for cancellation. The grant's latency
-/// adds to the session's wall time only, never to a measured interval.
+/// How often a worker at the gate looks for its grant and for cancellation when it has no wake-up
+/// FIFO. The grant's latency adds to the session's wall time only, never to a measured interval.
 pub const GATE_POLL: Duration = Duration::from_micros(200);
+
+/// With the wake-up FIFO, the longest one blocking wait lasts before cancellation and the
+/// deadline are looked at again: a waiting worker wakes 50 times a second, not 5000.
+pub const GATE_WAKE_TIMEOUT: Duration = Duration::from_millis(20);
 
 #[derive(Debug, thiserror::Error)]
 #[error("failed to create {path}")]
@@ -23,25 +37,82 @@ pub struct DoneError {
     pub source: std::io::Error,
 }
 
-/// Waits for the grant of request `index`, the deadline paused; `Err(Cancelled)` if a
-/// cancellation arrives first. A deadline that fired before the wait is reported as such.
-pub fn wait_for_grant(out: &OutDir, index: u32, cancel: &CancelFlag, watchdog: &Watchdog) -> Result<(), Interrupt> {
-    let granted = out.granted(index);
-    watchdog.pause();
-    let result = loop {
-        if cancel.is_cancelled() {
-            break Err(Interrupt::Cancelled);
+/// The worker's side of the gate: the wake-up FIFO `gate` in its folder when it could be made
+/// (the launcher writes a byte to it after each grant), removed again when the gate is dropped.
+/// Without one the wait polls every [`GATE_POLL`].
+pub struct Gate {
+    fifo: Option<(PathBuf, File)>,
+}
+
+impl Gate {
+    /// Creates and opens the FIFO; any failure (a file system without FIFOs) leaves polling.
+    pub fn open(out: &OutDir) -> Gate {
+        let path = out.gate();
+        let fifo = nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR)
+            .ok()
+            .and_then(|()| {
+                // Read and write: the worker holds a writer itself, so the FIFO never reads as
+                // hung up between the launcher's writes.
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .custom_flags(nix::libc::O_NONBLOCK)
+                    .open(&path);
+                if file.is_err() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                file.ok()
+            })
+            .map(|file| (path, file));
+        Gate { fifo }
+    }
+
+    /// Waits for the grant of request `index`, the deadline paused; `Err(Cancelled)` if a
+    /// cancellation arrives first. A deadline that fired before the wait is reported as such.
+    pub fn wait(&self, out: &OutDir, index: u32, cancel: &CancelFlag, watchdog: &Watchdog) -> Result<(), Interrupt> {
+        let granted = out.granted(index);
+        watchdog.pause();
+        let result = loop {
+            if cancel.is_cancelled() {
+                break Err(Interrupt::Cancelled);
+            }
+            if watchdog.fired() {
+                break Err(Interrupt::Timeout);
+            }
+            if granted.exists() {
+                break Ok(());
+            }
+            self.sleep();
+        };
+        watchdog.resume();
+        result
+    }
+
+    /// Until the launcher's next byte or [`GATE_WAKE_TIMEOUT`]; [`GATE_POLL`] without a FIFO.
+    fn sleep(&self) {
+        let Some((_, file)) = &self.fifo else {
+            return std::thread::sleep(GATE_POLL);
+        };
+        let timeout = PollTimeout::try_from(GATE_WAKE_TIMEOUT).unwrap_or(PollTimeout::MAX);
+        let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
+        if poll(&mut fds, timeout).is_ok_and(|ready| ready > 0) {
+            let mut buf = [0u8; 64];
+            while matches!((&*file).read(&mut buf), Ok(n) if n > 0) {}
         }
-        if watchdog.fired() {
-            break Err(Interrupt::Timeout);
+    }
+
+    /// Whether the wake-up FIFO exists (it could be made here).
+    pub fn wakes(&self) -> bool {
+        self.fifo.is_some()
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        if let Some((path, _)) = &self.fifo {
+            let _ = std::fs::remove_file(path);
         }
-        if granted.exists() {
-            break Ok(());
-        }
-        std::thread::sleep(GATE_POLL);
-    };
-    watchdog.resume();
-    result
+    }
 }
 
 /// Tells the launcher that request `index` is complete.
@@ -69,11 +140,41 @@ mod tests {
         let out = OutDir::open(tmp.path()).unwrap();
         let (cancel, watchdog) = (CancelFlag::new(), dog());
         std::fs::write(out.granted(3), b"").unwrap();
-        assert_eq!(wait_for_grant(&out, 3, &cancel, &watchdog), Ok(()));
+        assert_eq!(Gate::open(&out).wait(&out, 3, &cancel, &watchdog), Ok(()));
         signal_done(&out, 3).unwrap();
         assert!(out.done(3).exists());
         // A second done for the same request is refused, never overwritten.
         assert!(signal_done(&out, 3).is_err());
+        watchdog.stop();
+    }
+
+    #[test]
+    fn the_fifo_wakes_the_wait_and_is_removed_with_the_gate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = OutDir::open(tmp.path()).unwrap();
+        let (cancel, watchdog) = (CancelFlag::new(), dog());
+        let gate = Gate::open(&out);
+        assert!(gate.wakes());
+        let launcher = {
+            let out = out.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                std::fs::write(out.granted(0), b"").unwrap();
+                let mut fifo = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(nix::libc::O_NONBLOCK)
+                    .open(out.gate())
+                    .unwrap();
+                std::io::Write::write_all(&mut fifo, b"g").unwrap();
+            })
+        };
+        let started = std::time::Instant::now();
+        assert_eq!(gate.wait(&out, 0, &cancel, &watchdog), Ok(()));
+        // Woken by the byte, not by the end of a full wait after it.
+        assert!(started.elapsed() < Duration::from_millis(50) + GATE_WAKE_TIMEOUT * 10, "{:?}", started.elapsed());
+        launcher.join().unwrap();
+        drop(gate);
+        assert!(!out.gate().exists());
         watchdog.stop();
     }
 
@@ -86,7 +187,7 @@ mod tests {
             let (cancel, out) = (std::sync::Arc::clone(&cancel), out.clone());
             std::thread::spawn(move || {
                 let watchdog = dog();
-                let result = wait_for_grant(&out, 1, &cancel, &watchdog);
+                let result = Gate::open(&out).wait(&out, 1, &cancel, &watchdog);
                 watchdog.stop();
                 result
             })
@@ -97,7 +198,7 @@ mod tests {
         let watchdog = dog();
         watchdog.force_deadline();
         watchdog.wait_fired();
-        assert_eq!(wait_for_grant(&out, 2, &CancelFlag::new(), &watchdog), Err(Interrupt::Timeout));
+        assert_eq!(Gate::open(&out).wait(&out, 2, &CancelFlag::new(), &watchdog), Err(Interrupt::Timeout));
         watchdog.stop();
     }
 }

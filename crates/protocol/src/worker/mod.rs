@@ -18,12 +18,12 @@ mod watchdog;
 
 pub use cancel::CancelFlag;
 pub use claim::{claim, ClaimError};
-pub use gate::{signal_done, wait_for_grant, DoneError, GATE_POLL};
+pub use gate::{signal_done, DoneError, Gate, GATE_POLL, GATE_WAKE_TIMEOUT};
 pub use hooks::{HookError, Hooks, Site, HOOK_ENV, HOOK_REQUEST_ENV};
 pub use marker::Marker;
 pub use outdir::{
     OutDir, OutDirError, CLAIM_FILE, JOB_FILE, LAUNCHER_MESSAGE, READY_FILE, REPORT_FILE,
-    REPORT_TEMP_PREFIX, REQUEST_FILE_PREFIX,
+    REPORT_TEMP_PREFIX, REQUEST_FILE_PREFIX, GATE_FIFO,
 };
 pub use ready::{signal_ready, ReadyError};
 pub use report_write::{write_once, ReportWriteError, WriteOutcome};

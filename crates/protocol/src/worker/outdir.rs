@@ -21,6 +21,9 @@ pub const REPORT_TEMP_PREFIX: &str = "report.json.tmp.";
 /// start) and `request-<i>-done` (the worker finished it).
 pub const REQUEST_FILE_PREFIX: &str = "request-";
 
+/// The worker's wake-up FIFO of the request gate (created by the worker, removed at its end).
+pub const GATE_FIFO: &str = "gate";
+
 /// The tail of the refusal message both workers print for a missing or blocked out dir.
 pub const LAUNCHER_MESSAGE: &str = "out_dir must be created by the launcher";
 
@@ -80,6 +83,11 @@ impl OutDir {
     /// Created by the launcher: request `index` may start (gated jobs only).
     pub fn granted(&self, index: u32) -> PathBuf {
         self.path.join(format!("{REQUEST_FILE_PREFIX}{index}-granted"))
+    }
+
+    /// The worker's wake-up FIFO (gated jobs only).
+    pub fn gate(&self) -> PathBuf {
+        self.path.join(GATE_FIFO)
     }
 
     /// Created by the worker: request `index` is complete (gated jobs only).

@@ -16,7 +16,7 @@ use std::{
 use super::{
     cancel::CancelFlag,
     claim::claim,
-    gate::{signal_done, wait_for_grant},
+    gate::{signal_done, Gate},
     hooks::{Hooks, Site},
     outdir::OutDir,
     ready::signal_ready,
@@ -333,6 +333,8 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
         return fail(format!("failed to load the model from {}: {message}", job.model_dir.display()));
     }
     let load_ns = nanos(started.elapsed());
+    // Made before ready, so that the launcher's first grant finds it.
+    let wake = job.gate.then(|| Gate::open(&out));
     if let Err(err) = signal_ready(&out) {
         return fail(err.to_string());
     }
@@ -367,7 +369,7 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
     for spec in request_plan(&job) {
         let ctx =
             RequestContext { index: spec.index, cancel: &cancel, watchdog: &watchdog, hooks: &hooks, slowdown: &slowdown };
-        let gate = || if job.gate { wait_for_grant(&out, spec.index, &cancel, &watchdog) } else { Ok(()) };
+        let gate = || wake.as_ref().map_or(Ok(()), |gate| gate.wait(&out, spec.index, &cancel, &watchdog));
         if let Err(interrupt) = ctx.check().and_then(|()| gate()) {
             end = Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
             break;
@@ -399,6 +401,7 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
             hooks.reach(Site::FinalRequest, None, &cancel, Some(&watchdog));
         }
     }
+    drop(wake);
     // The post-loop check: a deadline that fired during the final request is never `ok`.
     let (status, error) = end.unwrap_or_else(|| {
         if watchdog.fired() {
