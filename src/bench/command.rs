@@ -65,6 +65,17 @@ pub struct BenchArgs {
     /// refused with the frozen one named.
     #[arg(short = 'n', long, default_value_t = RunPolicy::frozen().max_new_tokens)]
     pub new_tokens: u32,
+    /// Warm-up requests per worker run, after the first and before the measured ones (the run
+    /// policy's `warmup_requests`). Every request prefills its prompt, so fewer make long
+    /// prompts and deep contexts affordable; the session's manifest records the policy used.
+    #[arg(long, value_name = "N", default_value_t = RunPolicy::frozen().warmup_requests)]
+    pub warmup_requests: u32,
+    /// Measured requests per worker run (`measured_requests`): fewer widen every interval.
+    #[arg(long, value_name = "N", default_value_t = RunPolicy::frozen().measured_requests)]
+    pub measured_requests: u32,
+    /// Seconds from a worker's ready signal to its deadline (`job_deadline_s`).
+    #[arg(long, value_name = "SECONDS", default_value_t = RunPolicy::frozen().job_deadline_s)]
+    pub deadline_s: u32,
     /// Modes on each prompt length, comma-separated.
     #[arg(short = 'm', long, value_delimiter = ',', value_parser = parse_mode, default_value = "headline,fixed_continuation,reference_pair")]
     pub modes: Vec<Mode>,
@@ -194,6 +205,25 @@ fn cells(case: &str, args: &BenchArgs) -> Vec<Cell> {
     out
 }
 
+/// The frozen run policy with the request counts and the deadline the options give.
+fn run_policy(args: &BenchArgs) -> anyhow::Result<RunPolicy> {
+    let policy = RunPolicy {
+        warmup_requests: args.warmup_requests,
+        measured_requests: args.measured_requests,
+        job_deadline_s: args.deadline_s,
+        ..RunPolicy::frozen()
+    };
+    policy.validate().map_err(|e| {
+        let flag = match e.field {
+            "warmup_requests" => "--warmup-requests",
+            "measured_requests" => "--measured-requests",
+            _ => "--deadline-s",
+        };
+        anyhow::anyhow!("{flag} {}: must be at least 1 ({e})", e.value)
+    })?;
+    Ok(policy)
+}
+
 fn check_args(args: &BenchArgs, max_positions: Option<u64>) -> anyhow::Result<()> {
     let frozen = RunPolicy::frozen();
     ensure!(
@@ -235,8 +265,21 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     .with_context(|| format!("failed to parse {}", config_path.display()))?;
     let max_positions = config["max_position_embeddings"].as_u64();
     check_args(&args, max_positions)?;
-
     let mut notes = Vec::new();
+    let policy = run_policy(&args)?;
+    let frozen = RunPolicy::frozen();
+    if policy != frozen {
+        notes.push(format!(
+            "run policy: {} warm-up and {} measured requests per worker run, deadline {} s (the frozen policy: {}, {}, {} s)",
+            policy.warmup_requests,
+            policy.measured_requests,
+            policy.job_deadline_s,
+            frozen.warmup_requests,
+            frozen.measured_requests,
+            frozen.job_deadline_s
+        ));
+    }
+
     let mut adapters = args.adapters.clone();
     if adapters.contains(&Adapter::Controlled) {
         if let Some(reason) = controlled_refusal(&model_dir) {
@@ -276,7 +319,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         cases: [(id.clone(), derived.case.clone())].into(),
         prompts: derived.prompts.iter().cloned().collect(),
         cells: cells.clone(),
-        run_policy: RunPolicy::frozen(),
+        run_policy: policy,
         worker_sources: worker_sources(&repo).map_err(|e| anyhow::anyhow!(chain(&e)))?,
         environment: pins,
         environments,
@@ -371,5 +414,22 @@ mod tests {
         assert_eq!(case_id("mlx-community--Qwen3-0.6B-4bit"), "mlx-community--Qwen3-0.6B-4bit");
         assert_eq!(case_id(".hidden model"), "hidden-model");
         assert_eq!(case_id("..."), "model");
+    }
+
+    #[test]
+    fn the_run_policy_takes_the_request_counts_and_refuses_zero_naming_the_flag() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let args = |extra: &[&str]| Cli::parse_from([&["bench", "model"], extra].concat()).bench;
+        assert_eq!(run_policy(&args(&[])).unwrap(), RunPolicy::frozen());
+        let short = run_policy(&args(&["--warmup-requests", "1", "--measured-requests", "3", "--deadline-s", "1800"])).unwrap();
+        assert_eq!((short.warmup_requests, short.measured_requests, short.job_deadline_s), (1, 3, 1800));
+        assert_eq!(short.total_requests(), 5);
+        let err = run_policy(&args(&["--measured-requests", "0"])).unwrap_err().to_string();
+        assert!(err.starts_with("--measured-requests 0: must be at least 1"), "{err}");
     }
 }
