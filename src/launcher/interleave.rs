@@ -48,16 +48,23 @@ pub fn grant_order(requests: &[u32]) -> Vec<(usize, u32)> {
     order
 }
 
-/// Writes a byte to the member's wake-up FIFO if it made one and is listening: a worker that
-/// polls for its grant instead has no FIFO, and a write that cannot be made changes nothing
-/// (the grant file is what counts).
-fn wake(out: &OutDir) {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+/// The member's wake-up FIFO, if it made one (`req/protocol.md` §4.4); anything else at that
+/// name is left alone.
+fn wake_fifo(out: &OutDir) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
     let path = out.gate();
-    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
-        return;
-    }
-    if let Ok(mut fifo) = std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(&path) {
+    std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_fifo()).then_some(path)
+}
+
+/// Writes a byte to the member's wake-up FIFO if it is listening: a worker that polls for its
+/// grant instead has no FIFO, and a write that cannot be made changes nothing (the grant file
+/// is what counts).
+fn wake(out: &OutDir) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fifo = wake_fifo(out).and_then(|path| {
+        std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(path).ok()
+    });
+    if let Some(mut fifo) = fifo {
         let _ = std::io::Write::write_all(&mut fifo, b"g");
     }
 }
@@ -65,10 +72,8 @@ fn wake(out: &OutDir) {
 /// Removes a wake-up FIFO a worker left behind (killed before it could), so that nothing that
 /// reads every file of the session folder blocks on it.
 fn remove_fifo(out: &OutDir) {
-    use std::os::unix::fs::FileTypeExt;
-    let path = out.gate();
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
-        let _ = std::fs::remove_file(&path);
+    if let Some(path) = wake_fifo(out) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -140,6 +145,34 @@ pub fn supervise_group(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wake_byte_reaches_a_fifo_and_a_leftover_fifo_is_removed_but_nothing_else() {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let out = OutDir::open(tmp.path()).unwrap();
+        wake(&out); // no FIFO: nothing happens, nothing is created
+        assert!(!out.gate().exists());
+
+        nix::unistd::mkfifo(&out.gate(), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let mut reader = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(out.gate())
+            .unwrap();
+        wake(&out);
+        let mut byte = [0u8; 4];
+        assert_eq!(reader.read(&mut byte).unwrap(), 1);
+        remove_fifo(&out);
+        assert!(std::fs::symlink_metadata(out.gate()).is_err());
+
+        std::fs::write(out.gate(), b"not a fifo").unwrap();
+        wake(&out);
+        remove_fifo(&out);
+        assert_eq!(std::fs::read(out.gate()).unwrap(), b"not a fifo");
+    }
 
     #[test]
     fn rounds_alternate_and_short_jobs_drop_out() {
