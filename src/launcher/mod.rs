@@ -7,6 +7,7 @@ mod lease;
 mod memory;
 mod output;
 mod plan;
+mod preflight;
 mod recovery;
 mod run;
 mod signals;
