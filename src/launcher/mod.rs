@@ -1,6 +1,7 @@
 //! The launcher: `decode-baseline run`.
 
 mod agreement;
+mod device;
 mod analysis;
 mod interleave;
 mod lease;

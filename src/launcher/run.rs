@@ -19,7 +19,7 @@ use decode_baseline::host;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{
-    analysis, interleave, lease, memory, output, plan, preflight, recovery,
+    analysis, device, interleave, lease, memory, output, plan, preflight, recovery,
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -217,6 +217,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         manifest_sha256: loaded.sha256,
         model_files: Some(model_files(&loaded, &cells)),
         host: host_facts(),
+        device: device::identify(&workers),
         lease: serde_json::json!({
             "path": lease.as_ref().map(|l| l.path.clone()),
             "waited_ns": lease.as_ref().map(|l| l.waited.as_nanos() as u64),
@@ -445,5 +446,6 @@ fn host_facts() -> serde_json::Value {
         "os": std::env::consts::OS,
         "arch": std::env::consts::ARCH,
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "cpu_model": device::cpu_model(),
     })
 }

@@ -53,8 +53,12 @@ step "2/4 the repository at $commit"
 git archive --format=tar --prefix=repo/ HEAD | tar -x -C "$stage/payload"
 
 step "3/4 the wheels of $lock for Python $python_version (manylinux_2_35 x86_64)"
+# Every manylinux tag a glibc 2.35 host accepts (pip does not widen a given --platform itself).
+platforms=()
+for minor in $(seq 35 -1 17); do platforms+=(--platform "manylinux_2_${minor}_x86_64"); done
+platforms+=(--platform manylinux2014_x86_64 --platform linux_x86_64)
 python3 -m pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
-  --only-binary=:all: --python-version "$python_version" --platform manylinux_2_35_x86_64 \
+  --only-binary=:all: --python-version "$python_version" "${platforms[@]}" \
   --implementation cp -r "$lock" -d "$stage/payload/wheels" || die "pip download failed" 3
 printf '{"commit": "%s", "python_version": "%s", "lock": "%s"}\n' "$commit" "$python_version" "$lock" \
   > "$stage/payload/payload.json"
