@@ -122,9 +122,9 @@ suite() {
 }
 
 manifest() {
-  local manifest="$root/src/gpu-workloads.json"
-  cp "$root/src/workloads.json" "$manifest" && cp "$root/src/workloads.json.sha256" "$manifest.sha256"
-  sed -i 's/workloads\.json$/gpu-workloads.json/' "$manifest.sha256"
+  # The unpacked copy's own workloads.json (it holds the cuda pins): the real-size cases are
+  # added to it and it is re-pinned there, as a user adds a case to their checkout.
+  local manifest="$root/src/workloads.json"
   for m in $models; do
     for f in $formats; do
       [ -d "$root/src/models/$m-$f" ] || continue
@@ -138,7 +138,7 @@ manifest() {
 }
 
 job() {
-  python3 - "$root/src/jobs/gpu-host.json" "$root/src/gpu-workloads.json" "$out/sessions" "$smoke" "$models" "$formats" <<'PY'
+  python3 - "$root/src/jobs/gpu-host.json" "$root/src/workloads.json" "$out/sessions" "$smoke" "$models" "$formats" <<'PY'
 import json, sys
 path, manifest, output_root, smoke, models, formats = sys.argv[1:]
 cells = smoke.split()
