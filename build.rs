@@ -3,7 +3,19 @@
 //! dependency's own `rustc-link-arg` would never reach the final link, so it is done here.
 //! It also publishes the name of the pinned environment that libmlx belongs to, which the
 //! executable selects at start-up (`DECODE_BASELINE_BUILD_ENV`, see `src/build_env.rs`).
+//!
+//! A launcher that linked a CUDA libmlx could not start on a machine without the NVIDIA driver,
+//! not even to say so; the CUDA build's launcher links no MLX and runs the controlled worker's
+//! own program (`tools/env/mlxenv build cuda`), so linking one here is refused.
 fn main() {
+    if std::env::var("DEP_MLX_BACKEND").as_deref() == Ok("cuda") {
+        eprintln!(
+            "error: the selected environment's libmlx is a CUDA build: the launcher links no MLX there; \
+             build with `tools/env/mlxenv build cuda` (the launcher with --no-default-features and the \
+             decode-baseline-controlled worker program)"
+        );
+        std::process::exit(1);
+    }
     if let Ok(lib_dir) = std::env::var("DEP_MLX_LIB_DIR") {
         println!("cargo:rustc-link-arg=-Wl,-rpath,{lib_dir}");
     }

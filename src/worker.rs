@@ -5,10 +5,11 @@ use std::path::Path;
 use decode_baseline_protocol::ExitCode;
 
 /// Runs the frozen worker protocol around the controlled loop. The worker's repository is the
-/// one this binary was built from: its sources are what the manifest pins.
+/// one this binary was built from (or `$DECODE_BASELINE_REPO`): its sources are what the
+/// manifest pins.
 #[cfg(feature = "controlled")]
 pub fn run(out_dir: &Path) -> anyhow::Result<ExitCode> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).to_owned();
+    let repo = decode_baseline_protocol::installed::repo_root(Path::new(env!("CARGO_MANIFEST_DIR")));
     let mut driver = decode_baseline_controlled::worker::ControlledDriver::new(repo);
     Ok(decode_baseline_protocol::worker::run_worker(out_dir, &mut driver))
 }

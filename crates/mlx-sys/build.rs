@@ -12,7 +12,9 @@
 //! 4. Generates the bindings with bindgen against the environment's libclang.
 //! 5. Links `libmlx` dynamically and publishes its folder as `DEP_MLX_LIB_DIR`, so that the
 //!    binary crates' own build scripts can give their executables an rpath (a dependency's
-//!    `rustc-link-arg` never reaches the final link).
+//!    `rustc-link-arg` never reaches the final link), and the environment's MLX backend as
+//!    `DEP_MLX_BACKEND` (`cpu`, `cuda`, `metal`): a CUDA libmlx.so needs the NVIDIA driver and
+//!    the `nvidia-*` libraries at run time, which a build machine need not have.
 
 use std::{
     collections::BTreeMap,
@@ -52,8 +54,10 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", lib_dir.display());
     println!("cargo:rustc-link-lib=dylib=mlx");
     // Read by dependents as DEP_MLX_LIB_DIR, DEP_MLX_MLX_DIR, DEP_MLX_PYTHON, DEP_MLX_LOCK_SHA256
-    // and DEP_MLX_ENVIRONMENT (the environment's name, `default` for the default one).
+    // DEP_MLX_ENVIRONMENT (the environment's name, `default` for the default one) and
+    // DEP_MLX_BACKEND.
     println!("cargo:lib_dir={}", lib_dir.display());
+    println!("cargo:backend={}", env_facts["backend"]);
     println!("cargo:environment={}", env_facts["environment"]);
     println!("cargo:mlx_dir={}", mlx_dir.display());
     println!("cargo:python={}", env_facts["python"]);

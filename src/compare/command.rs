@@ -47,6 +47,11 @@ pub struct CompareArgs {
     /// differs still refuses.
     #[arg(long, requires = "b")]
     pub across_versions: bool,
+    /// Two sessions on different backends or devices (e.g. CPU against CUDA, or two GPUs): their
+    /// backend and device may differ and are named in the output; anything else that differs
+    /// still refuses. Without it such a pair is refused (exit 12).
+    #[arg(long, requires = "b")]
+    pub across_devices: bool,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -59,6 +64,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             args.threshold,
             args.allow_mismatch,
             args.across_versions,
+            args.across_devices,
             args.raw,
         )?,
     };
@@ -75,6 +81,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     };
     if report.refused {
         eprintln!("decode-baseline: compare refused: {} difference(s); see the list above or --allow-mismatch", report.mismatches.len());
+        if report.mismatches.iter().any(super::identity::is_device) {
+            eprintln!(
+                "decode-baseline: the sessions ran on different backends or devices (see backend/device above): \
+                 pass --across-devices to compare them anyway"
+            );
+        }
     }
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {

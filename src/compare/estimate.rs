@@ -142,6 +142,10 @@ pub struct CompareReport {
     /// Two sessions: the MLX versions each ran on, and whether the environment difference was
     /// asked for (`--across-versions`); absent within one session.
     pub versions: Option<Versions>,
+    /// Two sessions compared with `--across-devices`: their backend and device differences
+    /// (`identity::DEVICE_FIELDS`), named here instead of refusing; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_differences: Vec<Mismatch>,
     /// `--threshold`, when given.
     pub threshold_flag: Option<f64>,
     /// `--raw`: raw rows across sessions get a verdict too.
@@ -278,6 +282,7 @@ pub fn compare_within(a: &LoadedSession, flag: Option<f64>, allow_mismatch: bool
         mismatches,
         refused,
         versions: None,
+        device_differences: Vec::new(),
         threshold_flag: flag,
         raw: false,
         rows,
@@ -332,6 +337,7 @@ pub fn compare_across(
     flag: Option<f64>,
     allow_mismatch: bool,
     across_versions: bool,
+    across_devices: bool,
     raw: bool,
 ) -> Result<CompareReport, CompareError> {
     let flag_t = flag_threshold(flag)?;
@@ -353,6 +359,10 @@ pub fn compare_across(
     };
     if across_versions {
         mismatches.retain(|m| !identity::is_environment(m));
+    }
+    let device_differences: Vec<identity::Mismatch> = mismatches.iter().filter(|m| identity::is_device(m)).cloned().collect();
+    if across_devices {
+        mismatches.retain(|m| !identity::is_device(m));
     }
     let refused = !mismatches.is_empty() && !allow_mismatch;
     let mut rows = Vec::new();
@@ -380,6 +390,7 @@ pub fn compare_across(
         mismatches,
         refused,
         versions: Some(versions),
+        device_differences: if across_devices { device_differences } else { Vec::new() },
         threshold_flag: flag,
         raw,
         rows,

@@ -93,6 +93,28 @@ pub fn is_environment(mismatch: &Mismatch) -> bool {
     ENVIRONMENT_FIELDS.contains(&mismatch.field.as_str())
 }
 
+/// The fields that tell two devices apart: the environment's backend (`cpu`, `cuda`, `metal`) and
+/// the device (its name, and on a GPU its memory and compute capability). Comparing across them
+/// is never a like-for-like comparison; `compare --across-devices` asks for exactly that.
+pub const DEVICE_FIELDS: [&str; 2] = ["backend", "device"];
+
+/// Whether `mismatch` is one of the [`DEVICE_FIELDS`].
+pub fn is_device(mismatch: &Mismatch) -> bool {
+    DEVICE_FIELDS.contains(&mismatch.field.as_str())
+}
+
+/// A session's device in one line: name, then memory and compute capability where recorded.
+fn device_line(device: &decode_baseline_protocol::backend::DeviceIdentity) -> String {
+    let mut line = device.name.clone();
+    if let Some(memory) = device.info.get("total_memory").or_else(|| device.info.get("memory_size")) {
+        line.push_str(&format!(", {memory} bytes"));
+    }
+    if let (Some(major), Some(minor)) = (device.info.get("compute_capability_major"), device.info.get("compute_capability_minor")) {
+        line.push_str(&format!(", compute capability {major}.{minor}"));
+    }
+    line
+}
+
 /// The MLX and mlx_lm versions a session's workers ran on, e.g. `mlx 0.32.4, mlx_lm 0.32.2`.
 pub fn versions(session: &SessionReport) -> String {
     format!(
@@ -127,6 +149,11 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
         }
     }
     differ("host", hostname(a), hostname(b));
+    // A session that recorded no device (before session version 4) is not a difference.
+    if let (Some(x), Some(y)) = (&a.device, &b.device) {
+        differ("backend", x.backend.as_str().to_owned(), y.backend.as_str().to_owned());
+        differ("device", device_line(x), device_line(y));
+    }
     if a.manifest_sha256 != b.manifest_sha256 {
         out.extend(models(a, b, cases));
     }

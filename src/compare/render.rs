@@ -157,6 +157,16 @@ fn versions_line(report: &CompareReport) -> Option<String> {
     Some(format!("MLX versions: A {}; B {} ({asked}{differ})", v.a, v.b))
 }
 
+/// The backend and device differences asked for with `--across-devices`, e.g. `devices
+/// (--across-devices): backend cpu vs cuda; device AMD EPYC 9B14 vs NVIDIA H200, ...`.
+fn devices_line(report: &CompareReport) -> Option<String> {
+    if report.device_differences.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = report.device_differences.iter().map(|m| format!("{} {} vs {}", m.field, m.a, m.b)).collect();
+    Some(format!("devices (--across-devices): {}", parts.join("; ")))
+}
+
 /// The status as `session.json` spells it (`ok`, `worker_failed`, …).
 fn status_word(status: decode_baseline_protocol::session::SessionStatus) -> String {
     serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
@@ -274,7 +284,7 @@ pub fn table(report: &CompareReport) -> String {
     }
     out.push_str(&title(report));
     out.push('\n');
-    if let Some(line) = versions_line(report) {
+    for line in [versions_line(report), devices_line(report)].into_iter().flatten() {
         out.push_str(&line);
         out.push('\n');
     }
@@ -324,7 +334,7 @@ fn md_escape(s: &str) -> String {
 /// Markdown for a pull request.
 pub fn markdown(report: &CompareReport) -> String {
     let mut out = format!("### decode-baseline compare\n\n{}.\n", title(report));
-    if let Some(line) = versions_line(report) {
+    for line in [versions_line(report), devices_line(report)].into_iter().flatten() {
         out.push_str(&format!("{}.\n", md_escape(&line)));
     }
     if !report.mismatches.is_empty() {

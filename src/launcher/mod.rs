@@ -1,12 +1,14 @@
 //! The launcher: `decode-baseline run`.
 
 mod agreement;
+mod device;
 mod analysis;
 mod interleave;
 mod lease;
 mod memory;
 mod output;
 mod plan;
+mod preflight;
 mod recovery;
 mod run;
 mod signals;

@@ -89,7 +89,7 @@ pub fn worker_command(adapter: Adapter, out_dir: &std::path::Path, repo: &std::p
     let mut argv: Vec<String> = match std::env::var(var) {
         Ok(words) if !words.trim().is_empty() => words.split_whitespace().map(str::to_owned).collect(),
         _ => match adapter {
-            Adapter::Controlled => vec![current_exe().display().to_string(), "worker".into()],
+            Adapter::Controlled => vec![controlled_program().display().to_string(), "worker".into()],
             Adapter::Stock => vec![
                 venv_python(repo).display().to_string(),
                 repo.join("tools/stock/worker.py").display().to_string(),
@@ -102,6 +102,27 @@ pub fn worker_command(adapter: Adapter, out_dir: &std::path::Path, repo: &std::p
 
 fn current_exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("decode-baseline"))
+}
+
+/// The file name of the controlled worker's own executable (`crates/controlled/src/main.rs`).
+pub const CONTROLLED_PROGRAM: &str = "decode-baseline-controlled";
+
+/// The controlled worker's program: this executable when it links MLX (its `worker`
+/// subcommand), else the [`CONTROLLED_PROGRAM`] beside it (a launcher built without MLX, as the
+/// CUDA build is, so that it starts where the CUDA libmlx cannot).
+pub fn controlled_program() -> PathBuf {
+    let exe = current_exe();
+    if cfg!(feature = "controlled") {
+        return exe;
+    }
+    exe.with_file_name(CONTROLLED_PROGRAM)
+}
+
+/// Whether the controlled worker is a separate program that the launcher must probe before it
+/// spawns it (see `preflight.rs`): no replacement program is set and this build links no MLX.
+pub fn controlled_needs_probe() -> bool {
+    !cfg!(feature = "controlled")
+        && std::env::var("DECODE_BASELINE_WORKER_CONTROLLED").map_or(true, |w| w.trim().is_empty())
 }
 
 /// The selected pinned environment's interpreter.

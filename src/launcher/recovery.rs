@@ -47,6 +47,7 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             manifest_sha256: marker.manifest_sha256,
             model_files: None,
             host: serde_json::Value::Null,
+            device: None,
             lease: serde_json::Value::Null,
             started_utc: marker.started_utc,
             finished_utc: finished_utc.to_owned(),

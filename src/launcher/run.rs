@@ -13,13 +13,13 @@ use decode_baseline_protocol::{
         SESSION_REPORT_SCHEMA_VERSION,
     },
     pins::{self, PinError},
-    ExitCode,
+    Adapter, ExitCode,
 };
 use decode_baseline::host;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{
-    analysis, interleave, lease, memory, output, plan, recovery,
+    analysis, device, interleave, lease, memory, output, plan, preflight, recovery,
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -78,6 +78,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Err(problem) = check_memory(&loaded, &runs, &groups, &repo) {
         eprintln!("decode-baseline: error: session job {}: order: {problem}", resolved.job_path.display());
         return Ok(ExitCode::BadInput);
+    }
+    if !args.dry_run && plan::controlled_needs_probe() && runs.iter().any(|r| r.adapter == Adapter::Controlled) {
+        if let Err(problem) = preflight::probe_controlled(&plan::controlled_program()) {
+            eprintln!("decode-baseline: error: {problem}");
+            return Ok(ExitCode::BadInput);
+        }
     }
     let interrupts = Interrupts::install().context("failed to install the Ctrl-C handler")?;
     let started_utc = utc_now();
@@ -211,6 +217,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         manifest_sha256: loaded.sha256,
         model_files: Some(model_files(&loaded, &cells)),
         host: host_facts(),
+        device: device::identify(&workers),
         lease: serde_json::json!({
             "path": lease.as_ref().map(|l| l.path.clone()),
             "waited_ns": lease.as_ref().map(|l| l.waited.as_nanos() as u64),
@@ -439,5 +446,6 @@ fn host_facts() -> serde_json::Value {
         "os": std::env::consts::OS,
         "arch": std::env::consts::ARCH,
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "cpu_model": device::cpu_model(),
     })
 }

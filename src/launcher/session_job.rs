@@ -103,7 +103,7 @@ pub fn select_cells(job: &ResolvedJob, manifest: &Manifest) -> Result<Vec<Cell>,
         .collect()
 }
 
-/// The repository this executable was built from.
+/// The repository this executable runs from: where it was built, or `$DECODE_BASELINE_REPO`.
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    decode_baseline_protocol::installed::repo_root(Path::new(env!("CARGO_MANIFEST_DIR")))
 }

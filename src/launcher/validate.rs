@@ -81,6 +81,11 @@ fn check_identity(report: &WorkerReport, job: &WorkerJob, problems: &mut Vec<Str
     check(identity.mlx_lm_version == pins.mlx_lm_version, format!("identity.mlx_lm_version: expected {}, found {}", pins.mlx_lm_version, identity.mlx_lm_version));
     check(identity.mlx_lm_freeze_sha256 == pins.mlx_lm_freeze_sha256, format!("identity.mlx_lm_freeze_sha256: expected {}, found {}", pins.mlx_lm_freeze_sha256, identity.mlx_lm_freeze_sha256));
     check(identity.libmlx_sha256 == pins.libmlx_sha256, format!("identity.libmlx_sha256: expected {}, found {}", pins.libmlx_sha256, identity.libmlx_sha256));
+    check(identity.device == job.device, format!("identity.device: expected {}, found {}", job.device.as_str(), identity.device.as_str()));
+    check(
+        identity.backend == Some(pins.backend()),
+        format!("identity.backend: expected {}, found {}", pins.backend().as_str(), identity.backend.map_or("null", |b| b.as_str())),
+    );
 }
 
 fn check_requests(report: &WorkerReport, job: &WorkerJob, problems: &mut Vec<String>) {

@@ -65,6 +65,9 @@ pub fn build(
         prompt: cell.prompt.clone(),
     })?;
     let model_dir = model_dir(case, repo);
+    let environment = decode_baseline_protocol::pins::selected_pins(manifest)
+        .map_err(|source| WorkerJobError::Environment { path: loaded.path.clone(), source })?
+        .clone();
     Ok(WorkerJob {
         schema_version: WORKER_JOB_SCHEMA_VERSION,
         run_id,
@@ -81,9 +84,8 @@ pub fn build(
         continuation: (cell.mode == Mode::FixedContinuation).then(|| prompt.continuation.clone()),
         stop_ids: case.stop_ids.clone(),
         run_policy: manifest.run_policy.clone(),
-        environment: decode_baseline_protocol::pins::selected_pins(manifest)
-            .map_err(|source| WorkerJobError::Environment { path: loaded.path.clone(), source })?
-            .clone(),
+        device: environment.backend().device(),
+        environment,
         gate,
     })
 }

@@ -235,6 +235,9 @@ fn identity_section(h: &mut String, session: &SessionReport) {
     item("manifest sha256", &session.manifest_sha256.to_string());
     let host = |key: &str| session.host.get(key).map_or("?".to_owned(), |v| v.as_str().map_or(v.to_string(), str::to_owned));
     item("host", &format!("{} ({} {}, {} CPUs)", host("hostname"), host("os"), host("arch"), host("cpus")));
+    if let Some(device) = &session.device {
+        item("device", &format!("{} on {} ({})", device.name, device.backend.as_str(), device.device.as_str()));
+    }
     let mut seen = Vec::new();
     for worker in &session.workers {
         let Some(identity) = worker.report.as_ref().and_then(|r| r.identity.as_ref()) else { continue };
@@ -243,7 +246,8 @@ fn identity_section(h: &mut String, session: &SessionReport) {
         }
         seen.push(worker.adapter);
         let a = worker.adapter.as_str();
-        item(&format!("{a}: backend"), &identity.device);
+        let backend = identity.backend.map_or("not recorded", |b| b.as_str());
+        item(&format!("{a}: backend"), &format!("{backend}, device {}", identity.device.as_str()));
         item(&format!("{a}: mlx / mlx_lm"), &format!("{} / {}", identity.mlx_version, identity.mlx_lm_version));
         item(&format!("{a}: libmlx"), &format!("{} sha256 {}", identity.libmlx_path, identity.libmlx_sha256));
         item(&format!("{a}: mlx_lm freeze sha256"), &identity.mlx_lm_freeze_sha256.to_string());

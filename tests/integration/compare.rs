@@ -8,9 +8,10 @@ use std::process::Command;
 
 use decode_baseline::stats::{BootstrapConfig, Interval, RatioEstimate, Resampling};
 use decode_baseline_protocol::{
+    backend::DeviceIdentity,
     report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport},
     session::{CaseFiles, SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun, SESSION_REPORT_SCHEMA_VERSION},
-    Adapter, Mode, Sha256Digest,
+    Adapter, Backend, DeviceKind, Mode, Sha256Digest,
 };
 use serde_json::json;
 
@@ -56,7 +57,9 @@ fn identity(adapter: Adapter, ids: &Ids, manifest: Sha256Digest) -> Identity {
         mlx_lm_freeze_sha256: digest("freeze"),
         libmlx_path: "/venv/lib/libmlx.so".to_owned(),
         libmlx_sha256: digest(ids.libmlx),
-        device: "cpu".to_owned(),
+        device: DeviceKind::Cpu,
+        backend: Some(Backend::Cpu),
+        device_info: Default::default(),
     }
 }
 
@@ -178,6 +181,38 @@ struct Synth {
     cells: Vec<(&'static str, f64, f64)>,
     /// (cell, adapter, A/A interval)
     aa: Vec<(&'static str, Adapter, (f64, f64))>,
+    /// What the session ran on (`session.json`'s `device`).
+    device: Option<DeviceIdentity>,
+}
+
+/// A CPU device as the launcher records one.
+fn cpu_device() -> DeviceIdentity {
+    DeviceIdentity {
+        backend: Backend::Cpu,
+        device: DeviceKind::Cpu,
+        name: "AMD EPYC 9B14 96-Core Processor".into(),
+        info: [("architecture", "x86_64"), ("device_name", "AMD EPYC")].map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
+    }
+}
+
+/// An H200 as the launcher records one on CUDA (MLX's device_info plus the driver facts).
+fn cuda_device() -> DeviceIdentity {
+    DeviceIdentity {
+        backend: Backend::Cuda,
+        device: DeviceKind::Gpu,
+        name: "NVIDIA H200".into(),
+        info: [
+            ("architecture", "sm_90"),
+            ("compute_capability_major", "9"),
+            ("compute_capability_minor", "0"),
+            ("cuda_runtime_version", "13.0.96"),
+            ("device_name", "NVIDIA H200"),
+            ("nvidia_driver_version", "580.159.03"),
+            ("total_memory", "150754820096"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into(),
+    }
 }
 
 impl Synth {
@@ -191,6 +226,7 @@ impl Synth {
             model_files: None,
             cells,
             aa: vec![],
+            device: Some(cpu_device()),
         }
     }
 
@@ -242,6 +278,7 @@ impl Synth {
             manifest_sha256: self.manifest_sha256,
             model_files: self.model_files.clone(),
             host: json!({ "hostname": self.host, "os": "linux", "arch": "x86_64", "cpus": 2 }),
+            device: self.device.clone(),
             lease: json!({}),
             started_utc: "2026-01-01T00:00:00Z".to_owned(),
             finished_utc: "2026-01-01T00:01:00Z".to_owned(),
@@ -806,7 +843,7 @@ fn bad_input_is_exit_2_with_the_path_and_the_field() {
     std::fs::write(&future, value.to_string()).unwrap();
     let run = compare(&[&future]);
     assert_eq!(run.code, BAD_INPUT);
-    assert!(run.stderr.contains("schema_version: expected 1 or 2 or 3, got 99"), "{}", run.stderr);
+    assert!(run.stderr.contains("schema_version: expected 1 or 2 or 3 or 4, got 99"), "{}", run.stderr);
 
     let ok = Synth::new("ok", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
     let run = compare(&[&ok, &"--threshold", &"1.5"]);
@@ -1133,4 +1170,61 @@ fn recorded_session_plots() {
     assert_eq!(medians, vec![127, 127]);
     assert_eq!(run.stdout.lines().filter(|l| l.starts_with("roofline ")).count(), 6);
     assert!(!run.stdout.contains("INVALID"), "{}", run.stdout);
+}
+
+#[test]
+fn a_cpu_session_against_a_cuda_one_is_refused_unless_across_devices() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cells = vec![(HEADLINE, 600_000.0, 620_000.0)];
+    let a = Synth::new("session-cpu", cells.clone()).measured().write(tmp.path());
+    let mut cuda = Synth::new("session-cuda", cells).measured();
+    cuda.device = Some(cuda_device());
+    // The session JSON as a CUDA launcher writes it: backend and device in `device`, and each
+    // worker's identity saying cuda and gpu.
+    let mut report = cuda.report();
+    for worker in &mut report.workers {
+        let identity = worker.report.as_mut().unwrap().identity.as_mut().unwrap();
+        identity.backend = Some(Backend::Cuda);
+        identity.device = DeviceKind::Gpu;
+    }
+    let b = write_session(tmp.path(), &report);
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(b.join("session.json")).unwrap()).unwrap();
+    assert_eq!(written["device"]["backend"], "cuda");
+    assert_eq!(written["workers"][0]["report"]["identity"]["device"], "gpu");
+
+    let refused = compare(&[&a, &b]);
+    assert_eq!(refused.code, REFUSED, "{}", refused.stderr);
+    assert!(refused.stdout.contains("backend: cpu vs cuda"), "{}", refused.stdout);
+    assert!(
+        refused.stdout.contains("device: AMD EPYC 9B14 96-Core Processor vs NVIDIA H200, 150754820096 bytes, compute capability 9.0"),
+        "{}",
+        refused.stdout
+    );
+    assert!(refused.stderr.contains("pass --across-devices"), "{}", refused.stderr);
+    assert_eq!(mismatch_fields(&compare(&[&a, &b, &"--format", &"json"])), ["backend", "device"]);
+    // --across-versions does not cover a device difference.
+    assert_eq!(compare(&[&a, &b, &"--across-versions"]).code, REFUSED);
+
+    let asked = compare(&[&a, &b, &"--across-devices"]);
+    assert_ne!(asked.code, REFUSED, "{}", asked.stderr);
+    assert!(asked.stdout.contains("devices (--across-devices): backend cpu vs cuda; device AMD EPYC"), "{}", asked.stdout);
+    let json = compare(&[&a, &b, &"--across-devices", &"--format", &"json"]);
+    assert!(mismatch_fields(&json).is_empty(), "{}", json.stdout);
+    assert_eq!(json_of(&json)["device_differences"][0]["b"], "cuda");
+}
+
+#[test]
+fn two_sessions_on_the_same_device_or_one_without_a_record_are_not_refused_for_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cells = vec![(HEADLINE, 600_000.0, 620_000.0)];
+    let a = Synth::new("session-a", cells.clone()).measured().write(tmp.path());
+    let b = Synth::new("session-b", cells.clone()).measured().write(tmp.path());
+    let mut old = Synth::new("session-old", cells).measured();
+    old.device = None;
+    let c = old.write(tmp.path());
+    for other in [&b, &c] {
+        let run = compare(&[&a, other, &"--format", &"json"]);
+        assert_ne!(run.code, REFUSED, "{}", run.stderr);
+        assert!(mismatch_fields(&run).is_empty(), "{}", run.stdout);
+    }
 }

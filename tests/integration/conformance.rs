@@ -217,7 +217,7 @@ const REPORT_KEYS: &[&str] = &[
 ];
 const IDENTITY_KEYS: &[&str] = &[
     "manifest_sha256", "code_version", "worker_sources_sha256", "lock_sha256", "mlx_version", "mlx_lm_version",
-    "mlx_lm_freeze_sha256", "libmlx_path", "libmlx_sha256", "device",
+    "mlx_lm_freeze_sha256", "libmlx_path", "libmlx_sha256", "device", "backend", "device_info",
 ];
 const REQUEST_KEYS: &[&str] = &[
     "index", "phase", "prompt_len", "prefill_dur_ns", "first_token_ns", "first_token", "steps", "unused_forwards",

@@ -215,3 +215,36 @@ fn ctrl_c_while_both_workers_wait_at_the_gate_cancels_both() {
     }
     assert!(reached.exists());
 }
+
+#[test]
+fn a_session_and_its_reports_record_the_backend_and_the_device() {
+    let s = Scratch::new(&["headline"], 1, false);
+    let code = s.run(&mut s.launcher());
+    assert_eq!(code, Some(0), "{}", s.stderr());
+    let session = s.session();
+    assert_eq!(session["schema_version"], 4);
+    let device = &session["device"];
+    assert_eq!((device["backend"].as_str(), device["device"].as_str()), (Some("cpu"), Some("cpu")), "{device}");
+    // On the CPU the device is named by the CPU model, read here independently of the launcher.
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    let model = cpuinfo.lines().find_map(|l| l.strip_prefix("model name")).map(|rest| rest.trim_start_matches([' ', '\t', ':']).trim());
+    if let Some(model) = model {
+        assert_eq!(device["name"], model);
+        assert_eq!(session["host"]["cpu_model"], model);
+    }
+    let workers = session["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    let mut infos = Vec::new();
+    for worker in workers {
+        let identity = &worker["report"]["identity"];
+        assert_eq!((identity["backend"].as_str(), identity["device"].as_str()), (Some("cpu"), Some("cpu")), "{identity}");
+        assert!(!identity["device_info"]["device_name"].as_str().unwrap_or_default().is_empty(), "{identity}");
+        infos.push(identity["device_info"].clone());
+        let job_path = s.session_dir().join(worker["run_id"].as_str().unwrap().split('/').skip(1).collect::<Vec<_>>().join("/")).join("job.json");
+        let job: Value = serde_json::from_slice(&std::fs::read(&job_path).unwrap()).unwrap();
+        assert_eq!((job["device"].as_str(), job["environment"]["backend"].as_str()), (Some("cpu"), Some("cpu")));
+    }
+    // Both workers asked the same MLX about the same device.
+    assert_eq!(infos[0], infos[1]);
+    assert_eq!(device["info"], infos[0]);
+}

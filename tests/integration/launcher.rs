@@ -42,7 +42,7 @@ impl Scratch {
                 "max_new_tokens": 4, "fixed_continuation_steps": 2, "ready_timeout_s": 2,
                 "job_deadline_s": 1, "watchdog_poll_ms": 1000, "backstop_grace_s": grace_s},
             "worker_sources": {"stock": {}, "controlled": {}},
-            "environment": {"lock_sha256": ZERO, "mlx_version": "0.32.2", "mlx_lm_version": "0.32.2",
+            "environment": {"backend": "cpu", "lock_sha256": ZERO, "mlx_version": "0.32.2", "mlx_lm_version": "0.32.2",
                 "mlx_lm_freeze_sha256": ZERO, "libmlx_sha256": ZERO}
         });
         let manifest_path = dir.path().join("manifest.json");
@@ -162,7 +162,7 @@ fn the_session_records_the_model_files_of_the_cases_it_ran() {
     let out = run(&mut s.launcher("no_report.sh"));
     assert_eq!(code(&out), Some(5), "{}", stderr(&out));
     let session = s.session();
-    assert_eq!(session["schema_version"], 3);
+    assert_eq!(session["schema_version"], 4);
     // Only the case of the cell that ran, not the manifest's other one.
     assert_eq!(session["model_files"], json!({"tiny": {"model.safetensors": ONES}}));
 }

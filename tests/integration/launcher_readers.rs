@@ -21,7 +21,7 @@ use decode_baseline::launcher::{
     validate,
 };
 use decode_baseline_protocol::{
-    job::token_ids_sha256, report::Identity, session::SessionJob, Adapter, Mode, Phase, RequestRecord, RunPolicy,
+    job::token_ids_sha256, report::Identity, session::SessionJob, Adapter, Backend, DeviceKind, Mode, Phase, RequestRecord, RunPolicy,
     Status, StepRecord, WorkerJob, WorkerReport,
 };
 use proptest::prelude::*;
@@ -58,6 +58,7 @@ fn job() -> WorkerJob {
         stop_ids: vec![511],
         run_policy: policy(),
         environment: environment(),
+        device: DeviceKind::Cpu,
         gate: false,
     }
 }
@@ -114,7 +115,9 @@ fn report() -> WorkerReport {
             mlx_lm_freeze_sha256: env.mlx_lm_freeze_sha256,
             libmlx_path: "/x/libmlx.so".into(),
             libmlx_sha256: env.libmlx_sha256,
-            device: "cpu".into(),
+            device: DeviceKind::Cpu,
+            backend: Some(Backend::Cpu),
+            device_info: Default::default(),
         }),
         test_slowdown_us: None,
         requests: vec![request(0, Phase::First), request(1, Phase::Warmup), request(2, Phase::Measured)],

@@ -24,7 +24,7 @@ const KEYS: &[&str] = &[
     "repetitions", "order", "aa_pair", "utc", "lock_sha256", "mlx_version", "mlx_lm_version",
     "mlx_lm_freeze_sha256", "libmlx_sha256", "first_requests", "warmup_requests", "measured_requests",
     "max_new_tokens", "fixed_continuation_steps", "ready_timeout_s", "job_deadline_s", "watchdog_poll_ms",
-    "backstop_grace_s",
+    "backstop_grace_s", "device", "backend", "device_info",
 ];
 
 /// Values that break naive readers: nulls, wrong kinds, negative and huge numbers, fractions,

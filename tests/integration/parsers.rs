@@ -18,6 +18,7 @@
 use std::{collections::BTreeMap, path::Path};
 
 use decode_baseline_protocol::{
+    Backend, DeviceKind,
     job::{token_ids_sha256, EnvironmentPins},
     manifest::{Case, Cell, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
     pins::{self, PinError},
@@ -38,6 +39,7 @@ pub(crate) fn digest(tag: &str) -> Sha256Digest {
 
 pub(crate) fn environment() -> EnvironmentPins {
     EnvironmentPins {
+        backend: Some(Backend::Cpu),
         lock_sha256: digest("lock"),
         mlx_version: "0.32.2".into(),
         mlx_lm_version: "0.32.2".into(),
@@ -135,6 +137,7 @@ impl Repo {
             stop_ids: vec![511],
             run_policy: policy(),
             environment: environment(),
+            device: DeviceKind::Cpu,
             gate: false,
         }
     }
@@ -189,7 +192,9 @@ fn report() -> WorkerReport {
             mlx_lm_freeze_sha256: digest("freeze"),
             libmlx_path: "/x/libmlx.so".into(),
             libmlx_sha256: digest("libmlx"),
-            device: "cpu".into(),
+            device: DeviceKind::Cpu,
+            backend: Some(Backend::Cpu),
+            device_info: Default::default(),
         }),
         test_slowdown_us: None,
         requests: vec![request(0, Some(Phase::First)), request(1, Some(Phase::Measured))],

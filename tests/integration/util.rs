@@ -80,7 +80,7 @@ use decode_baseline_protocol::{
     installed::{self, mlx_dir_override, venv_dir, Installed},
     job::{token_ids_sha256, EnvironmentPins},
     manifest::{Case, Cell, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
-    pins, Adapter, Mode, RunPolicy, Sha256Digest, WorkerJob, WORKER_JOB_SCHEMA_VERSION,
+    pins, Adapter, DeviceKind, Mode, RunPolicy, Sha256Digest, WorkerJob, WORKER_JOB_SCHEMA_VERSION,
 };
 
 /// The fixture every worker test runs on.
@@ -217,6 +217,7 @@ pub fn fixture_job(fixture: &FixtureManifest, adapter: Adapter, mode: Mode, run_
         environment: pins::selected_pins(manifest)
             .expect("the selected environment's pins")
             .clone(),
+        device: DeviceKind::Cpu,
         gate: false,
     }
 }

@@ -11,8 +11,15 @@ so every file that lands in it is the one the lock names. (The same rules, in Ru
 provisioning is a no-op, and when the lock changes the environment is rebuilt from scratch.
 
 Prints one line, `key=value` pairs describing the environment, for build scripts to read:
-`environment=… python=… site=… mlx_dir=… libclang_dir=… lock_sha256=…` (`environment` is the
-name, `default` for the default one).
+`environment=… backend=… python=… site=… mlx_dir=… libclang_dir=… lock_sha256=…` (`environment`
+is the name, `default` for the default one; `backend` is `cpu`, `cuda` or `metal`, the MLX
+backend package the lock names: `mlx-cpu`, `mlx-cuda-*` or `mlx-metal`).
+
+The CUDA environment is the named environment `cuda` (`DECODE_BASELINE_ENV=cuda`, Linux only):
+the default environment's MLX and mlx_lm with `mlx-cuda-13` in place of `mlx-cpu`. Its lock
+leaves out the `nvidia-*` libraries listed in its `host-provided.txt`: a CUDA host brings them
+(tools/gpu/host.sh links the host's into the environment), and a machine without them can still
+build and link against the CUDA libmlx.so.
 
 Exit codes: 0 ready; 2 unusable input (python too old, lock missing or edited, bad MLX_DIR);
 3 the install itself failed (network, registry, disk).
@@ -95,6 +102,26 @@ def check_lock(lock: Path) -> str:
     return actual
 
 
+BACKEND_PACKAGES = (("mlx-cpu==", "cpu"), ("mlx-cuda-", "cuda"), ("mlx-metal==", "metal"))
+
+
+def lock_backend(lock: Path) -> str:
+    """The MLX backend the lock installs, from its backend package (one rule, also in
+    crates/protocol/src/installed.rs)."""
+    found = {
+        backend
+        for line in lock.read_text().splitlines()
+        for prefix, backend in BACKEND_PACKAGES
+        if line.startswith(prefix)
+    }
+    if len(found) != 1:
+        raise SetupError(
+            f"lock file {lock} names {sorted(found) or 'no'} MLX backend package: expected exactly one "
+            "of mlx-cpu, mlx-cuda-*, mlx-metal"
+        )
+    return found.pop()
+
+
 def venv_dir() -> Path:
     name = env_name()
     default = REPO / (".venv" if name is None else f".venv-{name}")
@@ -151,7 +178,7 @@ def install(venv: Path, lock: Path, digest: str) -> None:
     (venv / STAMP).write_text(digest + "\n")
 
 
-def describe(venv: Path, digest: str) -> dict[str, str]:
+def describe(venv: Path, digest: str, backend: str) -> dict[str, str]:
     python = venv_python(venv)
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -163,6 +190,7 @@ def describe(venv: Path, digest: str) -> dict[str, str]:
     check_mlx_dir(Path(mlx_dir))
     return {
         "environment": env_name() or DEFAULT_NAME,
+        "backend": backend,
         "python": str(python),
         "site": site,
         "mlx_dir": mlx_dir,
@@ -186,6 +214,7 @@ def check_mlx_dir(mlx_dir: Path) -> None:
 def provision() -> dict[str, str]:
     lock = lock_path()
     digest = check_lock(lock)
+    backend = lock_backend(lock)
     venv = venv_dir()
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(venv.with_name(venv.name + ".provision-lock"), "w") as guard:
@@ -195,7 +224,7 @@ def provision() -> dict[str, str]:
         current = stamp.is_file() and stamp.read_text().strip() == digest
         if not current or not venv_python(venv).exists():
             install(venv, lock, digest)
-        return describe(venv, digest)
+        return describe(venv, digest, backend)
 
 
 def main() -> int:

@@ -48,9 +48,21 @@ POLICY_FIELDS = (
     "watchdog_poll_ms",
     "backstop_grace_s",
 )
-ENVIRONMENT_FIELDS = ("lock_sha256", "mlx_version", "mlx_lm_version", "mlx_lm_freeze_sha256", "libmlx_sha256")
+ENVIRONMENT_FIELDS = ("backend", "lock_sha256", "mlx_version", "mlx_lm_version", "mlx_lm_freeze_sha256", "libmlx_sha256")
 MANIFEST_KEYS = {"schema_version", "cases", "prompts", "cells", "run_policy", "worker_sources", "environment"}
 OPTIONAL_MANIFEST_KEYS = {"environments"}
+
+
+# An environment's backend is the one MLX backend package its lock names; on cpu the worker runs
+# on MLX's CPU device, on cuda and metal on its GPU (crates/protocol/src/backend.rs).
+BACKEND_PACKAGES = (("mlx-cpu==", "cpu"), ("mlx-cuda-", "cuda"), ("mlx-metal==", "metal"))
+BACKEND_DEVICES = {"cpu": "cpu", "cuda": "gpu", "metal": "gpu"}
+
+
+def lock_backend(text):
+    """The backend a lock's text installs, or None unless it names exactly one."""
+    found = {b for line in text.splitlines() for prefix, b in BACKEND_PACKAGES if line.startswith(prefix)}
+    return found.pop() if len(found) == 1 else None
 
 
 def sha256_file(path):
@@ -269,6 +281,11 @@ def validate_job(job, worker_repo):
         expected, found = pinned.get(name), job["environment"].get(name)
         if found != expected:
             raise mismatch(f"environment.{name}", f"{expected} (the manifest's)", found)
+    # Pins written before backends were recorded (no or null backend) pinned the CPU backend.
+    backend = job["environment"].get("backend") or "cpu"
+    device = BACKEND_DEVICES.get(backend)
+    if job.get("device", "cpu") != device:
+        raise mismatch("device", f"{device} (the device of backend {backend})", job.get("device"))
 
     check_worker_sources(worker_repo, manifest["worker_sources"]["stock"])
     lock = worker_repo / lock_path()
@@ -278,6 +295,10 @@ def validate_job(job, worker_repo):
         raise Refusal("environment.lock_sha256", f"failed to read {lock}: {err}") from err
     if actual != job["environment"]["lock_sha256"]:
         raise mismatch("environment.lock_sha256", f"{job['environment']['lock_sha256']} for {lock}", actual)
+    backend = lock_backend(lock.read_text())
+    pinned_backend = job["environment"].get("backend") or "cpu"
+    if backend != pinned_backend:
+        raise mismatch("environment.backend", f"backend {pinned_backend}", f"backend {backend} for {lock}")
     return manifest, hashlib.sha256(manifest_bytes).hexdigest()
 
 
@@ -392,6 +413,12 @@ def check_environment_and_identify(job, manifest, manifest_sha256, worker_repo):
             pins["mlx_lm_freeze_sha256"],
             f"{freeze} for the installed mlx_lm at {mlx_lm_dir} ({files} files)",
         )
+    try:
+        mx.set_default_device(mx.gpu if job.get("device", "cpu") == "gpu" else mx.cpu)
+    except (RuntimeError, ValueError) as err:
+        raise Refusal("device", f"MLX could not make its {job.get('device', 'cpu')} device the default: {err}") from err
+    if mx.default_device().type.name != job.get("device", "cpu"):
+        raise mismatch("device", job.get("device", "cpu"), mx.default_device().type.name)
     libmlx = mapped_libmlx()
     libmlx_sha256 = sha256_file(libmlx)
     if libmlx_sha256 != pins["libmlx_sha256"]:
@@ -407,4 +434,6 @@ def check_environment_and_identify(job, manifest, manifest_sha256, worker_repo):
         "libmlx_path": libmlx,
         "libmlx_sha256": libmlx_sha256,
         "device": mx.default_device().type.name,
+        "backend": job["environment"].get("backend") or "cpu",
+        "device_info": {k: str(v) for k, v in sorted(mx.device_info(mx.default_device()).items())},
     }

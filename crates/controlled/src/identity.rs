@@ -82,3 +82,82 @@ pub fn sha256_file(path: &std::path::Path) -> Result<String, IdentityError> {
     })?;
     Ok(format!("{:x}", Sha256::digest(bytes)))
 }
+
+/// The job's device could not be made the default, or MLX's description of it not read.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("MLX could not make its {0} device the default (is this libmlx built with that backend?)")]
+    SetDefault(&'static str),
+    #[error("MLX could not describe its {0} device (mlx_device_info_get failed)")]
+    Info(&'static str),
+}
+
+/// Makes MLX's device of `kind` (index 0) the default for this process, as the stock worker
+/// does with `mx.set_default_device`.
+pub fn set_default_device(kind: decode_baseline_protocol::DeviceKind) -> Result<(), DeviceError> {
+    // SAFETY: the device is created, passed by value to MLX, and freed; no pointer escapes.
+    unsafe {
+        let device = mlx_sys::mlx_device_new_type(device_type(kind), 0);
+        let status = mlx_sys::mlx_set_default_device(device);
+        mlx_sys::mlx_device_free(device);
+        if status != 0 {
+            return Err(DeviceError::SetDefault(kind.as_str()));
+        }
+    }
+    Ok(())
+}
+
+/// MLX's `device_info()` of its device of `kind`, every value as a string (numbers in decimal),
+/// as the stock worker records `mx.device_info()`.
+pub fn device_info(kind: decode_baseline_protocol::DeviceKind) -> Result<std::collections::BTreeMap<String, String>, DeviceError> {
+    use std::ffi::{CStr, CString};
+    let mut out = std::collections::BTreeMap::new();
+    // SAFETY: every mlx-c object created here is freed before return; strings MLX hands out
+    // are copied while the info object that owns them is alive.
+    unsafe {
+        let device = mlx_sys::mlx_device_new_type(device_type(kind), 0);
+        let mut info = mlx_sys::mlx_device_info_new();
+        let mut keys = mlx_sys::mlx_vector_string_new();
+        let ok = mlx_sys::mlx_device_info_get(&mut info, device) == 0
+            && mlx_sys::mlx_device_info_get_keys(&mut keys, info) == 0;
+        if ok {
+            for i in 0..mlx_sys::mlx_vector_string_size(keys) {
+                let mut key_ptr: *mut std::os::raw::c_char = std::ptr::null_mut();
+                if mlx_sys::mlx_vector_string_get(&mut key_ptr, keys, i) != 0 || key_ptr.is_null() {
+                    continue;
+                }
+                let key = CStr::from_ptr(key_ptr).to_string_lossy().into_owned();
+                let c_key = CString::new(key.clone()).unwrap_or_default();
+                let mut is_string = false;
+                if mlx_sys::mlx_device_info_is_string(&mut is_string, info, c_key.as_ptr()) != 0 {
+                    continue;
+                }
+                let value = if is_string {
+                    let mut value: *const std::os::raw::c_char = std::ptr::null();
+                    (mlx_sys::mlx_device_info_get_string(&mut value, info, c_key.as_ptr()) == 0 && !value.is_null())
+                        .then(|| CStr::from_ptr(value).to_string_lossy().into_owned())
+                } else {
+                    let mut value = 0usize;
+                    (mlx_sys::mlx_device_info_get_size(&mut value, info, c_key.as_ptr()) == 0).then(|| value.to_string())
+                };
+                if let Some(value) = value {
+                    out.insert(key, value);
+                }
+            }
+        }
+        mlx_sys::mlx_vector_string_free(keys);
+        mlx_sys::mlx_device_info_free(info);
+        mlx_sys::mlx_device_free(device);
+        if !ok {
+            return Err(DeviceError::Info(kind.as_str()));
+        }
+    }
+    Ok(out)
+}
+
+fn device_type(kind: decode_baseline_protocol::DeviceKind) -> mlx_sys::mlx_device_type {
+    match kind {
+        decode_baseline_protocol::DeviceKind::Cpu => mlx_sys::mlx_device_type__MLX_CPU,
+        decode_baseline_protocol::DeviceKind::Gpu => mlx_sys::mlx_device_type__MLX_GPU,
+    }
+}

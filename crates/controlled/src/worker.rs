@@ -9,10 +9,10 @@
 use std::path::PathBuf;
 
 use decode_baseline_protocol::worker::{
-    check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal,
+    check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal,
     RequestContext, RequestError, RequestSpec, Runtime, Site,
 };
-use decode_baseline_protocol::{Adapter, Identity, Mode, RequestRecord, WorkerJob};
+use decode_baseline_protocol::{Adapter, DeviceKind, Identity, Mode, RequestRecord, WorkerJob};
 
 use crate::config::ModelConfig;
 use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options, RunError};
@@ -58,11 +58,14 @@ impl Driver for ControlledDriver {
         let libmlx = crate::identity::libmlx_path()
             .map_err(|e| Refusal::new("environment.libmlx_sha256", chain(&e)))?;
         let libmlx_sha256 = check_mapped_libmlx(job, &libmlx)?;
+        crate::identity::set_default_device(job.device).map_err(|e| Refusal::new("device", chain(&e)))?;
         let device = match mlx_rs::Device::try_default().and_then(|d| d.get_type()) {
-            Ok(mlx_rs::DeviceType::Cpu) => "cpu",
-            Ok(mlx_rs::DeviceType::Gpu) => "gpu",
+            Ok(mlx_rs::DeviceType::Cpu) => DeviceKind::Cpu,
+            Ok(mlx_rs::DeviceType::Gpu) => DeviceKind::Gpu,
             Err(e) => return Err(Refusal::new("device", e.to_string())),
         };
+        check_device(job, device)?;
+        let device_info = crate::identity::device_info(device).map_err(|e| Refusal::new("device", chain(&e)))?;
         Ok(identity(
             job,
             &validated,
@@ -70,7 +73,8 @@ impl Driver for ControlledDriver {
                 mlx_version: version,
                 libmlx_path: libmlx,
                 libmlx_sha256,
-                device: device.to_owned(),
+                device,
+                device_info,
             },
         ))
     }

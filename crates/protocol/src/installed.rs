@@ -26,6 +26,20 @@ use std::{
     path::{Path, PathBuf},
 };
 
+/// Environment variable naming the repository the executables run from when it is not the
+/// folder they were built in (a build moved to another machine, as the GPU-host bundle is:
+/// `tools/gpu/host.sh`). The worker still checks that repository's sources against the pins.
+pub const REPO_ENV: &str = "DECODE_BASELINE_REPO";
+
+/// The repository to run from: `$DECODE_BASELINE_REPO` if set and non-empty, else `built_in`
+/// (the folder the executable was compiled in).
+pub fn repo_root(built_in: &Path) -> PathBuf {
+    match std::env::var_os(REPO_ENV) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => built_in.to_owned(),
+    }
+}
+
 /// Environment variable naming the virtual environment to use instead of `<repo>/.venv`.
 pub const VENV_ENV: &str = "DECODE_BASELINE_VENV";
 /// Environment variable selecting a named environment (a folder of [`NAMED_ENVS_DIR`]).

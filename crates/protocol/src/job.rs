@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{RunPolicy, Sha256Digest};
+use crate::{Backend, DeviceKind, RunPolicy, Sha256Digest};
 
 /// The version of [`WorkerJob`] this code reads and writes.
 pub const WORKER_JOB_SCHEMA_VERSION: u32 = 1;
@@ -57,6 +57,11 @@ impl Mode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvironmentPins {
+    /// The MLX backend the lock installs (`cpu`, `cuda`, `metal`; see `backend.rs`). `manifest
+    /// pin` always writes it; absent (`null`) in manifests pinned before backends were recorded,
+    /// which pinned the CPU backend (see [`EnvironmentPins::backend`]).
+    #[serde(default)]
+    pub backend: Option<Backend>,
     /// SHA-256 of the platform's hash-locked requirements file.
     pub lock_sha256: Sha256Digest,
     /// `mlx.core.__version__` / mlx-c's `mlx_version`.
@@ -67,6 +72,13 @@ pub struct EnvironmentPins {
     pub mlx_lm_freeze_sha256: Sha256Digest,
     /// SHA-256 of the `libmlx` shared library both workers load.
     pub libmlx_sha256: Sha256Digest,
+}
+
+impl EnvironmentPins {
+    /// The pinned backend; `cpu` for pins written before backends were recorded.
+    pub fn backend(&self) -> Backend {
+        self.backend.unwrap_or(Backend::Cpu)
+    }
 }
 
 /// The job a launcher hands to one worker (`<out_dir>/job.json`).
@@ -81,6 +93,12 @@ pub struct WorkerJob {
     pub adapter: Adapter,
     /// What to measure.
     pub mode: Mode,
+    /// The MLX device the worker must run on: its environment's backend's (`environment.backend`:
+    /// cpu on cpu, gpu on cuda and metal). Both workers make it the default device before
+    /// loading anything and report the device they ran on. Absent in jobs written before devices
+    /// were named, which read as `cpu` (every such launcher ran on the CPU backend).
+    #[serde(default = "cpu")]
+    pub device: DeviceKind,
     /// The repository the worker code runs from; sources are hashed relative to it.
     pub repo_root: PathBuf,
     /// Absolute path of the manifest (`workloads.json`).
@@ -111,6 +129,10 @@ pub struct WorkerJob {
     /// jobs written before the gate existed, which read as `false`.
     #[serde(default)]
     pub gate: bool,
+}
+
+fn cpu() -> DeviceKind {
+    DeviceKind::Cpu
 }
 
 /// The canonical digest of a token id sequence: SHA-256 of the ids as decimal numbers joined

@@ -4,6 +4,7 @@
 //! contract described in `req/protocol.md`; every type here is versioned and rejects unknown
 //! fields.
 
+pub mod backend;
 pub mod digest;
 pub mod exit;
 pub mod freeze;
@@ -19,6 +20,7 @@ pub mod sources;
 pub mod session;
 pub mod worker;
 
+pub use backend::{Backend, DeviceKind};
 pub use digest::Sha256Digest;
 pub use exit::ExitCode;
 pub use job::{Adapter, Mode, WorkerJob, WORKER_JOB_SCHEMA_VERSION};

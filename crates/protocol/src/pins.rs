@@ -23,7 +23,7 @@ use crate::{
     manifest::{Case, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
     policy::PolicyError,
     sources::{check_relative, controlled_sources, stock_sources, PathRefusal},
-    RunPolicy, Sha256Digest,
+    Backend, RunPolicy, Sha256Digest,
 };
 
 /// The file name of the manifest's pin, beside the manifest: `<manifest name>.sha256`.
@@ -142,6 +142,8 @@ pub enum PinError {
     Freeze { field: String, path: PathBuf, files: usize, expected: Sha256Digest, actual: Sha256Digest },
     #[error("{field}: the selected environment {name:?} (${var}) is not pinned; run `decode-baseline manifest pin` in it", var = crate::installed::ENV_NAME_ENV)]
     EnvironmentNotPinned { field: String, name: String },
+    #[error("{field}: the lock {path} installs {actual}, expected {expected}")]
+    Backend { field: String, path: PathBuf, expected: String, actual: String },
 }
 
 impl PinError {
@@ -183,7 +185,8 @@ impl PinError {
             | Installed { field, .. }
             | Version { field, .. }
             | Freeze { field, .. }
-            | EnvironmentNotPinned { field, .. } => field,
+            | EnvironmentNotPinned { field, .. }
+            | Backend { field, .. } => field,
         }
     }
 }
@@ -608,7 +611,31 @@ pub fn check_lock(repo: &Path, pins: &EnvironmentPins) -> Result<(), PinError> {
     if actual != pins.lock_sha256 {
         return Err(PinError::Digest { field, path, expected: pins.lock_sha256, actual });
     }
+    let found = lock_backend(&path)?;
+    if found != pins.backend() {
+        return Err(PinError::Backend {
+            field: "environment.backend".into(),
+            path,
+            expected: format!("backend {}", pins.backend().as_str()),
+            actual: format!("backend {}", found.as_str()),
+        });
+    }
     Ok(())
+}
+
+/// The backend the lock file at `path` installs ([`Backend::of_lock`]).
+pub fn lock_backend(path: &Path) -> Result<Backend, PinError> {
+    let field = "environment.backend".to_owned();
+    let text = std::fs::read_to_string(path).map_err(|source| PinError::Hash {
+        field: field.clone(),
+        source: DigestIoError { path: path.to_owned(), source },
+    })?;
+    Backend::of_lock(&text).map_err(|err| PinError::Backend {
+        field,
+        path: path.to_owned(),
+        expected: "exactly one of mlx-cpu, mlx-cuda-*, mlx-metal".into(),
+        actual: format!("{} MLX backend packages", err.found),
+    })
 }
 
 /// The installed mlx_lm package's freeze (see [`crate::freeze`]).
@@ -678,6 +705,7 @@ pub fn environment_pins(repo: &Path, installed: &Installed) -> Result<Environmen
         Sha256Digest::of_file(path).map_err(|source| PinError::Hash { field: field.into(), source })
     };
     Ok(EnvironmentPins {
+        backend: Some(lock_backend(&repo.join(lock_path()))?),
         lock_sha256: digest("environment.lock_sha256", &repo.join(lock_path()))?,
         mlx_version: version("environment.mlx_version", "mlx")?,
         mlx_lm_version: version("environment.mlx_lm_version", "mlx_lm")?,

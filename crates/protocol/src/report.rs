@@ -6,7 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Adapter, Mode, Sha256Digest};
+use std::collections::BTreeMap;
+
+use crate::{Adapter, Backend, DeviceKind, Mode, Sha256Digest};
 
 /// The version of [`WorkerReport`] this code reads and writes.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -56,8 +58,18 @@ pub struct Identity {
     pub libmlx_path: String,
     /// SHA-256 of that file.
     pub libmlx_sha256: Sha256Digest,
-    /// The MLX device the worker ran on, e.g. `cpu` or `gpu`.
-    pub device: String,
+    /// The MLX device the worker ran on (the default device once the job's `device` was set).
+    pub device: DeviceKind,
+    /// The backend of the environment the worker validated (`environment.backend`); `null` in
+    /// reports written before backends were recorded.
+    #[serde(default)]
+    pub backend: Option<Backend>,
+    /// MLX's `device_info()` of that device, values as decimal strings where MLX gives numbers
+    /// (CPU: `device_name`, `architecture`; CUDA also `total_memory`, `free_memory`, `uuid`,
+    /// `pci_bus_id`, `compute_capability_major`, `compute_capability_minor`; Metal
+    /// `memory_size`, `max_buffer_size`, ...). Empty in reports written before it was recorded.
+    #[serde(default)]
+    pub device_info: BTreeMap<String, String>,
 }
 
 /// One decode step: a token produced (headline, reference-pair) or fed (fixed-continuation).

@@ -11,9 +11,10 @@ use crate::{Adapter, Sha256Digest, WorkerReport};
 pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
 /// The version of [`SessionReport`] this code writes. Version 2 added `model_files`; version 3
 /// added `workers[].host_activity` and, for interleaved sessions, `analysis.cells[].paired` and
-/// `paired_aa`; a reader of an older version refuses a newer one by its version rather than by
-/// an unknown field.
-pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 3;
+/// `paired_aa`; version 4 added `device` (and the workers' `identity.backend` and
+/// `identity.device_info`); a reader of an older version refuses a newer one by its version
+/// rather than by an unknown field.
+pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 4;
 /// The oldest version of [`SessionReport`] this code still reads: version 1 is version 2 without
 /// `model_files` (read as `null`).
 pub const SESSION_REPORT_OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -145,8 +146,12 @@ pub struct SessionReport {
     /// key) and sessions marked incomplete by a later launcher.
     #[serde(default)]
     pub model_files: Option<CaseFiles>,
-    /// Host facts: name, OS, CPU count.
+    /// Host facts: name, OS, CPU count, CPU model.
     pub host: serde_json::Value,
+    /// The backend and the device the workers ran on (see [`crate::backend::DeviceIdentity`]);
+    /// `null` before version 4 and when no worker reported an identity.
+    #[serde(default)]
+    pub device: Option<crate::backend::DeviceIdentity>,
     /// Lease facts: the lease file, how long the launcher waited for it.
     pub lease: serde_json::Value,
     pub started_utc: String,

@@ -33,7 +33,7 @@ pub use run::{
 pub use slowdown::{Slowdown, SlowdownError, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV};
 pub use utc::utc_now_rfc3339;
 pub use validate::{
-    check_mapped_libmlx, check_mlx_version, code_version, identity, validate_job, worker_sources_sha256,
+    check_device, check_mapped_libmlx, check_mlx_version, code_version, identity, validate_job, worker_sources_sha256,
     Runtime, Validated,
 };
 pub use watchdog::{Backstop, Watchdog};

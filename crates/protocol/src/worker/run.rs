@@ -479,7 +479,9 @@ mod tests {
                 mlx_lm_freeze_sha256: d,
                 libmlx_path: "/none".into(),
                 libmlx_sha256: d,
-                device: "cpu".into(),
+                device: crate::DeviceKind::Cpu,
+                backend: Some(crate::Backend::Cpu),
+                device_info: Default::default(),
             })
         }
 

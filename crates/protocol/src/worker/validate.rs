@@ -18,7 +18,7 @@ use crate::{
     job::token_ids_sha256,
     manifest::{Cell, Manifest},
     pins::{self, PinError},
-    Adapter, Identity, Mode, Sha256Digest, WorkerJob,
+    Adapter, DeviceKind, Identity, Mode, Sha256Digest, WorkerJob,
 };
 
 /// What validation established, for the identity block.
@@ -154,6 +154,15 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
         }
     }
 
+    let device = job.environment.backend().device();
+    if job.device != device {
+        return Err(Refusal::mismatch(
+            "device",
+            format!("{} (the device of backend {})", device.as_str(), job.environment.backend().as_str()),
+            job.device.as_str(),
+        ));
+    }
+
     // This worker's own sources, then the lock file.
     let set = format!("worker_sources.{}", job.adapter.as_str());
     let own: Vec<PinError> = pins::check_worker_sources(&repo, &manifest.worker_sources)
@@ -176,6 +185,14 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
 pub fn check_mlx_version(job: &WorkerJob, found: &str) -> Result<(), Refusal> {
     if found != job.environment.mlx_version {
         return Err(Refusal::mismatch("environment.mlx_version", &job.environment.mlx_version, found));
+    }
+    Ok(())
+}
+
+/// The device the worker runs on, once it made the job's `device` its default, against the job.
+pub fn check_device(job: &WorkerJob, found: DeviceKind) -> Result<(), Refusal> {
+    if found != job.device {
+        return Err(Refusal::mismatch("device", job.device.as_str(), found.as_str()));
     }
     Ok(())
 }
@@ -224,7 +241,10 @@ pub struct Runtime {
     pub mlx_version: String,
     pub libmlx_path: PathBuf,
     pub libmlx_sha256: Sha256Digest,
-    pub device: String,
+    /// The device the worker made its default (the job's `device`) and runs on.
+    pub device: DeviceKind,
+    /// MLX's `device_info()` of that device.
+    pub device_info: BTreeMap<String, String>,
 }
 
 /// The identity block of a validated job.
@@ -243,7 +263,9 @@ pub fn identity(job: &WorkerJob, validated: &Validated, runtime: &Runtime) -> Id
         mlx_lm_freeze_sha256: validated.mlx_lm_freeze_sha256,
         libmlx_path: runtime.libmlx_path.display().to_string(),
         libmlx_sha256: runtime.libmlx_sha256,
-        device: runtime.device.clone(),
+        device: runtime.device,
+        backend: Some(job.environment.backend()),
+        device_info: runtime.device_info.clone(),
     }
 }
 

@@ -1,0 +1,61 @@
+//! `decode-baseline-controlled`: the controlled worker as an executable of its own.
+//!
+//! A launcher built without MLX (the CUDA build, `tools/env/mlxenv build cuda`) runs this
+//! program, found beside itself, instead of its own `worker` subcommand: the launcher then
+//! starts on any machine, and checks with `probe` that this program can start (that the dynamic
+//! loader finds libmlx and everything libmlx needs, the NVIDIA driver among them) before it
+//! spawns it as a worker.
+//!
+//! * `decode-baseline-controlled worker --out-dir DIR`: the frozen worker protocol on `DIR`.
+//! * `decode-baseline-controlled probe`: prints the MLX version and the libmlx it mapped as
+//!   one JSON line, exits 0.
+//!
+//! Exit codes are the protocol's (`req/protocol.md`); a bad command line is 2.
+
+use std::path::{Path, PathBuf};
+
+use decode_baseline_controlled::identity;
+use decode_baseline_protocol::ExitCode;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["worker", "--out-dir", dir] => worker(Path::new(dir)),
+        ["probe"] => probe(),
+        _ => {
+            eprintln!(
+                "decode-baseline-controlled: error: expected `worker --out-dir DIR` or `probe`, got {args:?}"
+            );
+            ExitCode::BadInput
+        }
+    };
+    std::process::exit(code.code());
+}
+
+/// The repository this program was built from (or `$DECODE_BASELINE_REPO`): its sources are
+/// what the manifest pins.
+fn repo() -> PathBuf {
+    decode_baseline_protocol::installed::repo_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
+
+fn worker(out_dir: &Path) -> ExitCode {
+    let mut driver = decode_baseline_controlled::worker::ControlledDriver::new(repo());
+    decode_baseline_protocol::worker::run_worker(out_dir, &mut driver)
+}
+
+fn probe() -> ExitCode {
+    let facts = identity::mlx_version().and_then(|version| {
+        let path = identity::libmlx_path()?;
+        Ok(serde_json::json!({ "mlx_version": version, "libmlx_path": path }))
+    });
+    match facts {
+        Ok(facts) => {
+            println!("{facts}");
+            ExitCode::Ok
+        }
+        Err(err) => {
+            eprintln!("decode-baseline-controlled: error: {err}");
+            ExitCode::Failed
+        }
+    }
+}
