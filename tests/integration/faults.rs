@@ -91,19 +91,7 @@ impl Scratch {
     /// The launcher on this scratch; its output goes to files (nothing to drain, nothing to
     /// block on). `worker` replaces the adapter's program with a fixture script.
     fn launcher(&self, hook: Option<(&str, u32)>, worker: Option<&str>) -> Command {
-        let mut cmd = Command::new(util::binary());
-        cmd.args(["run", "--job"])
-            .arg(self.root().join("job.json"))
-            .current_dir(util::repo_root())
-            .env("DECODE_BASELINE_LEASE", self.root().join("lease"))
-            .env("HF_HUB_OFFLINE", "1")
-            .env_remove("DECODE_BASELINE_WORKER_STOCK")
-            .env_remove("DECODE_BASELINE_WORKER_CONTROLLED")
-            .env_remove(HOOK_ENV)
-            .env_remove(HOOK_REQUEST_ENV)
-            .stdin(Stdio::null())
-            .stdout(File::create(self.root().join("launcher.stdout")).unwrap())
-            .stderr(File::create(self.root().join("launcher.stderr")).unwrap());
+        let mut cmd = util::launcher_in(self.root());
         if let Some((site, request)) = hook {
             cmd.env(HOOK_ENV, site).env(HOOK_REQUEST_ENV, request.to_string());
         }

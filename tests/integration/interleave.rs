@@ -2,9 +2,8 @@
 //! gate, alternating the adapters; the paired ratio; the test-only slowdown; Ctrl-C at the gate.
 
 use std::{
-    fs::File,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
     time::{Duration, Instant, SystemTime},
 };
 
@@ -53,22 +52,7 @@ impl Scratch {
     }
 
     fn launcher(&self) -> Command {
-        let mut cmd = Command::new(util::binary());
-        cmd.args(["run", "--job"])
-            .arg(self.root().join("job.json"))
-            .current_dir(util::repo_root())
-            .env("DECODE_BASELINE_LEASE", self.root().join("lease"))
-            .env("HF_HUB_OFFLINE", "1")
-            .env_remove("DECODE_BASELINE_WORKER_STOCK")
-            .env_remove("DECODE_BASELINE_WORKER_CONTROLLED")
-            .env_remove(HOOK_ENV)
-            .env_remove(HOOK_REQUEST_ENV)
-            .env_remove(SLOWDOWN_ENV)
-            .env_remove(SLOWDOWN_ADAPTER_ENV)
-            .stdin(Stdio::null())
-            .stdout(File::create(self.root().join("launcher.stdout")).unwrap())
-            .stderr(File::create(self.root().join("launcher.stderr")).unwrap());
-        cmd
+        util::launcher_in(self.root())
     }
 
     fn run(&self, cmd: &mut Command) -> Option<i32> {

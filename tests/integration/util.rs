@@ -33,6 +33,31 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_decode-baseline"))
 }
 
+/// `decode-baseline run --job <root>/job.json` from the repository root, hermetic: its own lease
+/// file in `root`, offline, no worker override, test hook or test slowdown inherited from the
+/// environment, and its output to `root/launcher.stdout` and `root/launcher.stderr` (nothing to
+/// drain, nothing to block on).
+pub fn launcher_in(root: &Path) -> Command {
+    use decode_baseline_protocol::worker::{HOOK_ENV, HOOK_REQUEST_ENV, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV};
+    let log = |name: &str| std::fs::File::create(root.join(name)).unwrap();
+    let mut cmd = Command::new(binary());
+    cmd.args(["run", "--job"])
+        .arg(root.join("job.json"))
+        .current_dir(repo_root())
+        .env("DECODE_BASELINE_LEASE", root.join("lease"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env_remove("DECODE_BASELINE_WORKER_STOCK")
+        .env_remove("DECODE_BASELINE_WORKER_CONTROLLED")
+        .env_remove(HOOK_ENV)
+        .env_remove(HOOK_REQUEST_ENV)
+        .env_remove(SLOWDOWN_ENV)
+        .env_remove(SLOWDOWN_ADAPTER_ENV)
+        .stdin(std::process::Stdio::null())
+        .stdout(log("launcher.stdout"))
+        .stderr(log("launcher.stderr"));
+    cmd
+}
+
 /// Runs a command, returning its output; panics only if it cannot start.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output().unwrap_or_else(|err| panic!("failed to start {cmd:?}: {err}"))
