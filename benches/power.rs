@@ -42,7 +42,8 @@ struct Options {
 }
 
 fn options() -> Options {
-    let mut o = Options { pairs: 10, slowdown_pct: 3.0, orders: vec!["alternate".into(), "interleaved".into()], hog: false };
+    let mut o =
+        Options { pairs: 10, slowdown_pct: 3.0, orders: vec!["alternate".into(), "interleaved".into()], hog: false };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
@@ -73,7 +74,13 @@ fn session(root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, 
 
 /// As [`session`], with a CPU hog (one spinning shell per CPU) started `hog_after_s` into it;
 /// also returns the summary table the launcher printed.
-fn session_with(root: &Path, order: &str, name: &str, slowdown_us: u32, hog_after_s: Option<f64>) -> ((PathBuf, f64), String) {
+fn session_with(
+    root: &Path,
+    order: &str,
+    name: &str,
+    slowdown_us: u32,
+    hog_after_s: Option<f64>,
+) -> ((PathBuf, f64), String) {
     let out = root.join(name);
     let job = root.join(format!("{name}.json"));
     let body = json!({
@@ -139,7 +146,8 @@ fn hog(o: &Options, root: &Path) {
 
 fn compare(a: &Path, b: &Path) -> Value {
     let out = Command::new(binary()).arg("compare").arg(a).arg(b).args(["--format", "json"]).output().unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("compare: {e}: {}", String::from_utf8_lossy(&out.stderr)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("compare: {e}: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
 fn controlled_median_ns(session: &Path) -> f64 {
@@ -182,9 +190,11 @@ fn main() {
     let mut results = Vec::new();
     for order in &o.orders {
         let (calibration, _) = session(root.path(), order, &format!("{order}-calibration"), 0);
-        let slowdown_us = (controlled_median_ns(&calibration) * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
+        let slowdown_us =
+            (controlled_median_ns(&calibration) * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
         let (mut false_alarms, mut detections, mut aa_verdicts, mut b_verdicts) = (0, 0, Vec::new(), Vec::new());
-        let (mut thresholds_c, mut thresholds_s, mut walls, mut aa_ratios, mut b_ratios) = (vec![], vec![], vec![], vec![], vec![]);
+        let (mut thresholds_c, mut thresholds_s, mut walls, mut aa_ratios, mut b_ratios) =
+            (vec![], vec![], vec![], vec![], vec![]);
         for i in 0..o.pairs {
             let (a, wa) = session(root.path(), order, &format!("{order}-{i}-a"), 0);
             let (a2, wa2) = session(root.path(), order, &format!("{order}-{i}-a2"), 0);
@@ -202,8 +212,11 @@ fn main() {
             }
             thresholds_c.push(threshold(row(&aa, "controlled")));
             thresholds_s.push(threshold(row(&aa, "stock")));
-            aa_ratios.push(row(&aa, "controlled")["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN));
-            b_ratios.push(row(&slowed, "controlled")["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN));
+            aa_ratios
+                .push(row(&aa, "controlled")["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN));
+            b_ratios.push(
+                row(&slowed, "controlled")["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN),
+            );
             eprintln!("power: {order} pair {i}: A/A {overall}, slowed {detected}");
             aa_verdicts.push(overall);
             b_verdicts.push(detected);
@@ -216,7 +229,10 @@ fn main() {
             "aa_ratios": aa_ratios, "slowed_ratios": b_ratios,
         }));
     }
-    println!("\n{:<12} {:>6} {:>12} {:>13} {:>15} {:>15} {:>10}", "order", "pairs", "false alarms", "detections", "A/A controlled", "A/A stock", "wall");
+    println!(
+        "\n{:<12} {:>6} {:>12} {:>13} {:>15} {:>15} {:>10}",
+        "order", "pairs", "false alarms", "detections", "A/A controlled", "A/A stock", "wall"
+    );
     for r in &results {
         println!(
             "{:<12} {:>6} {:>9}/{:<2} {:>10}/{:<2} {:>14.1}% {:>14.1}% {:>9.1}s",
@@ -230,7 +246,10 @@ fn main() {
             100.0 * r["aa_threshold_stock"].as_f64().unwrap(),
             r["median_wall_s"].as_f64().unwrap(),
         );
-        println!("{:<12} slowdown {} µs per step ({} % of the calibration median)", "", r["slowdown_us"], r["slowdown_pct"]);
+        println!(
+            "{:<12} slowdown {} µs per step ({} % of the calibration median)",
+            "", r["slowdown_us"], r["slowdown_pct"]
+        );
     }
     let path = repo().join("target/power.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&results).unwrap()).unwrap();

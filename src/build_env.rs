@@ -18,10 +18,7 @@ pub fn select() -> Result<(), String> {
     let Some(built) = BUILT_FOR else {
         return Ok(());
     };
-    let asked = std::env::var(ENV_NAME_ENV)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| built.to_owned());
+    let asked = std::env::var(ENV_NAME_ENV).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| built.to_owned());
     if asked != built {
         let how = if asked == DEFAULT_ENV_NAME {
             "cargo run --release -- ...".to_owned()

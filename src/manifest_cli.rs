@@ -125,7 +125,8 @@ fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
             manifest.environments.insert(name.clone(), pinned.clone());
         }
     }
-    for (set, files) in [("stock", &manifest.worker_sources.stock), ("controlled", &manifest.worker_sources.controlled)] {
+    for (set, files) in [("stock", &manifest.worker_sources.stock), ("controlled", &manifest.worker_sources.controlled)]
+    {
         if files.is_empty() {
             eprintln!("manifest pin: warning: no {set} worker source matches the rule; the guard will fail");
         }
@@ -253,14 +254,20 @@ fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
     };
 
     if manifest.cases.contains_key(&args.id) {
-        ensure!(args.replace, "case {:?} is already in {}; pass --replace to replace it", args.id, manifest_path.display());
+        ensure!(
+            args.replace,
+            "case {:?} is already in {}; pass --replace to replace it",
+            args.id,
+            manifest_path.display()
+        );
         manifest.cases.remove(&args.id);
         manifest.prompts.retain(|_, prompt| prompt.case != args.id);
         manifest.cells.retain(|cell| cell.case != args.id);
     }
 
     let steps = manifest.run_policy.fixed_continuation_steps as usize;
-    let derived = derive_case(&installed, &repo, &args.model_dir, &args.id, &PROMPT_LENGTHS, args.prompt_source, steps)?;
+    let derived =
+        derive_case(&installed, &repo, &args.model_dir, &args.id, &PROMPT_LENGTHS, args.prompt_source, steps)?;
     let recorded_path = derived.case.path.clone();
     let prompt_ids: Vec<String> = derived.prompts.iter().map(|(id, _)| id.clone()).collect();
     for (prompt_id, prompt) in derived.prompts {
@@ -323,13 +330,15 @@ pub fn derive_case(
     source: PromptSource,
     steps: usize,
 ) -> anyhow::Result<DerivedCase> {
-    let model_dir =
-        model_dir.canonicalize().with_context(|| format!("failed to resolve the model folder {}", model_dir.display()))?;
+    let model_dir = model_dir
+        .canonicalize()
+        .with_context(|| format!("failed to resolve the model folder {}", model_dir.display()))?;
     ensure!(model_dir.is_dir(), "{} is not a folder", model_dir.display());
-    let recorded_path = match repo.canonicalize().ok().and_then(|root| model_dir.strip_prefix(root).ok().map(Path::to_owned)) {
-        Some(rel) => PathBuf::from(rel.to_str().context("the model folder's path is not UTF-8")?),
-        None => model_dir.clone(),
-    };
+    let recorded_path =
+        match repo.canonicalize().ok().and_then(|root| model_dir.strip_prefix(root).ok().map(Path::to_owned)) {
+            Some(rel) => PathBuf::from(rel.to_str().context("the model folder's path is not UTF-8")?),
+            None => model_dir.clone(),
+        };
     let files = case_files(&model_dir).map_err(|e| anyhow::anyhow!(chain(&e)))?;
     ensure!(files.contains_key("config.json"), "{} has no config.json", model_dir.display());
     let weights: Vec<&String> = files.keys().filter(|name| name.ends_with(".safetensors")).collect();
@@ -375,7 +384,14 @@ pub fn derive_case(
 }
 
 /// Runs `derive_case.py` with the environment's interpreter.
-fn derive(installed: &Installed, repo: &Path, model_dir: &Path, source: PromptSource, lengths: &[usize], steps: usize) -> anyhow::Result<Derived> {
+fn derive(
+    installed: &Installed,
+    repo: &Path,
+    model_dir: &Path,
+    source: PromptSource,
+    lengths: &[usize],
+    steps: usize,
+) -> anyhow::Result<Derived> {
     let python = installed.venv.join("bin/python");
     let script = repo.join(DERIVE_CASE);
     let lengths = lengths.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
@@ -394,15 +410,11 @@ fn derive(installed: &Installed, repo: &Path, model_dir: &Path, source: PromptSo
         .output()
         .with_context(|| format!("failed to run {} {}", python.display(), script.display()))?;
     if !out.status.success() {
-        bail!(
-            "{} failed ({}): {}",
-            script.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("{} failed ({}): {}", script.display(), out.status, String::from_utf8_lossy(&out.stderr).trim());
     }
-    serde_json::from_slice(&out.stdout)
-        .with_context(|| format!("failed to parse the output of {}: {:?}", script.display(), String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout).with_context(|| {
+        format!("failed to parse the output of {}: {:?}", script.display(), String::from_utf8_lossy(&out.stdout))
+    })
 }
 
 fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
@@ -524,7 +536,8 @@ pub fn write_manifest(path: &Path, manifest: &Manifest) -> anyhow::Result<Vec<u8
 /// sees the old file or the new one, never a part.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().context("the target has no folder")?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("failed to create a temp file in {}", dir.display()))?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("failed to create a temp file in {}", dir.display()))?;
     temp.write_all(bytes).with_context(|| format!("failed to write {}", temp.path().display()))?;
     // A temp file is created 0600; a manifest and its pin are for anyone who can read the folder.
     temp.as_file()

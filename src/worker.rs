@@ -16,7 +16,5 @@ pub fn run(out_dir: &Path) -> anyhow::Result<ExitCode> {
 
 #[cfg(not(feature = "controlled"))]
 pub fn run(_out_dir: &Path) -> anyhow::Result<ExitCode> {
-    anyhow::bail!(
-        "this build has no controlled worker: rebuild with the default `controlled` feature"
-    )
+    anyhow::bail!("this build has no controlled worker: rebuild with the default `controlled` feature")
 }

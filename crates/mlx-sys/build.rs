@@ -29,9 +29,32 @@ const UPSTREAM_VERSION: &str = "0.7.0";
 
 /// mlx-c translation units, as listed in its CMakeLists.txt (object.cpp is commented out there).
 const MLX_C_SOURCES: &[&str] = &[
-    "array", "closure", "compile", "cuda", "device", "distributed", "distributed_group", "error",
-    "export", "fast", "fft", "graph_utils", "io", "io_types", "linalg", "map", "memory", "metal",
-    "ops", "random", "stream", "string", "transforms", "transforms_impl", "vector", "version",
+    "array",
+    "closure",
+    "compile",
+    "cuda",
+    "device",
+    "distributed",
+    "distributed_group",
+    "error",
+    "export",
+    "fast",
+    "fft",
+    "graph_utils",
+    "io",
+    "io_types",
+    "linalg",
+    "map",
+    "memory",
+    "metal",
+    "ops",
+    "random",
+    "stream",
+    "string",
+    "transforms",
+    "transforms_impl",
+    "vector",
+    "version",
 ];
 
 fn main() {
@@ -68,26 +91,17 @@ fn main() {
 fn provision(repo: &Path) -> BTreeMap<String, String> {
     let python = env::var("DECODE_BASELINE_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let script = repo.join("tools/env/provision.py");
-    let output = Command::new(&python)
-        .arg(&script)
-        .output()
-        .unwrap_or_else(|err| {
-            fail(&format!(
-                "could not run `{python} {}`: {err}; install Python 3.11 or newer, or set DECODE_BASELINE_PYTHON",
-                script.display()
-            ))
-        });
-    if !output.status.success() {
+    let output = Command::new(&python).arg(&script).output().unwrap_or_else(|err| {
         fail(&format!(
-            "provisioning the pinned environment failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
+            "could not run `{python} {}`: {err}; install Python 3.11 or newer, or set DECODE_BASELINE_PYTHON",
+            script.display()
+        ))
+    });
+    if !output.status.success() {
+        fail(&format!("provisioning the pinned environment failed:\n{}", String::from_utf8_lossy(&output.stderr)));
     }
     let line = String::from_utf8(output.stdout).expect("provision output is UTF-8");
-    line.split_whitespace()
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+    line.split_whitespace().filter_map(|pair| pair.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
 }
 
 /// Locates `src/mlx-c` inside the upstream package, downloading it through Cargo if needed.
@@ -147,10 +161,7 @@ fn compile_mlx_c(mlx_c: &Path, mlx_dir: &Path, manifest_dir: &Path) {
         .file(native.join("half_accessors.cpp"));
     if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("macos") {
         // What MLXConfig.cmake adds for the Metal wheel (untested here, see README).
-        build
-            .define("_METAL_", None)
-            .define("ACCELERATE_NEW_LAPACK", None)
-            .include(mlx_dir.join("include/metal_cpp"));
+        build.define("_METAL_", None).define("ACCELERATE_NEW_LAPACK", None).include(mlx_dir.join("include/metal_cpp"));
     }
     for name in MLX_C_SOURCES {
         build.file(mlx_c.join("mlx/c").join(format!("{name}.cpp")));

@@ -156,12 +156,7 @@ fn resolve_model(args: &BenchArgs, python: &Path) -> anyhow::Result<(PathBuf, Mo
         other => other?,
     };
     let name = cached.repo_id.replace('/', "--");
-    let source = ModelSource::Hub {
-        repo_id: cached.repo_id,
-        revision: cached.revision,
-        commit: cached.commit,
-        cache,
-    };
+    let source = ModelSource::Hub { repo_id: cached.repo_id, revision: cached.revision, commit: cached.commit, cache };
     Ok((cached.snapshot, source, name))
 }
 
@@ -180,9 +175,14 @@ fn fetch(python: &Path, cache: &Path, repo_id: &str, revision: &str) -> anyhow::
 
 /// A path-safe case id from a folder or repo name.
 fn case_id(name: &str) -> String {
-    let id: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
+    let id: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
     let id = id.trim_start_matches('.').to_owned();
-    if is_path_safe_id(&id) { id } else { "model".to_owned() }
+    if is_path_safe_id(&id) {
+        id
+    } else {
+        "model".to_owned()
+    }
 }
 
 /// The cells: every mode on each prompt length, a headline cell on each further depth.
@@ -232,7 +232,10 @@ fn check_args(args: &BenchArgs, max_positions: Option<u64>) -> anyhow::Result<()
         args.new_tokens,
         frozen.max_new_tokens
     );
-    ensure!(!args.prompt_lengths.is_empty() || !args.depths.is_empty(), "give at least one --prompt-lengths or --depths value");
+    ensure!(
+        !args.prompt_lengths.is_empty() || !args.depths.is_empty(),
+        "give at least one --prompt-lengths or --depths value"
+    );
     ensure!(!args.modes.is_empty(), "--modes must name at least one mode");
     ensure!(!args.adapters.is_empty(), "--adapters must name at least one adapter");
     for (flag, values) in [("--prompt-lengths", &args.prompt_lengths), ("--depths", &args.depths)] {
@@ -326,7 +329,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let WorkerSources { stock, controlled } = &manifest.worker_sources;
     if stock.is_empty() || controlled.is_empty() {
-        bail!("this checkout has no worker sources by the rule ({} stock, {} controlled)", stock.len(), controlled.len());
+        bail!(
+            "this checkout has no worker sources by the rule ({} stock, {} controlled)",
+            stock.len(),
+            controlled.len()
+        );
     }
 
     let session_dir = launcher::new_session_dir(&args.output_root)?;
@@ -426,7 +433,8 @@ mod tests {
         }
         let args = |extra: &[&str]| Cli::parse_from([&["bench", "model"], extra].concat()).bench;
         assert_eq!(run_policy(&args(&[])).unwrap(), RunPolicy::frozen());
-        let short = run_policy(&args(&["--warmup-requests", "1", "--measured-requests", "3", "--deadline-s", "1800"])).unwrap();
+        let short =
+            run_policy(&args(&["--warmup-requests", "1", "--measured-requests", "3", "--deadline-s", "1800"])).unwrap();
         assert_eq!((short.warmup_requests, short.measured_requests, short.job_deadline_s), (1, 3, 1800));
         assert_eq!(short.total_requests(), 5);
         let err = run_policy(&args(&["--measured-requests", "0"])).unwrap_err().to_string();

@@ -46,7 +46,8 @@ pub fn cache_dir() -> PathBuf {
     if let Some(home) = var("HF_HOME") {
         return home.join("hub");
     }
-    let base = var("XDG_CACHE_HOME").unwrap_or_else(|| var("HOME").unwrap_or_else(|| PathBuf::from("/")).join(".cache"));
+    let base =
+        var("XDG_CACHE_HOME").unwrap_or_else(|| var("HOME").unwrap_or_else(|| PathBuf::from("/")).join(".cache"));
     base.join("huggingface").join("hub")
 }
 
@@ -127,7 +128,10 @@ mod tests {
         let found = resolve(cache.path(), "org/tiny", "main", python).unwrap();
         assert_eq!(found.commit, commit);
         assert_eq!(found.snapshot, repo.join("snapshots").join(commit));
-        assert_eq!(resolve(cache.path(), "org/tiny", commit, python).unwrap(), CachedModel { revision: commit.into(), ..found });
+        assert_eq!(
+            resolve(cache.path(), "org/tiny", commit, python).unwrap(),
+            CachedModel { revision: commit.into(), ..found }
+        );
 
         let err = resolve(cache.path(), "org/other", "main", python).unwrap_err().to_string();
         assert!(err.contains(&fetch_command(python, cache.path(), "org/other", "main")), "{err}");

@@ -80,7 +80,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if report.refused {
-        eprintln!("decode-baseline: compare refused: {} difference(s); see the list above or --allow-mismatch", report.mismatches.len());
+        eprintln!(
+            "decode-baseline: compare refused: {} difference(s); see the list above or --allow-mismatch",
+            report.mismatches.len()
+        );
         if report.mismatches.iter().any(super::identity::is_device) {
             eprintln!(
                 "decode-baseline: the sessions ran on different backends or devices (see backend/device above): \

@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use decode_baseline::stats::{
-    against_yardstick, BootstrapConfig, Comparison, NoiseBound, NoiseThreshold, RatioEstimate, Resampling, SessionRatio,
-    Verdict,
+    against_yardstick, BootstrapConfig, Comparison, NoiseBound, NoiseThreshold, RatioEstimate, Resampling,
+    SessionRatio, Verdict,
 };
 use decode_baseline_protocol::{session::SessionStatus, Adapter, ExitCode, Mode};
 use serde::Serialize;
@@ -83,7 +83,9 @@ pub enum RowResult {
         threshold: RowThreshold,
     },
     /// No ratio could be estimated (e.g. a reference-pair cell has one request per adapter).
-    NotCompared { reason: String },
+    NotCompared {
+        reason: String,
+    },
 }
 
 /// One line of the comparison.
@@ -206,7 +208,11 @@ fn of_medians(
 
 /// A recorded A/A pair bounds the run-to-run variation (also when `--threshold` sets the band);
 /// so does an interval that resampled whole runs.
-fn noise(aa_pairs: &[(String, RatioEstimate)], other_pairs: &[(String, RatioEstimate)], runs_resampled: bool) -> NoiseBound {
+fn noise(
+    aa_pairs: &[(String, RatioEstimate)],
+    other_pairs: &[(String, RatioEstimate)],
+    runs_resampled: bool,
+) -> NoiseBound {
     if !aa_pairs.is_empty() || !other_pairs.is_empty() || runs_resampled {
         NoiseBound::Bounded
     } else {
@@ -234,7 +240,11 @@ fn others<'a>(
 
 /// Controlled over stock in every cell of one session: the paired ratio where the session
 /// interleaved them, else the ratio of medians.
-pub fn compare_within(a: &LoadedSession, flag: Option<f64>, allow_mismatch: bool) -> Result<CompareReport, CompareError> {
+pub fn compare_within(
+    a: &LoadedSession,
+    flag: Option<f64>,
+    allow_mismatch: bool,
+) -> Result<CompareReport, CompareError> {
     let flag_t = flag_threshold(flag)?;
     let cells = samples::cells(&a.report, &a.path)?;
     let mismatches = identity::within(&a.report);
@@ -244,8 +254,12 @@ pub fn compare_within(a: &LoadedSession, flag: Option<f64>, allow_mismatch: bool
         for cell in &cells {
             let (basis, ratio, own, other, resampled_runs) = match cell.paired(Adapter::Controlled) {
                 Some(pairs) => {
-                    let own: Vec<(String, RatioEstimate)> =
-                        cell.paired_aa.get(&Adapter::Controlled).map(|r| ("controlled against stock".to_owned(), *r)).into_iter().collect();
+                    let own: Vec<(String, RatioEstimate)> = cell
+                        .paired_aa
+                        .get(&Adapter::Controlled)
+                        .map(|r| ("controlled against stock".to_owned(), *r))
+                        .into_iter()
+                        .collect();
                     let other = others("", &cells, &cell.cell, |c| c.paired_aa.iter().map(|(a, r)| (*a, *r)).collect());
                     let runs = pairs.as_ref().map_or(0, |p| p.runs());
                     let ratio = pairs.and_then(|p| p.estimate(&BootstrapConfig::default()).map_err(|e| e.to_string()));
@@ -345,11 +359,8 @@ pub fn compare_across(
     let cells_b = samples::cells(&b.report, &b.path)?;
     let names_b: BTreeSet<&str> = cells_b.iter().map(|c| c.cell.as_str()).collect();
     let names_a: BTreeSet<&str> = cells_a.iter().map(|c| c.cell.as_str()).collect();
-    let shared_cases: BTreeSet<String> = cells_a
-        .iter()
-        .filter(|c| cells_b.iter().any(|d| d.case_id == c.case_id))
-        .map(|c| c.case_id.clone())
-        .collect();
+    let shared_cases: BTreeSet<String> =
+        cells_a.iter().filter(|c| cells_b.iter().any(|d| d.case_id == c.case_id)).map(|c| c.case_id.clone()).collect();
     let mut mismatches = identity::across(&a.report, &b.report, &shared_cases);
     let versions = Versions {
         a: identity::versions(&a.report),
@@ -360,7 +371,8 @@ pub fn compare_across(
     if across_versions {
         mismatches.retain(|m| !identity::is_environment(m));
     }
-    let device_differences: Vec<identity::Mismatch> = mismatches.iter().filter(|m| identity::is_device(m)).cloned().collect();
+    let device_differences: Vec<identity::Mismatch> =
+        mismatches.iter().filter(|m| identity::is_device(m)).cloned().collect();
     if across_devices {
         mismatches.retain(|m| !identity::is_device(m));
     }
@@ -371,7 +383,8 @@ pub fn compare_across(
             let Some(cb) = cells_b.iter().find(|c| c.cell == ca.cell) else { continue };
             for adapter in [Adapter::Controlled, Adapter::Stock] {
                 let in_both = ca.adapters.contains_key(&adapter) && cb.adapters.contains_key(&adapter);
-                let with_reference = in_both && ca.adapters.contains_key(&REFERENCE) && cb.adapters.contains_key(&REFERENCE);
+                let with_reference =
+                    in_both && ca.adapters.contains_key(&REFERENCE) && cb.adapters.contains_key(&REFERENCE);
                 if adapter != REFERENCE && with_reference {
                     rows.push(yardstick_row(ca, cb, &cells_a, &cells_b, adapter, flag_t));
                 }

@@ -109,7 +109,9 @@ fn device_line(device: &decode_baseline_protocol::backend::DeviceIdentity) -> St
     if let Some(memory) = device.info.get("total_memory").or_else(|| device.info.get("memory_size")) {
         line.push_str(&format!(", {memory} bytes"));
     }
-    if let (Some(major), Some(minor)) = (device.info.get("compute_capability_major"), device.info.get("compute_capability_minor")) {
+    if let (Some(major), Some(minor)) =
+        (device.info.get("compute_capability_major"), device.info.get("compute_capability_minor"))
+    {
         line.push_str(&format!(", compute capability {major}.{minor}"));
     }
     line
@@ -167,12 +169,13 @@ fn case_files(session: &SessionReport) -> Result<Cow<'_, CaseFiles>, String> {
         return Ok(Cow::Borrowed(recorded));
     }
     let path = &session.manifest_path;
-    let bytes = std::fs::read(path).map_err(|err| format!("unknown (manifest {} unreadable: {err})", path.display()))?;
+    let bytes =
+        std::fs::read(path).map_err(|err| format!("unknown (manifest {} unreadable: {err})", path.display()))?;
     if Sha256Digest::of_bytes(&bytes) != session.manifest_sha256 {
         return Err(format!("unknown (manifest {} changed since the session)", path.display()));
     }
-    let manifest: Manifest =
-        serde_json::from_slice(&bytes).map_err(|err| format!("unknown (manifest {} unparsable: {err})", path.display()))?;
+    let manifest: Manifest = serde_json::from_slice(&bytes)
+        .map_err(|err| format!("unknown (manifest {} unparsable: {err})", path.display()))?;
     Ok(Cow::Owned(manifest.cases.into_iter().map(|(id, case)| (id, case.files)).collect()))
 }
 

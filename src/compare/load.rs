@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use decode_baseline_protocol::session::{SessionReport, SESSION_REPORT_OLDEST_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION};
+use decode_baseline_protocol::session::{
+    SessionReport, SESSION_REPORT_OLDEST_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
+};
 
 use super::error::CompareError;
 
@@ -37,7 +39,10 @@ pub fn load_session(arg: &Path) -> Result<LoadedSession, CompareError> {
             return Err(CompareError::SchemaVersion {
                 path,
                 expected: readable.map(|v| v.to_string()).collect::<Vec<_>>().join(" or "),
-                actual: other.map_or_else(|| value.get("schema_version").map_or("nothing".to_owned(), |v| v.to_string()), |v| v.to_string()),
+                actual: other.map_or_else(
+                    || value.get("schema_version").map_or("nothing".to_owned(), |v| v.to_string()),
+                    |v| v.to_string(),
+                ),
             })
         }
     }

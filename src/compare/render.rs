@@ -43,10 +43,16 @@ fn basis_cell(row: &Row) -> String {
 /// Why an inconclusive verdict could not be more, when the interval alone does not say.
 fn inconclusive_why(row: &Row) -> Option<&'static str> {
     match &row.outcome {
-        RowResult::Compared { comparison, .. } if row.judged && comparison.noise == NoiseBound::Unbounded => Some(match row.basis {
-            Basis::Raw => "raw times of two sessions: the machine's drift between them is not measured (--raw judges anyway)",
-            _ => "run-to-run noise not bounded: one worker run per side and no A/A pair (aa_pair or repetitions ≥ 2)",
-        }),
+        RowResult::Compared { comparison, .. } if row.judged && comparison.noise == NoiseBound::Unbounded => {
+            Some(match row.basis {
+                Basis::Raw => {
+                    "raw times of two sessions: the machine's drift between them is not measured (--raw judges anyway)"
+                }
+                _ => {
+                    "run-to-run noise not bounded: one worker run per side and no A/A pair (aa_pair or repetitions ≥ 2)"
+                }
+            })
+        }
         _ => None,
     }
 }
@@ -128,7 +134,14 @@ fn header(report: &CompareReport) -> Vec<String> {
         h.push("adapter".to_owned());
     }
     h.push("basis".to_owned());
-    h.extend([num.to_owned(), den.to_owned(), "ratio".to_owned(), confidence(report), "threshold".to_owned(), "verdict".to_owned()]);
+    h.extend([
+        num.to_owned(),
+        den.to_owned(),
+        "ratio".to_owned(),
+        confidence(report),
+        "threshold".to_owned(),
+        "verdict".to_owned(),
+    ]);
     h
 }
 
@@ -152,7 +165,8 @@ fn title(report: &CompareReport) -> String {
 fn versions_line(report: &CompareReport) -> Option<String> {
     let v = report.versions.as_ref().filter(|v| v.across_versions || !v.differences.is_empty())?;
     let fields: Vec<&str> = v.differences.iter().map(|m| m.field.as_str()).collect();
-    let differ = if fields.is_empty() { "the same environment".to_owned() } else { format!("differ in {}", fields.join(", ")) };
+    let differ =
+        if fields.is_empty() { "the same environment".to_owned() } else { format!("differ in {}", fields.join(", ")) };
     let asked = if v.across_versions { "--across-versions; " } else { "" };
     Some(format!("MLX versions: A {}; B {} ({asked}{differ})", v.a, v.b))
 }
@@ -163,7 +177,8 @@ fn devices_line(report: &CompareReport) -> Option<String> {
     if report.device_differences.is_empty() {
         return None;
     }
-    let parts: Vec<String> = report.device_differences.iter().map(|m| format!("{} {} vs {}", m.field, m.a, m.b)).collect();
+    let parts: Vec<String> =
+        report.device_differences.iter().map(|m| format!("{} {} vs {}", m.field, m.a, m.b)).collect();
     Some(format!("devices (--across-devices): {}", parts.join("; ")))
 }
 
@@ -218,7 +233,11 @@ pub fn threshold_line(report: &CompareReport) -> String {
         parts.push(format!("from the other cells' A/A pairs for {} (none recorded for the cell)", rows(other)));
     }
     if default > 0 {
-        parts.push(format!("the default {} for {} (no A/A pair recorded)", percent(DEFAULT_NOISE_THRESHOLD), rows(default)));
+        parts.push(format!(
+            "the default {} for {} (no A/A pair recorded)",
+            percent(DEFAULT_NOISE_THRESHOLD),
+            rows(default)
+        ));
     }
     if parts.is_empty() {
         "threshold: none used (no row compared)".to_owned()
@@ -232,10 +251,7 @@ fn mismatch_intro(report: &CompareReport) -> String {
         Kind::WithinSession => "the controlled and stock workers differ (a: controlled, b: stock)",
         Kind::AcrossSessions => "the sessions differ (a: session A, b: session B)",
     };
-    let versions = report
-        .versions
-        .as_ref()
-        .is_some_and(|v| !v.across_versions && !v.differences.is_empty());
+    let versions = report.versions.as_ref().is_some_and(|v| !v.across_versions && !v.differences.is_empty());
     if report.refused && versions {
         format!("refused: {who}; --across-versions compares two MLX environments, --allow-mismatch anything")
     } else if report.refused {

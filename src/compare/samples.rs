@@ -57,7 +57,10 @@ impl CellData {
     /// The pair ratios of `adapter` against the reference, when the session interleaved them.
     pub fn paired(&self, adapter: Adapter) -> Option<Result<PairedSample, String>> {
         let runs = self.pairs.get(&adapter)?;
-        Some(PairedSample::from_medians(runs).map_err(|err| format!("{} against {}: {err}", adapter.as_str(), REFERENCE.as_str())))
+        Some(
+            PairedSample::from_medians(runs)
+                .map_err(|err| format!("{} against {}: {err}", adapter.as_str(), REFERENCE.as_str())),
+        )
     }
 
     /// The steps of `adapter` as a by-request sample, for the bootstrap.
@@ -86,14 +89,21 @@ fn request_median(request: &RequestRecord) -> Option<f64> {
 /// which both `numerator` and `denominator` have a valid run (the A/A group when `aa`), their
 /// measured requests matched by index, as the two requests' median step times. One list per
 /// repetition, in repetition order.
-pub fn request_pairs(workers: &[WorkerRun], cell: &str, numerator: Adapter, denominator: Adapter, aa: bool) -> Vec<Vec<(f64, f64)>> {
+pub fn request_pairs(
+    workers: &[WorkerRun],
+    cell: &str,
+    numerator: Adapter,
+    denominator: Adapter,
+    aa: bool,
+) -> Vec<Vec<(f64, f64)>> {
     let run = |adapter: Adapter, repetition: u32| {
         workers
             .iter()
             .filter(|w| w.cell == cell && w.adapter == adapter && w.repetition == repetition && is_aa(w) == aa)
             .find_map(valid)
     };
-    let mut repetitions: Vec<u32> = workers.iter().filter(|w| w.cell == cell && is_aa(w) == aa).map(|w| w.repetition).collect();
+    let mut repetitions: Vec<u32> =
+        workers.iter().filter(|w| w.cell == cell && is_aa(w) == aa).map(|w| w.repetition).collect();
     repetitions.sort_unstable();
     repetitions.dedup();
     let measured = |r: &RequestRecord| matches!(r.phase, Some(Phase::Measured) | None);

@@ -35,10 +35,8 @@ pub struct RowThreshold {
 }
 
 fn widest(aa: &[(String, RatioEstimate)], origin: ThresholdOrigin) -> Option<RowThreshold> {
-    let threshold = aa
-        .iter()
-        .map(|(_, ratio)| NoiseThreshold::from_aa_pair(ratio))
-        .max_by(|a, b| a.value.total_cmp(&b.value))?;
+    let threshold =
+        aa.iter().map(|(_, ratio)| NoiseThreshold::from_aa_pair(ratio)).max_by(|a, b| a.value.total_cmp(&b.value))?;
     Some(RowThreshold { threshold, origin, aa_pairs: aa.iter().map(|(label, _)| label.clone()).collect() })
 }
 

@@ -48,10 +48,7 @@ impl Sample {
 impl HostSampler {
     /// Samples the host now.
     pub fn start() -> Self {
-        HostSampler {
-            at: Instant::now(),
-            sample: Sample::read(Path::new(linux::CPUFREQ_ROOT)),
-        }
+        HostSampler { at: Instant::now(), sample: Sample::read(Path::new(linux::CPUFREQ_ROOT)) }
     }
 
     /// Samples the host again and compares. `measured_cpu` is the CPU time the measured
@@ -59,51 +56,29 @@ impl HostSampler {
     /// `reaped_children_cpu_time`); without it, what others used is unknown.
     pub fn finish(self, measured_cpu: Option<Duration>) -> HostActivity {
         let end = Sample::read(Path::new(linux::CPUFREQ_ROOT));
-        compare(
-            &self.sample,
-            &end,
-            self.at.elapsed(),
-            measured_cpu,
-            linux::clock_ticks_per_s(),
-        )
+        compare(&self.sample, &end, self.at.elapsed(), measured_cpu, linux::clock_ticks_per_s())
     }
 }
 
 /// The record from two samples, the wall time between them, the measured processes' CPU time
 /// and the clock tick.
-fn compare(
-    start: &Sample,
-    end: &Sample,
-    wall: Duration,
-    measured: Option<Duration>,
-    hz: Option<u64>,
-) -> HostActivity {
+fn compare(start: &Sample, end: &Sample, wall: Duration, measured: Option<Duration>, hz: Option<u64>) -> HostActivity {
     let delta = start.cpu.zip(end.cpu).map(|(a, b)| a.until(&b));
     let cpus = end.cpu.map(|c| c.cpus);
-    let busy_cpu_ns = delta
-        .zip(hz)
-        .and_then(|(d, hz)| ticks_to_duration(d.busy, hz))
-        .map(|d| d.as_nanos() as u64);
+    let busy_cpu_ns = delta.zip(hz).and_then(|(d, hz)| ticks_to_duration(d.busy, hz)).map(|d| d.as_nanos() as u64);
     let measured_cpu_ns = measured.map(|d| d.as_nanos() as u64);
-    let others_cpu_ns = busy_cpu_ns
-        .zip(measured_cpu_ns)
-        .map(|(busy, own)| busy.saturating_sub(own));
+    let others_cpu_ns = busy_cpu_ns.zip(measured_cpu_ns).map(|(busy, own)| busy.saturating_sub(own));
     // Each CPU's accounted time, from the same ticks as the busy time, so both share a clock.
     let per_cpu_ns = delta
         .zip(hz)
         .zip(cpus.filter(|&n| n > 0))
-        .and_then(|((d, hz), n)| {
-            ticks_to_duration(d.total, hz).map(|t| t.as_nanos() as f64 / f64::from(n))
-        })
+        .and_then(|((d, hz), n)| ticks_to_duration(d.total, hz).map(|t| t.as_nanos() as f64 / f64::from(n)))
         .filter(|&t| t > 0.0);
     let therms = [&start.mac.therm, &end.mac.therm];
-    let thermal_warnings = therms.iter().any(|t| t.is_some()).then(|| {
-        therms
-            .iter()
-            .filter_map(|t| t.as_ref())
-            .flat_map(|t| t.warnings.iter().cloned())
-            .collect()
-    });
+    let thermal_warnings = therms
+        .iter()
+        .any(|t| t.is_some())
+        .then(|| therms.iter().filter_map(|t| t.as_ref()).flat_map(|t| t.warnings.iter().cloned()).collect());
     HostActivity {
         wall_ns: wall.as_nanos() as u64,
         cpus,
@@ -111,18 +86,13 @@ fn compare(
         busy_cpu_ns,
         measured_cpu_ns,
         others_cpu_ns,
-        others_cpus: others_cpu_ns
-            .zip(per_cpu_ns)
-            .map(|(others, per_cpu)| others as f64 / per_cpu),
+        others_cpus: others_cpu_ns.zip(per_cpu_ns).map(|(others, per_cpu)| others as f64 / per_cpu),
         load1_start: start.load1,
         load1_end: end.load1,
         freq_khz_start: start.freq,
         freq_khz_end: end.freq,
         governors: end.governors.clone(),
-        cpu_speed_limit_pct: therms
-            .iter()
-            .filter_map(|t| t.as_ref()?.speed_limit_pct)
-            .min(),
+        cpu_speed_limit_pct: therms.iter().filter_map(|t| t.as_ref()?.speed_limit_pct).min(),
         thermal_warnings,
         power_source: start.mac.power_source.clone(),
         low_power_mode: match (start.mac.low_power_mode, end.mac.low_power_mode) {
@@ -138,130 +108,57 @@ mod tests {
     use crate::host::macos::Therm;
 
     fn cpu(busy: u64, total: u64) -> Option<CpuTimes> {
-        Some(CpuTimes {
-            busy,
-            total,
-            cpus: 2,
-        })
+        Some(CpuTimes { busy, total, cpus: 2 })
     }
 
     #[test]
     fn the_record_subtracts_the_measured_time_from_the_busy_time() {
         // 2 CPUs, 1 s at 100 Hz: 200 ticks, 170 busy; the measured process used 1.2 s.
-        let start = Sample {
-            cpu: cpu(1000, 5000),
-            load1: Some(0.5),
-            ..Sample::default()
-        };
-        let end = Sample {
-            cpu: cpu(1170, 5200),
-            load1: Some(1.5),
-            ..Sample::default()
-        };
-        let a = compare(
-            &start,
-            &end,
-            Duration::from_secs(1),
-            Some(Duration::from_millis(1200)),
-            Some(100),
-        );
+        let start = Sample { cpu: cpu(1000, 5000), load1: Some(0.5), ..Sample::default() };
+        let end = Sample { cpu: cpu(1170, 5200), load1: Some(1.5), ..Sample::default() };
+        let a = compare(&start, &end, Duration::from_secs(1), Some(Duration::from_millis(1200)), Some(100));
         assert_eq!(a.busy_share, Some(0.85));
         assert_eq!(a.busy_cpu_ns, Some(1_700_000_000));
         assert_eq!(a.others_cpu_ns, Some(500_000_000));
         assert_eq!(a.others_cpus, Some(0.5));
-        assert_eq!(
-            (a.load1_start, a.load1_end, a.cpus),
-            (Some(0.5), Some(1.5), Some(2))
-        );
+        assert_eq!((a.load1_start, a.load1_end, a.cpus), (Some(0.5), Some(1.5), Some(2)));
         let unknown = compare(&start, &end, Duration::from_secs(1), None, Some(100));
         assert_eq!((unknown.others_cpu_ns, unknown.others_cpus), (None, None));
-        let more_than_busy = compare(
-            &start,
-            &end,
-            Duration::from_secs(1),
-            Some(Duration::from_secs(2)),
-            Some(100),
-        );
-        assert_eq!(
-            more_than_busy.others_cpu_ns,
-            Some(0),
-            "tick rounding never makes it negative"
-        );
+        let more_than_busy = compare(&start, &end, Duration::from_secs(1), Some(Duration::from_secs(2)), Some(100));
+        assert_eq!(more_than_busy.others_cpu_ns, Some(0), "tick rounding never makes it negative");
     }
 
     #[test]
     fn nothing_readable_gives_nothing() {
-        let a = compare(
-            &Sample::default(),
-            &Sample::default(),
-            Duration::from_millis(5),
-            Some(Duration::ZERO),
-            None,
-        );
+        let a = compare(&Sample::default(), &Sample::default(), Duration::from_millis(5), Some(Duration::ZERO), None);
         assert_eq!(a.wall_ns, 5_000_000);
         assert!(a.busy_share.is_none() && a.others_cpus.is_none() && a.load1_start.is_none());
-        assert!(
-            a.thermal_warnings.is_none()
-                && a.low_power_mode.is_none()
-                && a.cpu_speed_limit_pct.is_none()
-        );
+        assert!(a.thermal_warnings.is_none() && a.low_power_mode.is_none() && a.cpu_speed_limit_pct.is_none());
     }
 
     #[test]
     fn macos_values_keep_the_worse_of_start_and_end() {
         let mac = |limit, warning: &[&str], lpm| MacSample {
             load1: None,
-            therm: Some(Therm {
-                speed_limit_pct: limit,
-                warnings: warning.iter().map(|w| w.to_string()).collect(),
-            }),
+            therm: Some(Therm { speed_limit_pct: limit, warnings: warning.iter().map(|w| w.to_string()).collect() }),
             power_source: Some("AC Power".into()),
             low_power_mode: lpm,
         };
-        let start = Sample {
-            mac: mac(Some(100), &[], Some(false)),
-            ..Sample::default()
-        };
-        let end = Sample {
-            mac: mac(Some(70), &["Thermal warning level set to 1."], Some(true)),
-            ..Sample::default()
-        };
+        let start = Sample { mac: mac(Some(100), &[], Some(false)), ..Sample::default() };
+        let end = Sample { mac: mac(Some(70), &["Thermal warning level set to 1."], Some(true)), ..Sample::default() };
         let a = compare(&start, &end, Duration::from_secs(1), None, None);
         assert_eq!(a.cpu_speed_limit_pct, Some(70));
-        assert_eq!(
-            a.thermal_warnings,
-            Some(vec!["Thermal warning level set to 1.".to_owned()])
-        );
-        assert_eq!(
-            (a.power_source.as_deref(), a.low_power_mode),
-            (Some("AC Power"), Some(true))
-        );
+        assert_eq!(a.thermal_warnings, Some(vec!["Thermal warning level set to 1.".to_owned()]));
+        assert_eq!((a.power_source.as_deref(), a.low_power_mode), (Some("AC Power"), Some(true)));
     }
 
     #[test]
     fn the_record_round_trips_and_refuses_unknown_fields() {
-        let start = Sample {
-            cpu: cpu(1000, 5000),
-            freq: Some(Range { min: 1, max: 2 }),
-            ..Sample::default()
-        };
-        let end = Sample {
-            cpu: cpu(1100, 5200),
-            governors: Some(vec!["performance".into()]),
-            ..Sample::default()
-        };
-        let a = compare(
-            &start,
-            &end,
-            Duration::from_secs(1),
-            Some(Duration::ZERO),
-            Some(100),
-        );
+        let start = Sample { cpu: cpu(1000, 5000), freq: Some(Range { min: 1, max: 2 }), ..Sample::default() };
+        let end = Sample { cpu: cpu(1100, 5200), governors: Some(vec!["performance".into()]), ..Sample::default() };
+        let a = compare(&start, &end, Duration::from_secs(1), Some(Duration::ZERO), Some(100));
         let json = serde_json::to_value(&a).unwrap();
-        assert_eq!(
-            serde_json::from_value::<HostActivity>(json.clone()).unwrap(),
-            a
-        );
+        assert_eq!(serde_json::from_value::<HostActivity>(json.clone()).unwrap(), a);
         let mut extra = json;
         extra["surprise"] = serde_json::json!(1);
         assert!(serde_json::from_value::<HostActivity>(extra).is_err());
@@ -295,10 +192,7 @@ mod tests {
             }
             let own_before = thread_cpu_time();
             let sampler = HostSampler::start();
-            let hog = Hog(Command::new("sh")
-                .args(["-c", "while :; do :; done"])
-                .spawn()
-                .unwrap());
+            let hog = Hog(Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap());
             let pid = hog.0.id();
             // Until the hog has had 0.5 s of CPU however busy the machine is, bounded by 120 s.
             let deadline = Instant::now() + Duration::from_secs(120);
@@ -308,10 +202,7 @@ mod tests {
                 if used >= Duration::from_millis(500) {
                     break used;
                 }
-                assert!(
-                    Instant::now() < deadline,
-                    "the hog got only {used:?} of CPU in 120 s"
-                );
+                assert!(Instant::now() < deadline, "the hog got only {used:?} of CPU in 120 s");
             };
             // The hog is not the measured process: the sampler must count it among the others.
             let activity = sampler.finish(Some(Duration::ZERO));
@@ -327,10 +218,7 @@ mod tests {
                 Duration::from_nanos(activity.wall_ns),
                 activity.others_cpus.unwrap()
             );
-            assert!(
-                busy_ns + tick_slack_ns >= hog_cpu.as_nanos() as u64,
-                "{activity:?}"
-            );
+            assert!(busy_ns + tick_slack_ns >= hog_cpu.as_nanos() as u64, "{activity:?}");
             assert!(own < hog_cpu / 2, "the sampling thread itself used {own:?}");
             // Others kept at least the hog's share of a CPU busy; a threshold below it must warn.
             let hog_cpus = hog_cpu.as_nanos() as f64 / activity.wall_ns as f64;

@@ -62,15 +62,10 @@ pub fn judge(a: &HostActivity, max_other_cpus: f64) -> Judgement {
     }
     frequency(a, &mut j);
     if let Some(limit) = a.cpu_speed_limit_pct.filter(|&l| l < 100) {
-        j.warnings.push(format!(
-            "the CPU speed limit was {limit} % (thermal throttling)"
-        ));
+        j.warnings.push(format!("the CPU speed limit was {limit} % (thermal throttling)"));
     }
     if let Some(levels) = a.thermal_warnings.as_ref().filter(|w| !w.is_empty()) {
-        j.warnings.push(format!(
-            "macOS reported a thermal warning: {}",
-            levels.join(" / ")
-        ));
+        j.warnings.push(format!("macOS reported a thermal warning: {}", levels.join(" / ")));
     }
     if a.low_power_mode == Some(true) {
         j.warnings.push("Low Power Mode was on".into());
@@ -82,10 +77,7 @@ pub fn judge(a: &HostActivity, max_other_cpus: f64) -> Judgement {
 }
 
 fn frequency(a: &HostActivity, j: &mut Judgement) {
-    let performance = a
-        .governors
-        .as_ref()
-        .is_some_and(|g| g.iter().all(|g| g == "performance"));
+    let performance = a.governors.as_ref().is_some_and(|g| g.iter().all(|g| g == "performance"));
     if let Some(governors) = a.governors.as_ref().filter(|_| !performance) {
         j.notes.push(format!(
             "CPU frequency governor {}, not performance: the clock follows the load",
@@ -107,9 +99,7 @@ fn frequency(a: &HostActivity, j: &mut Judgement) {
             drop * 100.0
         );
         if performance {
-            j.warnings.push(format!(
-                "{sentence} under the performance governor: throttled"
-            ));
+            j.warnings.push(format!("{sentence} under the performance governor: throttled"));
         } else {
             j.notes.push(sentence);
         }
@@ -132,14 +122,8 @@ mod tests {
             others_cpus: Some(0.05),
             load1_start: Some(1.0),
             load1_end: Some(1.1),
-            freq_khz_start: Some(Range {
-                min: 2_900_000,
-                max: 3_000_000,
-            }),
-            freq_khz_end: Some(Range {
-                min: 2_900_000,
-                max: 2_950_000,
-            }),
+            freq_khz_start: Some(Range { min: 2_900_000, max: 3_000_000 }),
+            freq_khz_end: Some(Range { min: 2_900_000, max: 2_950_000 }),
             governors: Some(vec!["performance".into()]),
             cpu_speed_limit_pct: None,
             thermal_warnings: None,
@@ -156,48 +140,23 @@ mod tests {
 
     #[test]
     fn others_above_the_limit_warn() {
-        let a = HostActivity {
-            others_cpus: Some(0.8),
-            ..quiet()
-        };
+        let a = HostActivity { others_cpus: Some(0.8), ..quiet() };
         let warning = busy(&a, MAX_OTHER_CPUS).unwrap();
-        assert!(
-            warning.contains("0.80 CPUs") && warning.contains("busy"),
-            "{warning}"
-        );
+        assert!(warning.contains("0.80 CPUs") && warning.contains("busy"), "{warning}");
         assert_eq!(busy(&a, 1.0), None, "within a higher limit");
     }
 
     #[test]
     fn without_proc_stat_the_load_decides() {
-        let mac = HostActivity {
-            busy_share: None,
-            others_cpus: None,
-            load1_start: Some(2.5),
-            ..quiet()
-        };
-        assert!(busy(&mac, MAX_OTHER_CPUS)
-            .unwrap()
-            .contains("load was 2.50"));
-        let calm = HostActivity {
-            load1_start: Some(1.1),
-            ..mac
-        };
-        assert_eq!(
-            busy(&calm, MAX_OTHER_CPUS),
-            None,
-            "the previous worker may account for 1"
-        );
+        let mac = HostActivity { busy_share: None, others_cpus: None, load1_start: Some(2.5), ..quiet() };
+        assert!(busy(&mac, MAX_OTHER_CPUS).unwrap().contains("load was 2.50"));
+        let calm = HostActivity { load1_start: Some(1.1), ..mac };
+        assert_eq!(busy(&calm, MAX_OTHER_CPUS), None, "the previous worker may account for 1");
     }
 
     #[test]
     fn unknown_measured_time_is_a_note() {
-        let a = HostActivity {
-            others_cpus: None,
-            others_cpu_ns: None,
-            measured_cpu_ns: None,
-            ..quiet()
-        };
+        let a = HostActivity { others_cpus: None, others_cpu_ns: None, measured_cpu_ns: None, ..quiet() };
         let j = judge(&a, MAX_OTHER_CPUS);
         assert!(j.warnings.is_empty());
         assert_eq!(j.notes.len(), 1, "{j:?}");
@@ -205,32 +164,14 @@ mod tests {
 
     #[test]
     fn a_clock_drop_warns_only_under_the_performance_governor() {
-        let dropped = HostActivity {
-            freq_khz_end: Some(Range {
-                min: 1_000_000,
-                max: 2_400_000,
-            }),
-            ..quiet()
-        };
+        let dropped = HostActivity { freq_khz_end: Some(Range { min: 1_000_000, max: 2_400_000 }), ..quiet() };
         let warning = busy(&dropped, MAX_OTHER_CPUS).unwrap();
-        assert!(
-            warning.contains("from 3000 to 2400 MHz (20 %)") && warning.contains("throttled"),
-            "{warning}"
-        );
-        let schedutil = HostActivity {
-            governors: Some(vec!["schedutil".into()]),
-            ..dropped.clone()
-        };
+        assert!(warning.contains("from 3000 to 2400 MHz (20 %)") && warning.contains("throttled"), "{warning}");
+        let schedutil = HostActivity { governors: Some(vec!["schedutil".into()]), ..dropped.clone() };
         let j = judge(&schedutil, MAX_OTHER_CPUS);
         assert!(j.warnings.is_empty(), "{j:?}");
         assert_eq!(j.notes.len(), 2, "governor and clock fall: {j:?}");
-        let small = HostActivity {
-            freq_khz_end: Some(Range {
-                min: 1,
-                max: 2_750_000,
-            }),
-            ..quiet()
-        };
+        let small = HostActivity { freq_khz_end: Some(Range { min: 1, max: 2_750_000 }), ..quiet() };
         assert_eq!(busy(&small, MAX_OTHER_CPUS), None, "8 % is within 10 %");
     }
 
@@ -246,11 +187,7 @@ mod tests {
         let j = judge(&a, MAX_OTHER_CPUS);
         assert_eq!(j.warnings.len(), 3, "{j:?}");
         assert_eq!(j.notes, vec!["running on battery power".to_owned()]);
-        let unthrottled = HostActivity {
-            cpu_speed_limit_pct: Some(100),
-            thermal_warnings: Some(vec![]),
-            ..quiet()
-        };
+        let unthrottled = HostActivity { cpu_speed_limit_pct: Some(100), thermal_warnings: Some(vec![]), ..quiet() };
         assert_eq!(busy(&unthrottled, MAX_OTHER_CPUS), None);
     }
 }

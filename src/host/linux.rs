@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-
 /// The aggregate `cpu` line of `/proc/stat`, in clock ticks summed over all CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CpuTimes {
@@ -30,10 +29,7 @@ impl CpuTimes {
     /// What happened between `self` (earlier) and `later`. Counters that went backwards (a
     /// known quirk of iowait on some kernels) count as zero.
     pub fn until(&self, later: &CpuTimes) -> TickDelta {
-        TickDelta {
-            busy: later.busy.saturating_sub(self.busy),
-            total: later.total.saturating_sub(self.total),
-        }
+        TickDelta { busy: later.busy.saturating_sub(self.busy), total: later.total.saturating_sub(self.total) }
     }
 }
 
@@ -64,9 +60,7 @@ pub fn parse_stat(text: &str) -> Option<CpuTimes> {
                 aggregate = Some((busy, busy + at(3) + at(4)));
             }
             Some(word)
-                if word
-                    .strip_prefix("cpu")
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) =>
+                if word.strip_prefix("cpu").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) =>
             {
                 cpus += 1
             }
@@ -79,11 +73,7 @@ pub fn parse_stat(text: &str) -> Option<CpuTimes> {
 
 /// Parses `/proc/loadavg`: the 1-minute load average (its first field).
 pub fn parse_loadavg(text: &str) -> Option<f64> {
-    text.split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+    text.split_whitespace().next()?.parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0)
 }
 
 /// Parses `/proc/<pid>/stat`: utime + stime + cutime + cstime, in clock ticks: the CPU time of
@@ -94,13 +84,7 @@ pub fn parse_pid_stat(text: &str) -> Option<u64> {
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // Field 3 (state) is fields[0]; utime, stime, cutime, cstime are fields 14 to 17.
-    let tick = |field: usize| {
-        fields
-            .get(field - 3)?
-            .parse::<i64>()
-            .ok()
-            .map(|v| v.max(0) as u64)
-    };
+    let tick = |field: usize| fields.get(field - 3)?.parse::<i64>().ok().map(|v| v.max(0) as u64);
     Some(tick(14)? + tick(15)? + tick(16)? + tick(17)?)
 }
 
@@ -112,20 +96,13 @@ pub fn parse_number(text: &str) -> Option<u64> {
 /// The range of a list of per-CPU values; `None` for none.
 pub fn range(values: impl IntoIterator<Item = u64>) -> Option<Range> {
     values.into_iter().fold(None, |acc: Option<Range>, v| {
-        Some(acc.map_or(Range { min: v, max: v }, |r| Range {
-            min: r.min.min(v),
-            max: r.max.max(v),
-        }))
+        Some(acc.map_or(Range { min: v, max: v }, |r| Range { min: r.min.min(v), max: r.max.max(v) }))
     })
 }
 
 /// The distinct values of a list of per-CPU words, sorted; `None` for none.
 pub fn distinct(values: impl IntoIterator<Item = String>) -> Option<Vec<String>> {
-    let mut values: Vec<String> = values
-        .into_iter()
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
-        .collect();
+    let mut values: Vec<String> = values.into_iter().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect();
     values.sort();
     values.dedup();
     (!values.is_empty()).then_some(values)
@@ -169,11 +146,7 @@ pub const CPUFREQ_ROOT: &str = "/sys/devices/system/cpu";
 
 /// The current frequency range over the CPUs, in kHz.
 pub fn read_frequency(root: &Path) -> Option<Range> {
-    range(
-        read_cpufreq(root, "scaling_cur_freq")
-            .iter()
-            .filter_map(|t| parse_number(t)),
-    )
+    range(read_cpufreq(root, "scaling_cur_freq").iter().filter_map(|t| parse_number(t)))
 }
 
 /// The scaling governors in use, distinct and sorted.
@@ -227,38 +200,17 @@ mod tests {
 
     #[test]
     fn a_delta_gives_the_busy_share() {
-        let a = CpuTimes {
-            busy: 100,
-            total: 1000,
-            cpus: 2,
-        };
-        let b = CpuTimes {
-            busy: 250,
-            total: 1200,
-            cpus: 2,
-        };
-        assert_eq!(
-            a.until(&b),
-            TickDelta {
-                busy: 150,
-                total: 200
-            }
-        );
+        let a = CpuTimes { busy: 100, total: 1000, cpus: 2 };
+        let b = CpuTimes { busy: 250, total: 1200, cpus: 2 };
+        assert_eq!(a.until(&b), TickDelta { busy: 150, total: 200 });
         assert_eq!(a.until(&b).busy_share(), Some(0.75));
         assert_eq!(a.until(&a).busy_share(), None, "no tick passed");
-        assert_eq!(
-            b.until(&a),
-            TickDelta { busy: 0, total: 0 },
-            "backwards counts as zero"
-        );
+        assert_eq!(b.until(&a), TickDelta { busy: 0, total: 0 }, "backwards counts as zero");
     }
 
     #[test]
     fn loadavg_gives_the_one_minute_load() {
-        assert_eq!(
-            parse_loadavg("12.93 10.45 8.00 14/203 29380\n"),
-            Some(12.93)
-        );
+        assert_eq!(parse_loadavg("12.93 10.45 8.00 14/203 29380\n"), Some(12.93));
         assert_eq!(parse_loadavg(""), None);
         assert_eq!(parse_loadavg("nan 1 1 1/1 1"), None);
     }
@@ -267,8 +219,7 @@ mod tests {
     fn pid_stat_sums_the_four_cpu_fields_past_a_tricky_name() {
         // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
         // utime stime cutime cstime ...
-        let text =
-            "4242 (a (b) c) R 1 4242 4242 0 -1 4194304 100 0 0 0 150 25 7 3 20 0 1 0 99 1000 50\n";
+        let text = "4242 (a (b) c) R 1 4242 4242 0 -1 4194304 100 0 0 0 150 25 7 3 20 0 1 0 99 1000 50\n";
         assert_eq!(parse_pid_stat(text), Some(185));
         assert_eq!(parse_pid_stat("4242 (sh) R 1 2 3"), None, "truncated");
         assert_eq!(parse_pid_stat("garbage"), None);
@@ -277,10 +228,7 @@ mod tests {
     #[test]
     fn cpufreq_files_are_read_per_cpu_under_a_root() {
         let root = tempfile::tempdir().unwrap();
-        for (cpu, khz, governor) in [
-            ("cpu0", "3000000\n", "performance\n"),
-            ("cpu1", "2400000\n", "powersave\n"),
-        ] {
+        for (cpu, khz, governor) in [("cpu0", "3000000\n", "performance\n"), ("cpu1", "2400000\n", "powersave\n")] {
             let dir = root.path().join(cpu).join("cpufreq");
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("scaling_cur_freq"), khz).unwrap();
@@ -288,30 +236,11 @@ mod tests {
         }
         // Not a CPU: cpufreq/ and cpuidle/ sit beside the cpuN folders.
         std::fs::create_dir_all(root.path().join("cpufreq").join("cpufreq")).unwrap();
-        std::fs::write(
-            root.path()
-                .join("cpufreq")
-                .join("cpufreq")
-                .join("scaling_cur_freq"),
-            "1\n",
-        )
-        .unwrap();
-        assert_eq!(
-            read_frequency(root.path()),
-            Some(Range {
-                min: 2_400_000,
-                max: 3_000_000
-            })
-        );
-        assert_eq!(
-            read_governors(root.path()),
-            Some(vec!["performance".into(), "powersave".into()])
-        );
+        std::fs::write(root.path().join("cpufreq").join("cpufreq").join("scaling_cur_freq"), "1\n").unwrap();
+        assert_eq!(read_frequency(root.path()), Some(Range { min: 2_400_000, max: 3_000_000 }));
+        assert_eq!(read_governors(root.path()), Some(vec!["performance".into(), "powersave".into()]));
         let empty = tempfile::tempdir().unwrap();
-        assert_eq!(
-            (read_frequency(empty.path()), read_governors(empty.path())),
-            (None, None)
-        );
+        assert_eq!((read_frequency(empty.path()), read_governors(empty.path())), (None, None));
     }
 
     #[cfg(target_os = "linux")]

@@ -25,22 +25,14 @@ pub struct Therm {
 /// Parses `sysctl -n vm.loadavg`, e.g. `{ 1.95 2.03 2.07 }`: the 1-minute load.
 pub fn parse_vm_loadavg(text: &str) -> Option<f64> {
     let inner = text.trim().trim_start_matches('{').trim_end_matches('}');
-    inner
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+    inner.split_whitespace().next()?.parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0)
 }
 
 /// Parses `pmset -g therm`.
 pub fn parse_therm(text: &str) -> Therm {
     let mut therm = Therm::default();
     for line in text.lines().map(str::trim) {
-        if let Some(value) = line
-            .strip_prefix("CPU_Speed_Limit")
-            .and_then(|rest| rest.trim().strip_prefix('='))
-        {
+        if let Some(value) = line.strip_prefix("CPU_Speed_Limit").and_then(|rest| rest.trim().strip_prefix('=')) {
             therm.speed_limit_pct = value.trim().parse().ok();
         } else if line.to_ascii_lowercase().contains("warning level") && !line.contains("No ") {
             therm.warnings.push(line.to_owned());
@@ -51,18 +43,14 @@ pub fn parse_therm(text: &str) -> Therm {
 
 /// Parses `pmset -g batt`: the source in `Now drawing from 'AC Power'`.
 pub fn parse_power_source(text: &str) -> Option<String> {
-    let rest = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Now drawing from"))?;
+    let rest = text.lines().find_map(|l| l.trim().strip_prefix("Now drawing from"))?;
     let source = rest.trim().trim_matches('\'');
     (!source.is_empty()).then(|| source.to_owned())
 }
 
 /// Parses `pmset -g`: the `lowpowermode` setting (absent before macOS 12).
 pub fn parse_low_power_mode(text: &str) -> Option<bool> {
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some("lowpowermode"))?;
+    let line = text.lines().find(|l| l.split_whitespace().next() == Some("lowpowermode"))?;
     match line.split_whitespace().nth(1)? {
         "0" => Some(false),
         "1" => Some(true),
@@ -74,28 +62,14 @@ pub fn parse_low_power_mode(text: &str) -> Option<bool> {
 #[cfg(target_os = "macos")]
 pub fn read() -> MacSample {
     fn output(program: &str, args: &[&str]) -> Option<String> {
-        let out = std::process::Command::new(program)
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        let out = std::process::Command::new(program).args(args).stderr(std::process::Stdio::null()).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
     MacSample {
-        load1: output("sysctl", &["-n", "vm.loadavg"])
-            .as_deref()
-            .and_then(parse_vm_loadavg),
-        therm: output("pmset", &["-g", "therm"])
-            .as_deref()
-            .map(parse_therm),
-        power_source: output("pmset", &["-g", "batt"])
-            .as_deref()
-            .and_then(parse_power_source),
-        low_power_mode: output("pmset", &["-g"])
-            .as_deref()
-            .and_then(parse_low_power_mode),
+        load1: output("sysctl", &["-n", "vm.loadavg"]).as_deref().and_then(parse_vm_loadavg),
+        therm: output("pmset", &["-g", "therm"]).as_deref().map(parse_therm),
+        power_source: output("pmset", &["-g", "batt"]).as_deref().and_then(parse_power_source),
+        low_power_mode: output("pmset", &["-g"]).as_deref().and_then(parse_low_power_mode),
     }
 }
 
@@ -121,13 +95,7 @@ mod tests {
         let quiet = "Note: No thermal warning level has been recorded\n\
             Note: No performance warning level has been recorded\n\
             Note: No CPU power status has been recorded\n";
-        assert_eq!(
-            parse_therm(quiet),
-            Therm {
-                speed_limit_pct: None,
-                warnings: vec![]
-            }
-        );
+        assert_eq!(parse_therm(quiet), Therm { speed_limit_pct: None, warnings: vec![] });
         let throttled = "Note: No thermal warning level has been recorded\n\
             Thermal warning level set to 1.\n\
             2026-12-01 10:00:00 +0000 CPU Power notify\n\
@@ -136,20 +104,14 @@ mod tests {
             \tCPU_Speed_Limit \t= 75\n";
         let therm = parse_therm(throttled);
         assert_eq!(therm.speed_limit_pct, Some(75));
-        assert_eq!(
-            therm.warnings,
-            vec!["Thermal warning level set to 1.".to_owned()]
-        );
+        assert_eq!(therm.warnings, vec!["Thermal warning level set to 1.".to_owned()]);
     }
 
     #[test]
     fn the_power_source_is_quoted_after_now_drawing_from() {
         let batt = "Now drawing from 'Battery Power'\n -InternalBattery-0 (id=1234)\t85%; discharging; 4:10 remaining present: true\n";
         assert_eq!(parse_power_source(batt).as_deref(), Some("Battery Power"));
-        assert_eq!(
-            parse_power_source("Now drawing from 'AC Power'\n").as_deref(),
-            Some("AC Power")
-        );
+        assert_eq!(parse_power_source("Now drawing from 'AC Power'\n").as_deref(), Some("AC Power"));
         assert_eq!(parse_power_source("nothing\n"), None);
     }
 
@@ -158,16 +120,10 @@ mod tests {
         let pmset = "System-wide power settings:\nCurrently in use:\n standby              1\n lowpowermode         1\n sleep                1\n";
         assert_eq!(parse_low_power_mode(pmset), Some(true));
         assert_eq!(
-            parse_low_power_mode(
-                &pmset.replace("lowpowermode         1", "lowpowermode         0")
-            ),
+            parse_low_power_mode(&pmset.replace("lowpowermode         1", "lowpowermode         0")),
             Some(false)
         );
-        assert_eq!(
-            parse_low_power_mode("Currently in use:\n sleep 1\n"),
-            None,
-            "before macOS 12"
-        );
+        assert_eq!(parse_low_power_mode("Currently in use:\n sleep 1\n"), None, "before macOS 12");
     }
 
     #[cfg(not(target_os = "macos"))]

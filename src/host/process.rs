@@ -44,10 +44,7 @@ mod tests {
 
     #[test]
     fn ticks_convert_at_the_clock_rate() {
-        assert_eq!(
-            ticks_to_duration(150, 100),
-            Some(Duration::from_millis(1500))
-        );
+        assert_eq!(ticks_to_duration(150, 100), Some(Duration::from_millis(1500)));
         assert_eq!(ticks_to_duration(0, 100), Some(Duration::ZERO));
         assert_eq!(ticks_to_duration(u64::MAX, 1), None);
     }

@@ -17,12 +17,7 @@ pub enum QuietError {
          {} CPUs busy (limit {limit})",
         last_cpus.map_or("an unknown number of".to_owned(), |c| format!("{c:.2}"))
     )]
-    Timeout {
-        bound: Duration,
-        window: Duration,
-        limit: f64,
-        last_cpus: Option<f64>,
-    },
+    Timeout { bound: Duration, window: Duration, limit: f64, last_cpus: Option<f64> },
     #[error("cannot tell whether the host is quiet: /proc/stat is unreadable on this system")]
     Unreadable,
     #[error("stopped while waiting for the host to become quiet")]
@@ -52,12 +47,7 @@ pub fn wait_for_quiet(
             last_cpus = Some(cpus);
         }
         if now >= bound {
-            return Err(QuietError::Timeout {
-                bound,
-                window,
-                limit: max_busy_cpus,
-                last_cpus,
-            });
+            return Err(QuietError::Timeout { bound, window, limit: max_busy_cpus, last_cpus });
         }
         if stop() {
             return Err(QuietError::Stopped);
@@ -75,21 +65,14 @@ struct Window {
 
 impl Window {
     fn new(length: Duration) -> Self {
-        Window {
-            length,
-            samples: VecDeque::new(),
-        }
+        Window { length, samples: VecDeque::new() }
     }
 
     /// Adds a reading taken at `at`; once readings span the window, the average number of
     /// CPUs busy from the newest reading at least a window old until this one.
     fn push(&mut self, at: Duration, times: CpuTimes) -> Option<f64> {
         self.samples.push_back((at, times));
-        while self
-            .samples
-            .get(1)
-            .is_some_and(|&(t, _)| at.saturating_sub(t) >= self.length)
-        {
+        while self.samples.get(1).is_some_and(|&(t, _)| at.saturating_sub(t) >= self.length) {
             self.samples.pop_front();
         }
         let &(first_at, first) = self.samples.front()?;
@@ -112,18 +95,10 @@ mod tests {
 
     /// 2 CPUs at 100 Hz: 50 ticks of both every 250 ms, `busy` of them busy.
     fn feed(window: &mut Window, busy_per_step: &[u64]) -> Vec<Option<f64>> {
-        let mut times = CpuTimes {
-            busy: 0,
-            total: 0,
-            cpus: 2,
-        };
+        let mut times = CpuTimes { busy: 0, total: 0, cpus: 2 };
         let mut out = vec![window.push(Duration::ZERO, times)];
         for (i, busy) in busy_per_step.iter().enumerate() {
-            times = CpuTimes {
-                busy: times.busy + busy,
-                total: times.total + 50,
-                cpus: 2,
-            };
+            times = CpuTimes { busy: times.busy + busy, total: times.total + 50, cpus: 2 };
             out.push(window.push(ms(250 * (i as u64 + 1)), times));
         }
         out
@@ -134,29 +109,17 @@ mod tests {
         let mut w = Window::new(ms(1000));
         // One CPU busy for 1 s, then nothing busy.
         let out = feed(&mut w, &[25, 25, 25, 25, 0, 0, 0, 0]);
-        assert_eq!(
-            &out[..4],
-            &[None, None, None, None],
-            "not yet a full window"
-        );
+        assert_eq!(&out[..4], &[None, None, None, None], "not yet a full window");
         assert_eq!(out[4], Some(1.0));
         assert_eq!(out[6], Some(0.5), "half the window after the busy second");
         assert_eq!(out[8], Some(0.0));
-        assert!(
-            w.samples.len() <= 6,
-            "old readings are dropped: {}",
-            w.samples.len()
-        );
+        assert!(w.samples.len() <= 6, "old readings are dropped: {}", w.samples.len());
     }
 
     #[test]
     fn no_ticks_in_a_window_reports_nothing() {
         let mut w = Window::new(ms(100));
-        let t = CpuTimes {
-            busy: 5,
-            total: 10,
-            cpus: 2,
-        };
+        let t = CpuTimes { busy: 5, total: 10, cpus: 2 };
         assert_eq!(w.push(Duration::ZERO, t), None);
         assert_eq!(w.push(ms(200), t), None);
     }
@@ -167,12 +130,8 @@ mod tests {
             eprintln!("skipped: no /proc/stat on this system");
             return;
         }
-        let waited =
-            wait_for_quiet(f64::INFINITY, ms(200), Duration::from_secs(30), &|| false).unwrap();
-        assert!(
-            waited >= ms(200) && waited < Duration::from_secs(30),
-            "{waited:?}"
-        );
+        let waited = wait_for_quiet(f64::INFINITY, ms(200), Duration::from_secs(30), &|| false).unwrap();
+        assert!(waited >= ms(200) && waited < Duration::from_secs(30), "{waited:?}");
     }
 
     #[test]
@@ -181,20 +140,14 @@ mod tests {
             eprintln!("skipped: no /proc/stat on this system");
             return;
         }
-        let mut hog = Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap();
+        let mut hog = Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
         // With a hog running, fewer than 0 CPUs busy is never seen.
         let result = wait_for_quiet(0.0, ms(200), ms(1000), &|| false);
         let stopped = wait_for_quiet(0.0, ms(200), Duration::from_secs(30), &|| true);
         let _ = hog.kill();
         let _ = hog.wait();
         match result {
-            Err(QuietError::Timeout {
-                last_cpus: Some(cpus),
-                ..
-            }) => assert!(cpus > 0.0, "{cpus}"),
+            Err(QuietError::Timeout { last_cpus: Some(cpus), .. }) => assert!(cpus > 0.0, "{cpus}"),
             other => panic!("expected a timeout with a measurement, got {other:?}"),
         }
         assert!(matches!(stopped, Err(QuietError::Stopped)), "{stopped:?}");

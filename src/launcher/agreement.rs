@@ -51,7 +51,13 @@ pub fn fixed_continuation(controlled: &WorkerReport, stock: &WorkerReport) -> Op
         .iter()
         .zip(&s)
         .filter(|(a, b)| a.1 != b.1 || a.0 != b.0)
-        .map(|(a, b)| Mismatch { position: a.0, controlled: a.1, stock: b.1, controlled_margin: a.2, stock_margin: b.2 })
+        .map(|(a, b)| Mismatch {
+            position: a.0,
+            controlled: a.1,
+            stock: b.1,
+            controlled_margin: a.2,
+            stock_margin: b.2,
+        })
         .collect();
     let mut tie_positions: Vec<u32> =
         c.iter().chain(&s).filter(|step| step.3 == Some(true)).map(|step| step.0).collect();
@@ -81,8 +87,13 @@ pub fn reference_pair(controlled: &WorkerReport, stock: &WorkerReport) -> Option
     let (cs, ss) = (stream(c), stream(s));
     let divergence = cs.iter().zip(&ss).find(|(a, b)| a.1 != b.1);
     let diverged_at_tie = divergence.is_some_and(|(a, b)| a.3 == Some(true) || b.3 == Some(true));
-    let first_divergence = divergence
-        .map(|(a, b)| Mismatch { position: a.0, controlled: a.1, stock: b.1, controlled_margin: a.2, stock_margin: b.2 });
+    let first_divergence = divergence.map(|(a, b)| Mismatch {
+        position: a.0,
+        controlled: a.1,
+        stock: b.1,
+        controlled_margin: a.2,
+        stock_margin: b.2,
+    });
     let identical = first_divergence.is_none() && cs.len() == ss.len();
     Some(StreamAgreement { tokens_compared: cs.len().min(ss.len()), identical, first_divergence, diverged_at_tie })
 }

@@ -238,14 +238,14 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Out
     Outcome { body: Analysis { bootstrap: config, cells: out }, problems }
 }
 
-fn adapter_stats(reports: &[&WorkerReport], config: &BootstrapConfig) -> Result<(AdapterStats, ClusteredSample), decode_baseline::stats::StatsError> {
+fn adapter_stats(
+    reports: &[&WorkerReport],
+    config: &BootstrapConfig,
+) -> Result<(AdapterStats, ClusteredSample), decode_baseline::stats::StatsError> {
     let sample = ClusteredSample::new(step_clusters(reports))?;
     let per_token_ns = Summary::of_requests(&sample, Resampling::ByRequest, config)?;
-    let measured: Vec<_> = reports
-        .iter()
-        .flat_map(|r| &r.requests)
-        .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
-        .collect();
+    let measured: Vec<_> =
+        reports.iter().flat_map(|r| &r.requests).filter(|q| matches!(q.phase, Some(Phase::Measured) | None)).collect();
     let per_request = |f: &dyn Fn(&decode_baseline_protocol::report::RequestRecord) -> f64| {
         decode_baseline::stats::Sample::new(measured.iter().map(|q| f(q)).collect())
             .ok()
@@ -256,10 +256,8 @@ fn adapter_stats(reports: &[&WorkerReport], config: &BootstrapConfig) -> Result<
     let build = steps.iter().map(|s| s.build_ns.map(|v| v as f64)).collect::<Option<Vec<_>>>();
     let eval = steps.iter().map(|s| s.eval_ns.map(|v| v as f64)).collect::<Option<Vec<_>>>();
     let total_dur: f64 = steps.iter().map(|s| s.dur_ns as f64).sum();
-    let host_overhead = eval
-        .as_ref()
-        .filter(|_| total_dur > 0.0)
-        .map(|eval| (total_dur - eval.iter().sum::<f64>()) / total_dur);
+    let host_overhead =
+        eval.as_ref().filter(|_| total_dur > 0.0).map(|eval| (total_dur - eval.iter().sum::<f64>()) / total_dur);
     let request_medians = sample.cluster_medians();
     let drift = decode_baseline::stats::Drift::between_halves(&request_medians, &Default::default()).ok();
     let first_measured = measured.first();
@@ -301,7 +299,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 s.cv.unwrap_or(0.0) * 100.0,
                 stats.prefill_ns.as_ref().map_or("-".to_owned(), |p| human_ns(p.median)),
             ));
-            if let (Some(build), Some(eval), Some(overhead)) = (stats.build_median_ns, stats.eval_median_ns, stats.host_overhead) {
+            if let (Some(build), Some(eval), Some(overhead)) =
+                (stats.build_median_ns, stats.eval_median_ns, stats.host_overhead)
+            {
                 out.push_str(&format!(
                     "{:<w$} per step: graph build {} + MLX evaluation {} (medians); host overhead {:.1} %\n",
                     "",
@@ -317,10 +317,14 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 out.push_str(&format!("{:<w$} warning: host: {warning}\n", ""));
             }
             if let Some(us) = stats.test_slowdown_us {
-                out.push_str(&format!("{:<w$} note: test slowdown of {us} µs per step injected: not a real measurement\n", ""));
+                out.push_str(&format!(
+                    "{:<w$} note: test slowdown of {us} µs per step injected: not a real measurement\n",
+                    ""
+                ));
             }
         }
-        let ratios = cell.paired.get("controlled").map(|r| ("c/s paired", r)).or(cell.ratio.as_ref().map(|r| ("c/s ratio", r)));
+        let ratios =
+            cell.paired.get("controlled").map(|r| ("c/s paired", r)).or(cell.ratio.as_ref().map(|r| ("c/s ratio", r)));
         if let Some((label, r)) = ratios {
             out.push_str(&format!(
                 "{:<w$} {:<10} {:>11.3} {:>23}\n",
@@ -343,7 +347,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
             let at = s.first_divergence.as_ref().map_or("the end".to_owned(), |m| format!("position {}", m.position));
             let verdict = match (s.identical, s.diverged_at_tie) {
                 (true, _) => "identical".to_owned(),
-                (false, true) => format!("diverge at {at}, at an exact top-1/top-2 tie (either token is a greedy choice)"),
+                (false, true) => {
+                    format!("diverge at {at}, at an exact top-1/top-2 tie (either token is a greedy choice)")
+                }
                 (false, false) => format!("diverge at {at}"),
             };
             out.push_str(&format!("{:<w$} reference streams: {} tokens, {verdict}\n", cell.cell, s.tokens_compared));
@@ -387,16 +393,21 @@ mod tests {
         let stats = &outcome.body.cells[0].adapters;
         let (controlled, stock) = (&stats["controlled"], &stats["stock"]);
 
-        let steps: Vec<_> = valid_reports(&session.workers, "tiny-qwen3.tiny-qwen3-L16.headline", Adapter::Controlled, false)
-            .into_iter()
-            .flat_map(|r| &r.requests)
-            .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
-            .flat_map(|q| &q.steps)
-            .collect();
+        let steps: Vec<_> =
+            valid_reports(&session.workers, "tiny-qwen3.tiny-qwen3-L16.headline", Adapter::Controlled, false)
+                .into_iter()
+                .flat_map(|r| &r.requests)
+                .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
+                .flat_map(|q| &q.steps)
+                .collect();
         let dur: u64 = steps.iter().map(|s| s.dur_ns).sum();
         let eval: u64 = steps.iter().map(|s| s.dur_ns * 3 / 4).sum();
         let expected = (dur - eval) as f64 / dur as f64;
-        assert!((controlled.host_overhead.unwrap() - expected).abs() < 1e-12, "{:?} vs {expected}", controlled.host_overhead);
+        assert!(
+            (controlled.host_overhead.unwrap() - expected).abs() < 1e-12,
+            "{:?} vs {expected}",
+            controlled.host_overhead
+        );
         assert!((0.25..0.26).contains(&expected), "integer division rounds evaluation down: {expected}");
         assert_eq!(stock.host_overhead, None, "stock records no split");
 
@@ -404,6 +415,10 @@ mod tests {
         let lines: Vec<&str> = table.lines().filter(|l| l.contains("host overhead")).collect();
         assert_eq!(lines.len(), 1, "{table}");
         assert!(lines[0].ends_with(&format!("host overhead {:.1} %", 100.0 * expected)), "{}", lines[0]);
-        assert!(lines[0].contains(&format!("graph build {} + MLX evaluation {}", human_ns(controlled.build_median_ns.unwrap()), human_ns(controlled.eval_median_ns.unwrap()))));
+        assert!(lines[0].contains(&format!(
+            "graph build {} + MLX evaluation {}",
+            human_ns(controlled.build_median_ns.unwrap()),
+            human_ns(controlled.eval_median_ns.unwrap())
+        )));
     }
 }

@@ -15,12 +15,7 @@
 
 use std::path::Path;
 
-use decode_baseline_protocol::{
-    backend::DeviceIdentity,
-    report::Identity,
-    session::WorkerRun,
-    Backend, DeviceKind,
-};
+use decode_baseline_protocol::{backend::DeviceIdentity, report::Identity, session::WorkerRun, Backend, DeviceKind};
 
 /// The session's device, from its workers' identities; `None` when none reported one.
 pub fn identify(workers: &[WorkerRun]) -> Option<DeviceIdentity> {
@@ -66,7 +61,9 @@ pub fn cpu_model() -> Option<String> {
 pub fn cpuinfo_model(cpuinfo: &str) -> Option<String> {
     cpuinfo
         .lines()
-        .find_map(|line| line.split_once(':').filter(|(key, _)| key.trim() == "model name").map(|(_, v)| v.trim().to_owned()))
+        .find_map(|line| {
+            line.split_once(':').filter(|(key, _)| key.trim() == "model name").map(|(_, v)| v.trim().to_owned())
+        })
         .filter(|model| !model.is_empty())
 }
 
@@ -77,7 +74,9 @@ pub fn nvidia_driver_version(text: &str) -> Option<String> {
     let rest = line.split("Kernel Module").nth(1)?;
     // The version is the first word made of digits and dots ("for x86_64" may come before it).
     rest.split_whitespace()
-        .find(|word| word.starts_with(|c: char| c.is_ascii_digit()) && word.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .find(|word| {
+            word.starts_with(|c: char| c.is_ascii_digit()) && word.chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
         .map(str::to_owned)
 }
 
@@ -129,7 +128,11 @@ mod tests {
         std::os::unix::fs::symlink(host_site.join("nvidia"), venv_site.join("nvidia")).unwrap();
         let libmlx = venv_site.join("mlx/lib/libmlx.so");
         let proc = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03  Tue Sep 30 2025\nGCC version: gcc\n";
-        let d = describe(&identity(Backend::Cuda, DeviceKind::Gpu, libmlx.to_str().unwrap()), Some("AMD EPYC 9654"), Some(proc));
+        let d = describe(
+            &identity(Backend::Cuda, DeviceKind::Gpu, libmlx.to_str().unwrap()),
+            Some("AMD EPYC 9654"),
+            Some(proc),
+        );
         assert_eq!((d.backend, d.device, d.name.as_str()), (Backend::Cuda, DeviceKind::Gpu, "NVIDIA H200"));
         assert_eq!(d.info["nvidia_driver_version"], "580.159.03");
         assert_eq!(d.info["cuda_runtime_version"], "13.0.96");
@@ -151,7 +154,8 @@ mod tests {
         let cpuinfo = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B14 96-Core Processor\n\nprocessor\t: 1\n";
         assert_eq!(cpuinfo_model(cpuinfo).as_deref(), Some("AMD EPYC 9B14 96-Core Processor"));
         assert_eq!(cpuinfo_model("processor : 0\n"), None);
-        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)\n";
+        let open =
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)\n";
         assert_eq!(nvidia_driver_version(open).as_deref(), Some("580.159.04"));
         assert_eq!(nvidia_driver_version("garbage"), None);
     }

@@ -61,9 +61,8 @@ fn wake_fifo(out: &OutDir) -> Option<std::path::PathBuf> {
 /// is what counts).
 fn wake(out: &OutDir) {
     use std::os::unix::fs::OpenOptionsExt;
-    let fifo = wake_fifo(out).and_then(|path| {
-        std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(path).ok()
-    });
+    let fifo = wake_fifo(out)
+        .and_then(|path| std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(path).ok());
     if let Some(mut fifo) = fifo {
         let _ = std::io::Write::write_all(&mut fifo, b"g");
     }
@@ -87,10 +86,7 @@ pub fn supervise_group(
     mut on_tick: impl FnMut(),
     mut on_request: impl FnMut(usize),
 ) -> Result<Vec<Outcome>, SuperviseError> {
-    let dirs = members
-        .iter()
-        .map(|m| OutDir::open(m.out_dir))
-        .collect::<Result<Vec<_>, _>>()?;
+    let dirs = members.iter().map(|m| OutDir::open(m.out_dir)).collect::<Result<Vec<_>, _>>()?;
     let mut running = Vec::with_capacity(members.len());
     for member in members {
         running.push(Supervised::spawn(member.argv, member.out_dir, limits)?);
@@ -129,7 +125,10 @@ pub fn supervise_group(
                 match std::fs::write(dirs[m].granted(k), b"") {
                     Ok(()) => wake(&dirs[m]),
                     Err(err) => {
-                        eprintln!("decode-baseline: failed to grant request {k} in {}: {err}", members[m].out_dir.display())
+                        eprintln!(
+                            "decode-baseline: failed to grant request {k} in {}: {err}",
+                            members[m].out_dir.display()
+                        )
                     }
                 }
                 outstanding = Some((m, k));

@@ -70,12 +70,7 @@ pub enum LeaseError {
          uid {euid} (yours) or root that no one else can write, or a sticky one such as /tmp \
          (set DECODE_BASELINE_LEASE to a path in such a directory)"
     )]
-    UnsafeDirectory {
-        path: PathBuf,
-        dir: PathBuf,
-        found: String,
-        euid: u32,
-    },
+    UnsafeDirectory { path: PathBuf, dir: PathBuf, found: String, euid: u32 },
     #[error(
         "refusing the lease file {path}: it is a symbolic link to {target}; expected a regular \
          file (links are never followed: remove it, or set DECODE_BASELINE_LEASE)"
@@ -87,11 +82,7 @@ pub enum LeaseError {
         "refusing the lease file {path}: it is owned by uid {owner}; expected uid {euid} (yours) \
          or root (another user's lease file; see \"The lease on a shared host\" in req/session.md)"
     )]
-    Owner {
-        path: PathBuf,
-        owner: u32,
-        euid: u32,
-    },
+    Owner { path: PathBuf, owner: u32, euid: u32 },
     #[error(
         "refusing the lease file {path}: its mode {mode:04o} lets group or others write it; \
          expected no write permission for them (e.g. 0644)"
@@ -133,13 +124,7 @@ pub fn acquire_at(path: PathBuf, session_id: &str, no_wait: bool) -> Result<Leas
     let opened = open_checked(&path)?;
     let lock = lock(opened.file, &path, no_wait)?;
     // Checked under the lock: only a holder writes a record, so the content is stable now.
-    let len = lock
-        .metadata()
-        .map_err(|source| LeaseError::Open {
-            path: path.clone(),
-            source,
-        })?
-        .len();
+    let len = lock.metadata().map_err(|source| LeaseError::Open { path: path.clone(), source })?.len();
     if let Content::Other = content(&read_head(&lock)) {
         return Err(LeaseError::NotALease { path, len });
     }
@@ -149,19 +134,9 @@ pub fn acquire_at(path: PathBuf, session_id: &str, no_wait: bool) -> Result<Leas
     }
     // The lock belongs to the open file description; letting the workers inherit it keeps the
     // lease held until the last of them is gone, even if the launcher itself is killed.
-    nix::fcntl::fcntl(
-        &*lock,
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-    )
-    .map_err(|source| LeaseError::Lock {
-        path: path.clone(),
-        source,
-    })?;
-    Ok(Lease {
-        _lock: lock,
-        path,
-        waited: started.elapsed(),
-    })
+    nix::fcntl::fcntl(&*lock, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()))
+        .map_err(|source| LeaseError::Lock { path: path.clone(), source })?;
+    Ok(Lease { _lock: lock, path, waited: started.elapsed() })
 }
 
 struct Opened {
@@ -174,9 +149,7 @@ struct Opened {
 /// directory someone else controls.
 fn open_checked(path: &Path) -> Result<Opened, LeaseError> {
     let euid = nix::unistd::geteuid().as_raw();
-    let name = path.file_name().ok_or_else(|| LeaseError::NoFileName {
-        path: path.to_owned(),
-    })?;
+    let name = path.file_name().ok_or_else(|| LeaseError::NoFileName { path: path.to_owned() })?;
     let dir = checked_directory(path, euid)?;
     let flags = OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_NOCTTY | OFlag::O_CLOEXEC;
     // A file removed between the failed create and the open is created again, a few times.
@@ -186,44 +159,28 @@ fn open_checked(path: &Path) -> Result<Opened, LeaseError> {
             Ok(fd) => {
                 let file = File::from(fd);
                 check_file(&file, path, euid)?;
-                return Ok(Opened {
-                    file,
-                    writable: true,
-                });
+                return Ok(Opened { file, writable: true });
             }
             Err(Errno::EEXIST) => {}
-            Err(errno) => {
-                return Err(LeaseError::Open {
-                    path: path.to_owned(),
-                    source: errno.into(),
-                })
-            }
+            Err(errno) => return Err(LeaseError::Open { path: path.to_owned(), source: errno.into() }),
         }
         let file = match nix::fcntl::openat(&dir, name, OFlag::O_RDONLY | flags, Mode::empty()) {
             Ok(fd) => File::from(fd),
             Err(Errno::ENOENT) => continue,
             Err(errno) => {
-                return Err(describe(&dir, name, path).unwrap_or(LeaseError::Open {
-                    path: path.to_owned(),
-                    source: errno.into(),
-                }))
+                return Err(describe(&dir, name, path)
+                    .unwrap_or(LeaseError::Open { path: path.to_owned(), source: errno.into() }))
             }
         };
         let meta = check_file(&file, path, euid)?;
         if meta.uid() != euid {
             // Root's file, not ours: lock it read-only, write nothing.
-            return Ok(Opened {
-                file,
-                writable: false,
-            });
+            return Ok(Opened { file, writable: false });
         }
         // Ours: reopen for the record, and make sure the name still leads to the checked file.
         let rw = nix::fcntl::openat(&dir, name, OFlag::O_RDWR | flags, Mode::empty())
             .map(File::from)
-            .map_err(|errno| LeaseError::Open {
-                path: path.to_owned(),
-                source: errno.into(),
-            })?;
+            .map_err(|errno| LeaseError::Open { path: path.to_owned(), source: errno.into() })?;
         let again = check_file(&rw, path, euid)?;
         if (again.dev(), again.ino()) != (meta.dev(), meta.ino()) {
             return Err(LeaseError::Open {
@@ -231,15 +188,9 @@ fn open_checked(path: &Path) -> Result<Opened, LeaseError> {
                 source: io::Error::other("the file was replaced while it was being opened"),
             });
         }
-        return Ok(Opened {
-            file: rw,
-            writable: true,
-        });
+        return Ok(Opened { file: rw, writable: true });
     }
-    Err(LeaseError::Open {
-        path: path.to_owned(),
-        source: io::Error::other("the file kept disappearing"),
-    })
+    Err(LeaseError::Open { path: path.to_owned(), source: io::Error::other("the file kept disappearing") })
 }
 
 /// The mode of a lease file the launcher creates. A user's own file is refused by every other
@@ -256,21 +207,12 @@ fn checked_directory(path: &Path, euid: u32) -> Result<File, LeaseError> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let fail = |dir: &Path, source| LeaseError::Directory {
-        path: path.to_owned(),
-        dir: dir.to_owned(),
-        source,
-    };
+    let fail = |dir: &Path, source| LeaseError::Directory { path: path.to_owned(), dir: dir.to_owned(), source };
     let real = std::fs::canonicalize(parent).map_err(|e| fail(parent, e))?;
     for dir in real.ancestors() {
         let meta = std::fs::symlink_metadata(dir).map_err(|e| fail(dir, e))?;
         if let Some(found) = unsafe_directory(meta.uid(), meta.mode(), euid) {
-            return Err(LeaseError::UnsafeDirectory {
-                path: path.to_owned(),
-                dir: dir.to_owned(),
-                found,
-                euid,
-            });
+            return Err(LeaseError::UnsafeDirectory { path: path.to_owned(), dir: dir.to_owned(), found, euid });
         }
     }
     std::fs::OpenOptions::new()
@@ -288,45 +230,26 @@ fn unsafe_directory(owner: u32, mode: u32, euid: u32) -> Option<String> {
     }
     let sticky = mode & 0o1000 != 0;
     if mode & 0o022 != 0 && !sticky {
-        return Some(format!(
-            "is writable by group or others and not sticky (mode {:04o})",
-            mode & 0o7777
-        ));
+        return Some(format!("is writable by group or others and not sticky (mode {:04o})", mode & 0o7777));
     }
     None
 }
 
 /// The `fstat` checks of an opened lease file; returns its metadata when it passes.
 fn check_file(file: &File, path: &Path, euid: u32) -> Result<Metadata, LeaseError> {
-    let meta = file.metadata().map_err(|source| LeaseError::Open {
-        path: path.to_owned(),
-        source,
-    })?;
+    let meta = file.metadata().map_err(|source| LeaseError::Open { path: path.to_owned(), source })?;
     let path = path.to_owned();
     if !meta.file_type().is_file() {
-        return Err(LeaseError::NotRegular {
-            path,
-            found: kind(&meta),
-        });
+        return Err(LeaseError::NotRegular { path, found: kind(&meta) });
     }
     if meta.uid() != euid && meta.uid() != 0 {
-        return Err(LeaseError::Owner {
-            path,
-            owner: meta.uid(),
-            euid,
-        });
+        return Err(LeaseError::Owner { path, owner: meta.uid(), euid });
     }
     if meta.mode() & 0o022 != 0 {
-        return Err(LeaseError::Writable {
-            path,
-            mode: meta.mode() & 0o7777,
-        });
+        return Err(LeaseError::Writable { path, mode: meta.mode() & 0o7777 });
     }
     if meta.nlink() != 1 {
-        return Err(LeaseError::Links {
-            path,
-            links: meta.nlink(),
-        });
+        return Err(LeaseError::Links { path, links: meta.nlink() });
     }
     Ok(meta)
 }
@@ -337,13 +260,8 @@ fn describe(dir: &File, name: &OsStr, path: &Path) -> Option<LeaseError> {
     let stat = nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
     let format = stat.st_mode & nix::libc::S_IFMT;
     if format == nix::libc::S_IFLNK {
-        let target = nix::fcntl::readlinkat(dir, name)
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| "?".into());
-        return Some(LeaseError::Symlink {
-            path: path.to_owned(),
-            target,
-        });
+        let target = nix::fcntl::readlinkat(dir, name).map(PathBuf::from).unwrap_or_else(|_| "?".into());
+        return Some(LeaseError::Symlink { path: path.to_owned(), target });
     }
     let found = match format {
         nix::libc::S_IFREG => return None,
@@ -354,10 +272,7 @@ fn describe(dir: &File, name: &OsStr, path: &Path) -> Option<LeaseError> {
         nix::libc::S_IFBLK => "a block device",
         _ => "not a regular file",
     };
-    Some(LeaseError::NotRegular {
-        path: path.to_owned(),
-        found,
-    })
+    Some(LeaseError::NotRegular { path: path.to_owned(), found })
 }
 
 fn kind(meta: &Metadata) -> &'static str {
@@ -388,24 +303,13 @@ fn lock(file: File, path: &Path, no_wait: bool) -> Result<Flock<File>, LeaseErro
                 Content::Empty | Content::Other => "another launcher".to_owned(),
             };
             if no_wait {
-                return Err(LeaseError::Busy {
-                    path: path.to_owned(),
-                    holder,
-                });
+                return Err(LeaseError::Busy { path: path.to_owned(), holder });
             }
-            eprintln!(
-                "decode-baseline: waiting for the benchmark lease {} held by {holder}",
-                path.display()
-            );
-            Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, source)| LeaseError::Lock {
-                path: path.to_owned(),
-                source,
-            })
+            eprintln!("decode-baseline: waiting for the benchmark lease {} held by {holder}", path.display());
+            Flock::lock(file, FlockArg::LockExclusive)
+                .map_err(|(_, source)| LeaseError::Lock { path: path.to_owned(), source })
         }
-        Err((_, source)) => Err(LeaseError::Lock {
-            path: path.to_owned(),
-            source,
-        }),
+        Err((_, source)) => Err(LeaseError::Lock { path: path.to_owned(), source }),
     }
 }
 
@@ -456,13 +360,7 @@ fn record(pid: u32, session_id: &str) -> Vec<u8> {
     let text = format!("pid {pid} (session {session_id})");
     let mut bytes: Vec<u8> = text
         .chars()
-        .map(|c| {
-            if c.is_ascii() && !c.is_ascii_control() {
-                c as u8
-            } else {
-                b'?'
-            }
-        })
+        .map(|c| if c.is_ascii() && !c.is_ascii_control() { c as u8 } else { b'?' })
         .take(RECORD_LEN - 1)
         .collect();
     bytes.resize(RECORD_LEN - 1, b' ');
@@ -507,10 +405,7 @@ mod tests {
         match std::os::unix::fs::chown(path, Some(OTHER_UID), None) {
             Ok(()) => true,
             Err(e) => {
-                eprintln!(
-                    "skipped: cannot give {} to uid {OTHER_UID} ({e}); run the tests as root",
-                    path.display()
-                );
+                eprintln!("skipped: cannot give {} to uid {OTHER_UID} ({e}); run the tests as root", path.display());
                 false
             }
         }
@@ -521,8 +416,7 @@ mod tests {
     fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || tx.send(f()));
-        rx.recv_timeout(Duration::from_secs(10))
-            .expect("acquiring the lease hung")
+        rx.recv_timeout(Duration::from_secs(10)).expect("acquiring the lease hung")
     }
 
     /// Tries the lease at `lease` (on a thread with a bound: an open that blocks would hang the
@@ -544,16 +438,10 @@ mod tests {
         symlink(&target, &lease).unwrap();
         let before = snapshot(&target);
         let err = refused_untouched(&lease);
-        assert!(
-            matches!(&err, LeaseError::Symlink { target: t, .. } if *t == target),
-            "{err}"
-        );
+        assert!(matches!(&err, LeaseError::Symlink { target: t, .. } if *t == target), "{err}");
         assert!(err.to_string().contains(&*lease.to_string_lossy()), "{err}");
         assert_eq!(snapshot(&target), before);
-        assert_eq!(
-            std::fs::read(&target).unwrap(),
-            b"a file the launcher can write\n"
-        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"a file the launcher can write\n");
     }
 
     #[test]
@@ -573,16 +461,7 @@ mod tests {
         let lease = dir.path().join("lease");
         nix::unistd::mkfifo(&lease, Mode::from_bits_truncate(0o644)).unwrap();
         let err = refused_untouched(&lease);
-        assert!(
-            matches!(
-                err,
-                LeaseError::NotRegular {
-                    found: "a FIFO",
-                    ..
-                }
-            ),
-            "{err}"
-        );
+        assert!(matches!(err, LeaseError::NotRegular { found: "a FIFO", .. }), "{err}");
         assert!(err.to_string().contains("expected a regular file"), "{err}");
     }
 
@@ -592,16 +471,7 @@ mod tests {
         let lease = dir.path().join("lease");
         std::fs::create_dir(&lease).unwrap();
         let err = refused_untouched(&lease);
-        assert!(
-            matches!(
-                err,
-                LeaseError::NotRegular {
-                    found: "a directory",
-                    ..
-                }
-            ),
-            "{err}"
-        );
+        assert!(matches!(err, LeaseError::NotRegular { found: "a directory", .. }), "{err}");
     }
 
     #[test]
@@ -610,16 +480,7 @@ mod tests {
         let lease = dir.path().join("lease");
         let _listener = std::os::unix::net::UnixListener::bind(&lease).unwrap();
         let err = refused_untouched(&lease);
-        assert!(
-            matches!(
-                err,
-                LeaseError::NotRegular {
-                    found: "a socket",
-                    ..
-                }
-            ),
-            "{err}"
-        );
+        assert!(matches!(err, LeaseError::NotRegular { found: "a socket", .. }), "{err}");
     }
 
     #[test]
@@ -629,10 +490,7 @@ mod tests {
         std::fs::write(&lease, b"pid 1 (session old)\n").unwrap();
         set_mode(&lease, 0o664);
         let err = refused_untouched(&lease);
-        assert!(
-            matches!(err, LeaseError::Writable { mode: 0o664, .. }),
-            "{err}"
-        );
+        assert!(matches!(err, LeaseError::Writable { mode: 0o664, .. }), "{err}");
         assert!(err.to_string().contains("0664"), "{err}");
     }
 
@@ -645,16 +503,7 @@ mod tests {
             return;
         }
         let err = refused_untouched(&lease);
-        assert!(
-            matches!(
-                err,
-                LeaseError::Owner {
-                    owner: OTHER_UID,
-                    ..
-                }
-            ),
-            "{err}"
-        );
+        assert!(matches!(err, LeaseError::Owner { owner: OTHER_UID, .. }), "{err}");
         assert!(err.to_string().contains("owned by uid 65534"), "{err}");
     }
 
@@ -675,10 +524,7 @@ mod tests {
         let lease = dir.path().join("lease");
         std::fs::write(&lease, b"notes that matter\n").unwrap();
         let err = refused_untouched(&lease);
-        assert!(
-            matches!(err, LeaseError::NotALease { len: 18, .. }),
-            "{err}"
-        );
+        assert!(matches!(err, LeaseError::NotALease { len: 18, .. }), "{err}");
         assert_eq!(std::fs::read(&lease).unwrap(), b"notes that matter\n");
     }
 
@@ -689,10 +535,7 @@ mod tests {
         std::fs::create_dir(&open).unwrap();
         set_mode(&open, 0o777);
         let err = try_acquire(&open.join("lease"), "s").unwrap_err();
-        assert!(
-            matches!(&err, LeaseError::UnsafeDirectory { dir, .. } if *dir == open),
-            "{err}"
-        );
+        assert!(matches!(&err, LeaseError::UnsafeDirectory { dir, .. } if *dir == open), "{err}");
         assert!(err.to_string().contains("not sticky (mode 0777)"), "{err}");
         assert!(!open.join("lease").exists());
     }
@@ -706,10 +549,7 @@ mod tests {
             return;
         }
         let err = try_acquire(&theirs.join("lease"), "s").unwrap_err();
-        assert!(
-            matches!(&err, LeaseError::UnsafeDirectory { dir, .. } if *dir == theirs),
-            "{err}"
-        );
+        assert!(matches!(&err, LeaseError::UnsafeDirectory { dir, .. } if *dir == theirs), "{err}");
         assert!(!theirs.join("lease").exists());
     }
 
@@ -733,12 +573,7 @@ mod tests {
         assert_eq!(meta.uid(), nix::unistd::geteuid().as_raw());
         // The rule restated: a user's own lease is private, root's is readable by every user.
         let expected = if meta.uid() == 0 { 0o644 } else { 0o600 };
-        assert_eq!(
-            meta.mode() & 0o777 & !expected,
-            0,
-            "mode {:o}, at most {expected:o}",
-            meta.mode()
-        );
+        assert_eq!(meta.mode() & 0o777 & !expected, 0, "mode {:o}, at most {expected:o}", meta.mode());
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), RECORD_LEN);
         let holder = format!("pid {} (session 20261201T000000Z-1)", std::process::id());
@@ -749,11 +584,7 @@ mod tests {
     fn an_existing_own_file_is_reused_in_place() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("lease");
-        for old in [
-            &b""[..],
-            b"pid 12 (session an earlier version)\n",
-            &record(12, "earlier"),
-        ] {
+        for old in [&b""[..], b"pid 12 (session an earlier version)\n", &record(12, "earlier")] {
             std::fs::write(&path, old).unwrap();
             let ino = std::fs::metadata(&path).unwrap().ino();
             let lease = try_acquire(&path, "now").unwrap();
@@ -772,21 +603,11 @@ mod tests {
         let first = try_acquire(&path, "first").unwrap();
         let err = try_acquire(&path, "second").unwrap_err();
         let holder = format!("pid {} (session first)", std::process::id());
-        assert!(
-            matches!(&err, LeaseError::Busy { holder: h, .. } if *h == holder),
-            "{err}"
-        );
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            record(std::process::id(), "first"),
-            "the waiter wrote"
-        );
+        assert!(matches!(&err, LeaseError::Busy { holder: h, .. } if *h == holder), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), record(std::process::id(), "first"), "the waiter wrote");
         drop(first);
         let _second = try_acquire(&path, "second").unwrap();
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            record(std::process::id(), "second")
-        );
+        assert_eq!(std::fs::read(&path).unwrap(), record(std::process::id(), "second"));
     }
 
     #[test]
@@ -802,38 +623,20 @@ mod tests {
         assert_eq!(unsafe_directory(0, 0o755, me), None);
         assert_eq!(unsafe_directory(0, 0o1777, me), None, "/tmp");
         assert_eq!(unsafe_directory(me, 0o1770, me), None);
-        assert!(
-            unsafe_directory(me, 0o775, me).is_some(),
-            "group can swap the file"
-        );
-        assert!(
-            unsafe_directory(me, 0o757, me).is_some(),
-            "others can swap the file"
-        );
-        assert!(unsafe_directory(OTHER_UID, 0o755, me)
-            .unwrap()
-            .contains("uid 65534"));
-        assert!(
-            unsafe_directory(OTHER_UID, 0o1777, me).is_some(),
-            "a sticky directory's owner can still swap"
-        );
+        assert!(unsafe_directory(me, 0o775, me).is_some(), "group can swap the file");
+        assert!(unsafe_directory(me, 0o757, me).is_some(), "others can swap the file");
+        assert!(unsafe_directory(OTHER_UID, 0o755, me).unwrap().contains("uid 65534"));
+        assert!(unsafe_directory(OTHER_UID, 0o1777, me).is_some(), "a sticky directory's owner can still swap");
     }
 
     #[test]
     fn contents_are_told_apart() {
         assert_eq!(content(b""), Content::Empty);
-        assert_eq!(
-            content(b"pid 7 (session x)\n"),
-            Content::Holder("pid 7 (session x)".into())
-        );
+        assert_eq!(content(b"pid 7 (session x)\n"), Content::Holder("pid 7 (session x)".into()));
         assert_eq!(content(b"pid 7 (session x)"), Content::Other, "no newline");
         assert_eq!(content(b"pid 7\nmore\n"), Content::Other, "two lines");
         assert_eq!(content(b"#!/bin/sh\n"), Content::Other);
-        assert_eq!(
-            content(b"pid \x1b[2J\n"),
-            Content::Other,
-            "control characters"
-        );
+        assert_eq!(content(b"pid \x1b[2J\n"), Content::Other, "control characters");
         let mut long = b"pid ".to_vec();
         long.resize(RECORD_LEN, b'x');
         long.push(b'\n');

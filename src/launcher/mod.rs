@@ -1,8 +1,8 @@
 //! The launcher: `decode-baseline run`.
 
 mod agreement;
-mod device;
 mod analysis;
+mod device;
 mod interleave;
 mod lease;
 mod memory;

@@ -75,14 +75,24 @@ mod tests {
 
     #[test]
     fn the_compact_session_reads_back_as_the_same_report_and_is_smaller() {
-        let path = decode_baseline::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let path =
+            decode_baseline::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
         let mut report: SessionReport = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         // A worker without a report (it crashed) must stay without one.
         let mut crashed = report.workers[0].clone();
         crashed.report = None;
         report.workers.push(crashed);
-        let steps: Vec<_> = report.workers.iter().filter_map(|w| w.report.as_ref()).flat_map(|r| &r.requests).flat_map(|q| &q.steps).collect();
-        assert!(steps.iter().any(|s| s.margin.is_some()) && steps.iter().any(|s| s.margin.is_none()), "both kinds of step");
+        let steps: Vec<_> = report
+            .workers
+            .iter()
+            .filter_map(|w| w.report.as_ref())
+            .flat_map(|r| &r.requests)
+            .flat_map(|q| &q.steps)
+            .collect();
+        assert!(
+            steps.iter().any(|s| s.margin.is_some()) && steps.iter().any(|s| s.margin.is_none()),
+            "both kinds of step"
+        );
         let bytes = session_bytes(&report);
         let back: SessionReport = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(back, report, "no value lost");

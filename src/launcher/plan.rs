@@ -90,10 +90,9 @@ pub fn worker_command(adapter: Adapter, out_dir: &std::path::Path, repo: &std::p
         Ok(words) if !words.trim().is_empty() => words.split_whitespace().map(str::to_owned).collect(),
         _ => match adapter {
             Adapter::Controlled => vec![controlled_program().display().to_string(), "worker".into()],
-            Adapter::Stock => vec![
-                venv_python(repo).display().to_string(),
-                repo.join("tools/stock/worker.py").display().to_string(),
-            ],
+            Adapter::Stock => {
+                vec![venv_python(repo).display().to_string(), repo.join("tools/stock/worker.py").display().to_string()]
+            }
         },
     };
     argv.extend(["--out-dir".to_owned(), out_dir.display().to_string()]);
@@ -177,8 +176,7 @@ mod tests {
         assert_eq!(runs.len(), 2 + 2 + 2);
         assert_eq!(runs.iter().filter(|r| r.aa).count(), 2);
         assert!(runs.iter().filter(|r| r.aa).all(|r| r.cell.mode == Mode::Headline));
-        let names: std::collections::BTreeSet<_> =
-            runs.iter().map(|r| (r.cell.name(), r.folder_name())).collect();
+        let names: std::collections::BTreeSet<_> = runs.iter().map(|r| (r.cell.name(), r.folder_name())).collect();
         assert_eq!(names.len(), runs.len(), "folder names are unique per cell");
     }
 }

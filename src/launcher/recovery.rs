@@ -81,7 +81,11 @@ fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
         .filter_map(|e| e.ok())
         .filter(|e| e.path().is_dir())
         .flat_map(|cell| {
-            std::fs::read_dir(cell.path()).into_iter().flatten().filter_map(|e| e.ok()).map(move |w| (cell.file_name(), w.path()))
+            std::fs::read_dir(cell.path())
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+                .map(move |w| (cell.file_name(), w.path()))
         });
     let mut runs: Vec<WorkerRun> = folders
         .filter_map(|(cell, worker_dir)| {

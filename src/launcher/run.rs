@@ -6,16 +6,16 @@ use std::{
 };
 
 use anyhow::Context;
+use decode_baseline::host;
 use decode_baseline_protocol::{
+    pins::{self, PinError},
     report::Status,
     session::{
         CaseFiles, LauncherMarker, SessionReport, SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION,
         SESSION_REPORT_SCHEMA_VERSION,
     },
-    pins::{self, PinError},
     Adapter, ExitCode,
 };
-use decode_baseline::host;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{
@@ -116,18 +116,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     if !args.dry_run {
         recovery::write_marker(
-        &session_dir,
-        &LauncherMarker {
-            schema_version: LAUNCHER_MARKER_SCHEMA_VERSION,
-            session_id: session_id.clone(),
-            pid: std::process::id(),
-            started_utc: started_utc.clone(),
-            job: resolved.job.clone(),
-            manifest_path: loaded.path.clone(),
-            manifest_sha256: loaded.sha256,
-        },
-    )
-    .with_context(|| format!("failed to write {}", session_dir.join(recovery::MARKER).display()))?;
+            &session_dir,
+            &LauncherMarker {
+                schema_version: LAUNCHER_MARKER_SCHEMA_VERSION,
+                session_id: session_id.clone(),
+                pid: std::process::id(),
+                started_utc: started_utc.clone(),
+                job: resolved.job.clone(),
+                manifest_path: loaded.path.clone(),
+                manifest_sha256: loaded.sha256,
+            },
+        )
+        .with_context(|| format!("failed to write {}", session_dir.join(recovery::MARKER).display()))?;
     }
 
     // Every worker's folder and job first: a dry run stops here, a real run finds them ready.
@@ -167,7 +167,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for group in groups {
         let members = &prepared[group];
         if interrupts.count() > 0 {
-            problems.extend(members.iter().map(|p| format!("{}: not started, the session was cancelled", p.job.run_id)));
+            problems
+                .extend(members.iter().map(|p| format!("{}: not started, the session was cancelled", p.job.run_id)));
             continue;
         }
         let names: Vec<&str> = members.iter().map(|p| p.planned.adapter.as_str()).collect();
@@ -185,12 +186,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         } else {
             let gated: Vec<interleave::Member<'_>> = members
                 .iter()
-                .map(|p| interleave::Member { argv: &p.command, out_dir: &p.out_dir, requests: expected_requests(&p.job) })
+                .map(|p| interleave::Member {
+                    argv: &p.command,
+                    out_dir: &p.out_dir,
+                    requests: expected_requests(&p.job),
+                })
                 .collect();
             interleave::supervise_group(&gated, limits, &interrupts, || progress.tick(), |_| progress.inc(1))?
         };
         groups_wall += group_started.elapsed();
-        let measured = host::reaped_children_cpu_time().zip(children_before).map(|(after, before)| after.saturating_sub(before));
+        let measured =
+            host::reaped_children_cpu_time().zip(children_before).map(|(after, before)| after.saturating_sub(before));
         let activity = sampler.finish(measured);
         if let Some(note) = &quiet_note {
             progress.suspend(|| eprintln!("decode-baseline: {}: {note}", members[0].planned.cell.name()));
@@ -272,7 +278,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Refuses a group of runs whose models' weights, loaded at once, exceed the available memory.
-fn check_memory(loaded: &LoadedManifest, runs: &[plan::PlannedRun], groups: &[std::ops::Range<usize>], repo: &Path) -> Result<(), String> {
+fn check_memory(
+    loaded: &LoadedManifest,
+    runs: &[plan::PlannedRun],
+    groups: &[std::ops::Range<usize>],
+    repo: &Path,
+) -> Result<(), String> {
     let available = memory::available();
     for group in groups.iter().filter(|g| g.len() > 1) {
         let needed: u64 = runs[group.clone()]

@@ -54,7 +54,10 @@ pub fn load(path: &Path) -> Result<ResolvedJob, JobError> {
         });
     }
     if !(1..=MAX_REPETITIONS).contains(&job.repetitions) {
-        return Err(field("repetitions", format!("must be between 1 and {MAX_REPETITIONS}, found {}", job.repetitions)));
+        return Err(field(
+            "repetitions",
+            format!("must be between 1 and {MAX_REPETITIONS}, found {}", job.repetitions),
+        ));
     }
     if let Some(cells) = &job.cells {
         if cells.is_empty() {

@@ -145,9 +145,7 @@ impl Supervised {
                 nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
             });
         }
-        let child = command
-            .spawn()
-            .map_err(|source| SuperviseError::Spawn { program: argv[0].clone(), source })?;
+        let child = command.spawn().map_err(|source| SuperviseError::Spawn { program: argv[0].clone(), source })?;
         Ok(Self {
             pid: child.id(),
             child,

@@ -23,7 +23,13 @@ fn marker_pid(out_dir: &Path, name: &str) -> Option<u32> {
 }
 
 /// Every problem with `report` for the worker that ran `job` as `pid` and exited with `exit_code`.
-pub fn validate(report: &WorkerReport, job: &WorkerJob, pid: u32, exit_code: Option<i32>, out_dir: &Path) -> Vec<String> {
+pub fn validate(
+    report: &WorkerReport,
+    job: &WorkerJob,
+    pid: u32,
+    exit_code: Option<i32>,
+    out_dir: &Path,
+) -> Vec<String> {
     let mut problems = Vec::new();
     let mut check = |ok: bool, problem: String| {
         if !ok {
@@ -41,7 +47,10 @@ pub fn validate(report: &WorkerReport, job: &WorkerJob, pid: u32, exit_code: Opt
     check(report.adapter == job.adapter, format!("adapter: expected {:?}, found {:?}", job.adapter, report.adapter));
     check(report.mode == job.mode, format!("mode: expected {:?}, found {:?}", job.mode, report.mode));
     check(report.case_id == job.case_id, format!("case_id: expected {}, found {}", job.case_id, report.case_id));
-    check(report.prompt_id == job.prompt_id, format!("prompt_id: expected {}, found {}", job.prompt_id, report.prompt_id));
+    check(
+        report.prompt_id == job.prompt_id,
+        format!("prompt_id: expected {}, found {}", job.prompt_id, report.prompt_id),
+    );
     let expected_code = match report.status {
         Status::Ok => ExitCode::Ok,
         Status::Failed => ExitCode::Failed,
@@ -75,16 +84,44 @@ fn check_identity(report: &WorkerReport, job: &WorkerJob, problems: &mut Vec<Str
             problems.push(problem);
         }
     };
-    check(identity.manifest_sha256 == job.manifest_sha256, format!("identity.manifest_sha256: expected {}, found {}", job.manifest_sha256, identity.manifest_sha256));
-    check(identity.lock_sha256 == pins.lock_sha256, format!("identity.lock_sha256: expected {}, found {}", pins.lock_sha256, identity.lock_sha256));
-    check(identity.mlx_version == pins.mlx_version, format!("identity.mlx_version: expected {}, found {}", pins.mlx_version, identity.mlx_version));
-    check(identity.mlx_lm_version == pins.mlx_lm_version, format!("identity.mlx_lm_version: expected {}, found {}", pins.mlx_lm_version, identity.mlx_lm_version));
-    check(identity.mlx_lm_freeze_sha256 == pins.mlx_lm_freeze_sha256, format!("identity.mlx_lm_freeze_sha256: expected {}, found {}", pins.mlx_lm_freeze_sha256, identity.mlx_lm_freeze_sha256));
-    check(identity.libmlx_sha256 == pins.libmlx_sha256, format!("identity.libmlx_sha256: expected {}, found {}", pins.libmlx_sha256, identity.libmlx_sha256));
-    check(identity.device == job.device, format!("identity.device: expected {}, found {}", job.device.as_str(), identity.device.as_str()));
+    check(
+        identity.manifest_sha256 == job.manifest_sha256,
+        format!("identity.manifest_sha256: expected {}, found {}", job.manifest_sha256, identity.manifest_sha256),
+    );
+    check(
+        identity.lock_sha256 == pins.lock_sha256,
+        format!("identity.lock_sha256: expected {}, found {}", pins.lock_sha256, identity.lock_sha256),
+    );
+    check(
+        identity.mlx_version == pins.mlx_version,
+        format!("identity.mlx_version: expected {}, found {}", pins.mlx_version, identity.mlx_version),
+    );
+    check(
+        identity.mlx_lm_version == pins.mlx_lm_version,
+        format!("identity.mlx_lm_version: expected {}, found {}", pins.mlx_lm_version, identity.mlx_lm_version),
+    );
+    check(
+        identity.mlx_lm_freeze_sha256 == pins.mlx_lm_freeze_sha256,
+        format!(
+            "identity.mlx_lm_freeze_sha256: expected {}, found {}",
+            pins.mlx_lm_freeze_sha256, identity.mlx_lm_freeze_sha256
+        ),
+    );
+    check(
+        identity.libmlx_sha256 == pins.libmlx_sha256,
+        format!("identity.libmlx_sha256: expected {}, found {}", pins.libmlx_sha256, identity.libmlx_sha256),
+    );
+    check(
+        identity.device == job.device,
+        format!("identity.device: expected {}, found {}", job.device.as_str(), identity.device.as_str()),
+    );
     check(
         identity.backend == Some(pins.backend()),
-        format!("identity.backend: expected {}, found {}", pins.backend().as_str(), identity.backend.map_or("null", |b| b.as_str())),
+        format!(
+            "identity.backend: expected {}, found {}",
+            pins.backend().as_str(),
+            identity.backend.map_or("null", |b| b.as_str())
+        ),
     );
 }
 
@@ -92,13 +129,20 @@ fn check_requests(report: &WorkerReport, job: &WorkerJob, problems: &mut Vec<Str
     let policy = &job.run_policy;
     let expected: Vec<Option<Phase>> = match job.mode {
         Mode::ReferencePair => vec![None],
-        Mode::Headline | Mode::FixedContinuation => std::iter::repeat_n(Some(Phase::First), policy.first_requests as usize)
-            .chain(std::iter::repeat_n(Some(Phase::Warmup), policy.warmup_requests as usize))
-            .chain(std::iter::repeat_n(Some(Phase::Measured), policy.measured_requests as usize))
-            .collect(),
+        Mode::Headline | Mode::FixedContinuation => {
+            std::iter::repeat_n(Some(Phase::First), policy.first_requests as usize)
+                .chain(std::iter::repeat_n(Some(Phase::Warmup), policy.warmup_requests as usize))
+                .chain(std::iter::repeat_n(Some(Phase::Measured), policy.measured_requests as usize))
+                .collect()
+        }
     };
     if report.requests.len() != expected.len() {
-        problems.push(format!("requests: expected {} for {:?}, found {}", expected.len(), job.mode, report.requests.len()));
+        problems.push(format!(
+            "requests: expected {} for {:?}, found {}",
+            expected.len(),
+            job.mode,
+            report.requests.len()
+        ));
     }
     let prompt_len = job.prompt_ids.len() as u32;
     for (request, phase) in report.requests.iter().zip(expected) {
@@ -130,22 +174,44 @@ fn expected_steps(job: &WorkerJob, request: &RequestRecord) -> u32 {
 /// the first step after the first token.
 fn check_steps(request: &RequestRecord, prompt_len: u32, at: &dyn Fn(&str) -> String, problems: &mut Vec<String>) {
     if request.first_token_ns < request.prefill_dur_ns {
-        problems.push(format!("{}: first token at {} ns precedes the end of prefill ({} ns)", at("first_token_ns"), request.first_token_ns, request.prefill_dur_ns));
+        problems.push(format!(
+            "{}: first token at {} ns precedes the end of prefill ({} ns)",
+            at("first_token_ns"),
+            request.first_token_ns,
+            request.prefill_dur_ns
+        ));
     }
     let mut previous = request.first_token_ns;
     for (i, step) in request.steps.iter().enumerate() {
         let position = prompt_len + 1 + i as u32;
         if step.position != position {
-            problems.push(format!("{}: expected position {position}, found {}", at(&format!("steps[{i}].position")), step.position));
+            problems.push(format!(
+                "{}: expected position {position}, found {}",
+                at(&format!("steps[{i}].position")),
+                step.position
+            ));
         }
         if step.t_ns <= previous {
-            problems.push(format!("{}: time {} ns does not move forward from {previous} ns", at(&format!("steps[{i}].t_ns")), step.t_ns));
+            problems.push(format!(
+                "{}: time {} ns does not move forward from {previous} ns",
+                at(&format!("steps[{i}].t_ns")),
+                step.t_ns
+            ));
         }
         if step.dur_ns == 0 || step.dur_ns > step.t_ns {
-            problems.push(format!("{}: duration {} ns is zero or exceeds its stamp {} ns", at(&format!("steps[{i}].dur_ns")), step.dur_ns, step.t_ns));
+            problems.push(format!(
+                "{}: duration {} ns is zero or exceeds its stamp {} ns",
+                at(&format!("steps[{i}].dur_ns")),
+                step.dur_ns,
+                step.t_ns
+            ));
         }
         if step.margin.is_some_and(|m| !m.is_finite() || m < 0.0) {
-            problems.push(format!("{}: expected a finite, non-negative margin, found {:?}", at(&format!("steps[{i}].margin")), step.margin));
+            problems.push(format!(
+                "{}: expected a finite, non-negative margin, found {:?}",
+                at(&format!("steps[{i}].margin")),
+                step.margin
+            ));
         }
         previous = step.t_ns;
     }

@@ -31,8 +31,7 @@ pub struct LoadedManifest {
     pub manifest: Manifest,
 }
 
-impl LoadedManifest {
-}
+impl LoadedManifest {}
 
 /// The absolute model folder of `case`. A relative case path is relative to the repository
 /// (req/manifest.md §4), which is what every worker checks `model_dir` against; the manifest's

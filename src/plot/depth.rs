@@ -41,7 +41,11 @@ pub fn figure(title: &str, series: &BTreeMap<String, Vec<DepthPoint>>) -> Option
         INK,
         None,
     );
-    frame.draw_axes(&mut svg, "context length (prompt tokens before the decode steps)", &format!("time per token ({})", unit.name));
+    frame.draw_axes(
+        &mut svg,
+        "context length (prompt tokens before the decode steps)",
+        &format!("time per token ({})", unit.name),
+    );
     let mut entries = Vec::new();
     for (adapter, pts) in series {
         let c = color(adapter);

@@ -57,13 +57,18 @@ pub fn figure(cell: &CellData) -> Option<String> {
         let median = quantile(v, 0.5);
         let x = frame.x.map(unit.of(median));
         svg.line((x, frame.y.map(0.0)), (x, frame.y.map(1.0)), color(*adapter), 1.0, Some("5,4"));
-        entries.push(LegendEntry { color: color(*adapter), label: format!(
+        entries.push(LegendEntry {
+            color: color(*adapter),
+            label: format!(
                 "{}: {} steps, median {}, max {}",
                 adapter.as_str(),
                 v.len(),
                 unit.show(median),
                 unit.show(v[v.len() - 1])
-            ), band: false, dash: None });
+            ),
+            band: false,
+            dash: None,
+        });
     }
     entries.push(LegendEntry { color: INK, label: "dashed: medians".to_owned(), band: false, dash: Some("5,4") });
     legend(&mut svg, (w - 36.0, frame.y.map(0.45)), &entries);

@@ -58,7 +58,8 @@ impl ModelBytes {
             .map_err(|e| err(format!("config.json unreadable: {e}")))
             .and_then(|b| serde_json::from_slice(&b).map_err(|e| err(format!("config.json unparsable: {e}"))))?;
         let int = |key: &str| config.get(key).and_then(serde_json::Value::as_u64);
-        let need = |key: &str| int(key).ok_or_else(|| err(format!("config.json: `{key}`: expected a positive integer")));
+        let need =
+            |key: &str| int(key).ok_or_else(|| err(format!("config.json: `{key}`: expected a positive integer")));
         let layers = need("num_hidden_layers")?;
         let heads = need("num_attention_heads")?;
         let kv_heads = int("num_key_value_heads").unwrap_or(heads);
@@ -70,7 +71,11 @@ impl ModelBytes {
         let element = match dtype {
             "float32" => 4,
             "float16" | "bfloat16" => 2,
-            other => return Err(err(format!("config.json: `torch_dtype`: expected float32, float16 or bfloat16, got `{other}`"))),
+            other => {
+                return Err(err(format!(
+                    "config.json: `torch_dtype`: expected float32, float16 or bfloat16, got `{other}`"
+                )))
+            }
         };
         let mut weight_bytes = 0;
         let entries = std::fs::read_dir(dir).map_err(|e| err(format!("unreadable: {e}")))?;

@@ -3,7 +3,9 @@
 
 use decode_baseline_protocol::Adapter;
 
-use super::svg::{legend, nice_range, quantile, Axis, Frame, LegendEntry, Svg, TimeUnit, CONTROLLED, FIGURE, INK, STOCK};
+use super::svg::{
+    legend, nice_range, quantile, Axis, Frame, LegendEntry, Svg, TimeUnit, CONTROLLED, FIGURE, INK, STOCK,
+};
 use crate::compare::{CellData, MeasuredRequest};
 
 /// Per step index: position, p10, median, p90 (µs).
@@ -39,11 +41,8 @@ pub fn color(adapter: Adapter) -> &'static str {
 
 /// The SVG, or `None` when no adapter has a measured step.
 pub fn figure(cell: &CellData) -> Option<String> {
-    let profiles: Vec<(Adapter, usize, StepProfile)> = cell
-        .adapters
-        .iter()
-        .filter_map(|(a, reqs)| profile(reqs).map(|p| (*a, reqs.len(), p)))
-        .collect();
+    let profiles: Vec<(Adapter, usize, StepProfile)> =
+        cell.adapters.iter().filter_map(|(a, reqs)| profile(reqs).map(|p| (*a, reqs.len(), p))).collect();
     if profiles.is_empty() {
         return None;
     }
@@ -78,8 +77,18 @@ pub fn figure(cell: &CellData) -> Option<String> {
             m.sort_by(f64::total_cmp);
             quantile(&m, 0.5)
         };
-        entries.push(LegendEntry { color: color(*adapter), label: format!("{} median (median of the steps {})", adapter.as_str(), unit.show(overall)), band: false, dash: None });
-        entries.push(LegendEntry { color: color(*adapter), label: format!("{} p10–p90", adapter.as_str()), band: true, dash: None });
+        entries.push(LegendEntry {
+            color: color(*adapter),
+            label: format!("{} median (median of the steps {})", adapter.as_str(), unit.show(overall)),
+            band: false,
+            dash: None,
+        });
+        entries.push(LegendEntry {
+            color: color(*adapter),
+            label: format!("{} p10–p90", adapter.as_str()),
+            band: true,
+            dash: None,
+        });
     }
     legend(&mut svg, (w - 36.0, 70.0), &entries);
     Some(svg.finish())

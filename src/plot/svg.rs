@@ -256,7 +256,14 @@ impl Frame {
             Axis::Linear => Scale::linear(y.0, y.1, h - 60.0, 64.0),
             Axis::Log => Scale::log(y.0, y.1, h - 60.0, 64.0),
         };
-        Frame { left: 80.0, top: 64.0, width: w - 110.0, height: h - 124.0, x: Scale::linear(x.0, x.1, 80.0, w - 30.0), y }
+        Frame {
+            left: 80.0,
+            top: 64.0,
+            width: w - 110.0,
+            height: h - 124.0,
+            x: Scale::linear(x.0, x.1, 80.0, w - 30.0),
+            y,
+        }
     }
 
     pub fn at(&self, x: f64, y: f64) -> (f64, f64) {
@@ -301,7 +308,12 @@ pub fn legend(svg: &mut Svg, (right, y): (f64, f64), entries: &[LegendEntry<'_>]
     for (i, e) in entries.iter().enumerate() {
         let cy = y + 13.0 + i as f64 * 18.0;
         if e.band {
-            svg.band(&[(x + 8.0, cy - 5.0), (x + 30.0, cy - 5.0)], &[(x + 8.0, cy + 5.0), (x + 30.0, cy + 5.0)], e.color, 0.25);
+            svg.band(
+                &[(x + 8.0, cy - 5.0), (x + 30.0, cy - 5.0)],
+                &[(x + 8.0, cy + 5.0), (x + 30.0, cy + 5.0)],
+                e.color,
+                0.25,
+            );
         } else {
             svg.line((x + 8.0, cy), (x + 30.0, cy), e.color, 2.0, e.dash);
         }

@@ -120,7 +120,9 @@ fn model_section(h: &mut String, bench: Option<&BenchRecord>) {
 }
 
 fn summary_section(h: &mut String, rows: &Rows) {
-    h.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"scroll\">\n<table id=\"summary-table\">\n<thead><tr>");
+    h.push_str(
+        "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"scroll\">\n<table id=\"summary-table\">\n<thead><tr>",
+    );
     for head in [
         "cell",
         "adapter",
@@ -181,7 +183,11 @@ fn summary_section(h: &mut String, rows: &Rows) {
     if !rows.ratios.is_empty() {
         h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>controlled/stock</th><th>95% CI</th></tr></thead>\n<tbody>\n");
         for (cell, ratio, lo, hi) in &rows.ratios {
-            let _ = writeln!(h, "<tr data-cell=\"{0}\"><td>{0}</td><td>{ratio:.3}</td><td>[{lo:.3}, {hi:.3}]</td></tr>", esc(cell));
+            let _ = writeln!(
+                h,
+                "<tr data-cell=\"{0}\"><td>{0}</td><td>{ratio:.3}</td><td>[{lo:.3}, {hi:.3}]</td></tr>",
+                esc(cell)
+            );
         }
         h.push_str("</tbody>\n</table>\n</div>\n");
     }
@@ -233,7 +239,8 @@ fn identity_section(h: &mut String, session: &SessionReport) {
     };
     item("manifest", &session.manifest_path.display().to_string());
     item("manifest sha256", &session.manifest_sha256.to_string());
-    let host = |key: &str| session.host.get(key).map_or("?".to_owned(), |v| v.as_str().map_or(v.to_string(), str::to_owned));
+    let host =
+        |key: &str| session.host.get(key).map_or("?".to_owned(), |v| v.as_str().map_or(v.to_string(), str::to_owned));
     item("host", &format!("{} ({} {}, {} CPUs)", host("hostname"), host("os"), host("arch"), host("cpus")));
     if let Some(device) = &session.device {
         item("device", &format!("{} on {} ({})", device.name, device.backend.as_str(), device.device.as_str()));

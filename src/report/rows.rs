@@ -194,7 +194,11 @@ impl Rows {
                         .iter()
                         .map(|w| w.message.clone())
                         .chain(stats.host_warnings.iter().map(|w| format!("host: {w}")))
-                        .chain(stats.test_slowdown_us.map(|us| format!("test slowdown of {us} µs per step injected: not a real measurement")))
+                        .chain(
+                            stats.test_slowdown_us.map(|us| {
+                                format!("test slowdown of {us} µs per step injected: not a real measurement")
+                            }),
+                        )
                         .collect(),
                 });
             }
@@ -216,7 +220,8 @@ impl Rows {
                 } else {
                     format!("diverge: {}", s.first_divergence.as_ref().map_or("?".into(), |d| d.to_string()))
                 };
-                out.agreement.push(format!("{}: reference streams over {} tokens, {verdict}", cell.cell, s.tokens_compared));
+                out.agreement
+                    .push(format!("{}: reference streams over {} tokens, {verdict}", cell.cell, s.tokens_compared));
             }
         }
         out
@@ -318,11 +323,8 @@ fn measured_facts(session: &SessionReport, cell: &str, adapter: &str) -> (Option
         .filter(|r| r.status == Status::Ok)
         .collect();
     let case = reports.first().map(|r| r.case_id.clone());
-    let requests: Vec<_> = reports
-        .iter()
-        .flat_map(|r| &r.requests)
-        .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
-        .collect();
+    let requests: Vec<_> =
+        reports.iter().flat_map(|r| &r.requests).filter(|q| matches!(q.phase, Some(Phase::Measured) | None)).collect();
     let prompt_len = requests.first().map(|q| q.prompt_len);
     let peak = requests.iter().filter_map(|q| q.peak_memory_bytes).max();
     (case, prompt_len, peak)

@@ -53,11 +53,7 @@ pub struct BootstrapConfig {
 
 impl Default for BootstrapConfig {
     fn default() -> Self {
-        BootstrapConfig {
-            resamples: DEFAULT_RESAMPLES,
-            confidence: DEFAULT_CONFIDENCE,
-            seed: DEFAULT_SEED,
-        }
+        BootstrapConfig { resamples: DEFAULT_RESAMPLES, confidence: DEFAULT_CONFIDENCE, seed: DEFAULT_SEED }
     }
 }
 
@@ -183,16 +179,11 @@ impl<'a> Source<'a> {
 }
 
 /// Percentile-bootstrap interval of the median of `source`.
-pub(crate) fn median_interval(
-    source: Source<'_>,
-    config: &BootstrapConfig,
-) -> Result<Interval, StatsError> {
+pub(crate) fn median_interval(source: Source<'_>, config: &BootstrapConfig) -> Result<Interval, StatsError> {
     config.validate()?;
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut buf = Vec::new();
-    let estimates = (0..config.resamples)
-        .map(|_| source.resampled_median(&mut rng, &mut buf))
-        .collect();
+    let estimates = (0..config.resamples).map(|_| source.resampled_median(&mut rng, &mut buf)).collect();
     Ok(percentile_interval(estimates, config, source.resampling()))
 }
 
@@ -253,11 +244,7 @@ pub(crate) fn quotient_interval(
     Ok(percentile_interval(estimates, config, numerator.resampling()))
 }
 
-fn percentile_interval(
-    mut estimates: Vec<f64>,
-    config: &BootstrapConfig,
-    resampling: Resampling,
-) -> Interval {
+fn percentile_interval(mut estimates: Vec<f64>, config: &BootstrapConfig, resampling: Resampling) -> Interval {
     estimates.sort_by(f64::total_cmp);
     let alpha = 1.0 - config.confidence;
     Interval {
@@ -298,25 +285,13 @@ mod tests {
 
     #[test]
     fn config_validation_names_the_field() {
-        let bad = BootstrapConfig {
-            resamples: 10,
-            ..BootstrapConfig::default()
-        };
+        let bad = BootstrapConfig { resamples: 10, ..BootstrapConfig::default() };
         assert_eq!(
             bad.validate().unwrap_err().to_string(),
             "invalid setting `resamples`: expected at least 100, got 10"
         );
-        let bad = BootstrapConfig {
-            confidence: 1.0,
-            ..BootstrapConfig::default()
-        };
-        assert!(matches!(
-            bad.validate(),
-            Err(StatsError::InvalidSetting {
-                field: "confidence",
-                ..
-            })
-        ));
+        let bad = BootstrapConfig { confidence: 1.0, ..BootstrapConfig::default() };
+        assert!(matches!(bad.validate(), Err(StatsError::InvalidSetting { field: "confidence", .. })));
     }
 
     #[test]
@@ -338,19 +313,14 @@ mod tests {
     /// (-1, 1), its steps add noise in (-0.1, 0.1). Both are symmetric about zero, so the
     /// population median is exactly 100.
     fn coverage(resampling: Resampling, trials: u64) -> f64 {
-        let config = BootstrapConfig {
-            resamples: 500,
-            ..BootstrapConfig::default()
-        };
+        let config = BootstrapConfig { resamples: 500, ..BootstrapConfig::default() };
         let mut covered = 0;
         for trial in 0..trials {
             let mut rng = ChaCha8Rng::seed_from_u64(1000 + trial);
             let requests: Vec<Vec<f64>> = (0..20)
                 .map(|_| {
                     let level = 100.0 + 2.0 * uniform(&mut rng) - 1.0;
-                    (0..50)
-                        .map(|_| level + 0.2 * uniform(&mut rng) - 0.1)
-                        .collect()
+                    (0..50).map(|_| level + 0.2 * uniform(&mut rng) - 0.1).collect()
                 })
                 .collect();
             let c = ClusteredSample::new(requests).unwrap();
@@ -366,9 +336,7 @@ mod tests {
         // from resampling steps covers the truth far less often than 95 %.
         let by_request = coverage(Resampling::ByRequest, 100);
         let by_point = coverage(Resampling::ByPoint, 100);
-        eprintln!(
-            "coverage of a nominal 95 % interval: by request {by_request}, by point {by_point}"
-        );
+        eprintln!("coverage of a nominal 95 % interval: by request {by_request}, by point {by_point}");
         assert!(by_request >= 0.85, "by request covered {by_request}");
         assert!(by_point <= 0.6, "by point covered {by_point}");
     }
@@ -377,19 +345,12 @@ mod tests {
     fn by_request_interval_is_wider_than_by_point_for_correlated_requests() {
         // 10 requests, each a constant level with tiny within-request jitter: the between-request
         // spread is what matters, and only the request bootstrap sees it.
-        let requests: Vec<Vec<f64>> = (0..10)
-            .map(|r| {
-                (0..100)
-                    .map(|s| 100.0 + 5.0 * f64::from(r) + 0.01 * f64::from(s % 3))
-                    .collect()
-            })
-            .collect();
+        let requests: Vec<Vec<f64>> =
+            (0..10).map(|r| (0..100).map(|s| 100.0 + 5.0 * f64::from(r) + 0.01 * f64::from(s % 3)).collect()).collect();
         let c = ClusteredSample::new(requests).unwrap();
         let cfg = BootstrapConfig::default();
-        let by_request =
-            median_interval(Source::of_clustered(&c, Resampling::ByRequest), &cfg).unwrap();
-        let by_point =
-            median_interval(Source::of_clustered(&c, Resampling::ByPoint), &cfg).unwrap();
+        let by_request = median_interval(Source::of_clustered(&c, Resampling::ByRequest), &cfg).unwrap();
+        let by_point = median_interval(Source::of_clustered(&c, Resampling::ByPoint), &cfg).unwrap();
         assert!(
             by_request.half_width() > 2.0 * by_point.half_width(),
             "by request {by_request:?} vs by point {by_point:?}"

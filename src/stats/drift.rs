@@ -39,10 +39,7 @@ pub struct DriftConfig {
 
 impl Default for DriftConfig {
     fn default() -> Self {
-        DriftConfig {
-            alpha: DEFAULT_ALPHA,
-            threshold: DEFAULT_DRIFT_THRESHOLD,
-        }
+        DriftConfig { alpha: DEFAULT_ALPHA, threshold: DEFAULT_DRIFT_THRESHOLD }
     }
 }
 
@@ -85,15 +82,11 @@ impl Drift {
                 actual: config.threshold.to_string(),
             });
         }
-        if let Some((index, &value)) = per_request.iter().enumerate().find(|(_, v)| !v.is_finite())
-        {
+        if let Some((index, &value)) = per_request.iter().enumerate().find(|(_, v)| !v.is_finite()) {
             return Err(StatsError::NotFinite { index, value });
         }
         if let Some(&value) = per_request.iter().find(|&&v| v <= 0.0) {
-            return Err(StatsError::NotPositive {
-                side: "per-request figures",
-                value,
-            });
+            return Err(StatsError::NotPositive { side: "per-request figures", value });
         }
         if per_request.len() < MIN_REQUESTS {
             return Err(StatsError::TooFew {
@@ -123,20 +116,12 @@ impl Drift {
 
     /// A sentence for the terminal.
     pub fn describe(&self) -> String {
-        let direction = if self.relative_change > 0.0 {
-            "slower"
-        } else {
-            "faster"
-        };
+        let direction = if self.relative_change > 0.0 { "slower" } else { "faster" };
         format!(
             "late requests were {:.1} % {direction} than early ones (p = {:.3}){}",
             100.0 * self.relative_change.abs(),
             self.p_value,
-            if self.drifting {
-                ": the machine drifted during measurement"
-            } else {
-                ""
-            }
+            if self.drifting { ": the machine drifted during measurement" } else { "" }
         )
     }
 }
@@ -144,11 +129,7 @@ impl Drift {
 /// `(U of x, two-sided p)`, see the module docs.
 fn mann_whitney(x: &[f64], y: &[f64]) -> (f64, f64) {
     let (n1, n2) = (x.len() as f64, y.len() as f64);
-    let mut all: Vec<(f64, bool)> = x
-        .iter()
-        .map(|&v| (v, true))
-        .chain(y.iter().map(|&v| (v, false)))
-        .collect();
+    let mut all: Vec<(f64, bool)> = x.iter().map(|&v| (v, true)).chain(y.iter().map(|&v| (v, false))).collect();
     all.sort_by(|a, b| a.0.total_cmp(&b.0));
     let n = all.len();
     let (mut rank_sum_x, mut tie_term) = (0.0, 0.0);
@@ -203,9 +184,7 @@ mod tests {
     #[test]
     fn a_steady_slowdown_is_flagged_and_noise_is_not() {
         // 20 requests: the first ten at ~1000, the last ten at ~1100 (+10 %).
-        let slowing: Vec<f64> = (0..20)
-            .map(|i| if i < 10 { 1000.0 } else { 1100.0 } + f64::from(i % 3))
-            .collect();
+        let slowing: Vec<f64> = (0..20).map(|i| if i < 10 { 1000.0 } else { 1100.0 } + f64::from(i % 3)).collect();
         let d = Drift::between_halves(&slowing, &DriftConfig::default()).unwrap();
         assert_eq!(d.half, 10);
         // Early: 1000 + i % 3 for i < 10 → four 1000s, three 1001s, three 1002s → median 1001.
@@ -227,9 +206,7 @@ mod tests {
     #[test]
     fn significant_but_tiny_change_is_not_drift() {
         // +0.5 %, perfectly separated: significant, but under the 2 % threshold.
-        let v: Vec<f64> = (0..20)
-            .map(|i| if i < 10 { 1000.0 } else { 1005.0 } + f64::from(i) * 0.01)
-            .collect();
+        let v: Vec<f64> = (0..20).map(|i| if i < 10 { 1000.0 } else { 1005.0 } + f64::from(i) * 0.01).collect();
         let d = Drift::between_halves(&v, &DriftConfig::default()).unwrap();
         assert!(d.p_value < 0.05);
         assert!(!d.drifting);
@@ -237,25 +214,17 @@ mod tests {
 
     #[test]
     fn odd_length_drops_the_middle_request_and_bad_input_is_refused() {
-        let d =
-            Drift::between_halves(&[1.0, 1.0, 50.0, 2.0, 2.0], &DriftConfig::default()).unwrap();
+        let d = Drift::between_halves(&[1.0, 1.0, 50.0, 2.0, 2.0], &DriftConfig::default()).unwrap();
         assert_eq!((d.half, d.early_median, d.late_median), (2, 1.0, 2.0));
         assert_eq!(
             Drift::between_halves(&[1.0, 2.0, 3.0], &DriftConfig::default()),
-            Err(StatsError::TooFew {
-                what: "per-request figures",
-                expected: 4,
-                actual: 3
-            })
+            Err(StatsError::TooFew { what: "per-request figures", expected: 4, actual: 3 })
         );
         assert!(matches!(
             Drift::between_halves(&[1.0, 2.0, 0.0, 3.0], &DriftConfig::default()),
             Err(StatsError::NotPositive { value, .. }) if value == 0.0
         ));
-        let bad = DriftConfig {
-            alpha: 0.0,
-            ..DriftConfig::default()
-        };
+        let bad = DriftConfig { alpha: 0.0, ..DriftConfig::default() };
         assert!(matches!(
             Drift::between_halves(&[1.0, 2.0, 3.0, 4.0], &bad),
             Err(StatsError::InvalidSetting { field: "alpha", .. })

@@ -42,14 +42,7 @@ impl TukeyOutliers {
         let iqr = q3 - q1;
         let (low_severe_fence, low_mild_fence) = (q1 - SEVERE_IQR * iqr, q1 - MILD_IQR * iqr);
         let (high_mild_fence, high_severe_fence) = (q3 + MILD_IQR * iqr, q3 + SEVERE_IQR * iqr);
-        let mut counts = TukeyOutliers {
-            q1,
-            q3,
-            low_severe: 0,
-            low_mild: 0,
-            high_mild: 0,
-            high_severe: 0,
-        };
+        let mut counts = TukeyOutliers { q1, q3, low_severe: 0, low_mild: 0, high_mild: 0, high_severe: 0 };
         for &x in sample.sorted() {
             if x < low_severe_fence {
                 counts.low_severe += 1;
@@ -86,19 +79,13 @@ mod tests {
         x.extend([-20.0, 14.0, 30.0]);
         let o = TukeyOutliers::of(&Sample::new(x).unwrap());
         assert_eq!((o.q1, o.q3), (2.75, 8.25));
-        assert_eq!(
-            (o.low_severe, o.low_mild, o.high_mild, o.high_severe),
-            (1, 0, 0, 1)
-        );
+        assert_eq!((o.low_severe, o.low_mild, o.high_mild, o.high_severe), (1, 0, 0, 1));
 
         // Replace 30 by 20: above 16.5, below 24.75 → high mild.
         let mut x: Vec<f64> = (1..=9).map(f64::from).collect();
         x.extend([-20.0, 14.0, 20.0]);
         let o = TukeyOutliers::of(&Sample::new(x).unwrap());
-        assert_eq!(
-            (o.low_severe, o.low_mild, o.high_mild, o.high_severe),
-            (1, 0, 1, 0)
-        );
+        assert_eq!((o.low_severe, o.low_mild, o.high_mild, o.high_severe), (1, 0, 1, 0));
         assert_eq!(o.total(), 2);
     }
 

@@ -165,6 +165,9 @@ mod tests {
         assert!(matches!(PairedSample::new(vec![vec![1.0, f64::NAN]]), Err(StatsError::NotFinite { .. })));
         assert!(matches!(PairedSample::new(vec![vec![1.0, 0.0]]), Err(StatsError::NotPositive { .. })));
         assert!(matches!(PairedSample::new(vec![vec![1.0, 2.0], vec![]]), Err(StatsError::EmptyRequest { .. })));
-        assert!(matches!(PairedSample::from_medians(&[vec![(1.0, 0.0), (1.0, 1.0)]]), Err(StatsError::NotPositive { .. })));
+        assert!(matches!(
+            PairedSample::from_medians(&[vec![(1.0, 0.0), (1.0, 1.0)]]),
+            Err(StatsError::NotPositive { .. })
+        ));
     }
 }

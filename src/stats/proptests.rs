@@ -8,10 +8,7 @@ use proptest::prelude::*;
 /// Bootstrap settings kept small so that hundreds of cases run fast; the properties do not
 /// depend on `B`.
 fn quick() -> BootstrapConfig {
-    BootstrapConfig {
-        resamples: 200,
-        ..BootstrapConfig::default()
-    }
+    BootstrapConfig { resamples: 200, ..BootstrapConfig::default() }
 }
 
 /// Positive, time-like values (1 ns .. 1 s).
@@ -130,24 +127,10 @@ fn a_different_seed_gives_a_different_interval() {
     // Guards against a seed that is silently ignored (e.g. a fixed stream).
     let s = Sample::new((0..200).map(|i| f64::from(i * 37 % 101)).collect()).unwrap();
     let a = median_interval(Source::of_sample(&s), &BootstrapConfig::default()).unwrap();
-    let b = median_interval(
-        Source::of_sample(&s),
-        &BootstrapConfig {
-            seed: 1,
-            resamples: 2000,
-            confidence: 0.95,
-        },
-    )
-    .unwrap();
-    let c = median_interval(
-        Source::of_sample(&s),
-        &BootstrapConfig {
-            seed: 2,
-            resamples: 2000,
-            confidence: 0.95,
-        },
-    )
-    .unwrap();
+    let b = median_interval(Source::of_sample(&s), &BootstrapConfig { seed: 1, resamples: 2000, confidence: 0.95 })
+        .unwrap();
+    let c = median_interval(Source::of_sample(&s), &BootstrapConfig { seed: 2, resamples: 2000, confidence: 0.95 })
+        .unwrap();
     assert!(a != b || b != c, "three seeds gave {a:?}, {b:?}, {c:?}");
 }
 

@@ -70,13 +70,7 @@ mod tests {
     fn ten_percent_faster_numerator_gives_ratio_near_point_nine() {
         let fast = requests(900.0, 0.01);
         let slow = requests(1000.0, 0.01);
-        let r = RatioEstimate::of_medians(
-            &fast,
-            &slow,
-            Resampling::default(),
-            &BootstrapConfig::default(),
-        )
-        .unwrap();
+        let r = RatioEstimate::of_medians(&fast, &slow, Resampling::default(), &BootstrapConfig::default()).unwrap();
         // Medians: 900 + 3 and 1000 + 3 (steps add 0..6, median 3; request levels symmetric).
         assert!((r.ratio - 903.0 / 1003.0).abs() < 1e-3, "ratio {}", r.ratio);
         assert!(r.ci.upper < 0.95 && r.ci.lower > 0.85, "{r:?}");
@@ -88,16 +82,8 @@ mod tests {
         let ok = requests(1000.0, 0.01);
         let zero = ClusteredSample::new(vec![vec![0.0, 1.0], vec![2.0]]).unwrap();
         assert_eq!(
-            RatioEstimate::of_medians(
-                &ok,
-                &zero,
-                Resampling::default(),
-                &BootstrapConfig::default()
-            ),
-            Err(StatsError::NotPositive {
-                side: "denominator",
-                value: 0.0
-            })
+            RatioEstimate::of_medians(&ok, &zero, Resampling::default(), &BootstrapConfig::default()),
+            Err(StatsError::NotPositive { side: "denominator", value: 0.0 })
         );
     }
 }

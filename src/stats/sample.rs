@@ -38,11 +38,7 @@ impl Sample {
             return Err(StatsError::NotFinite { index, value });
         }
         if values.len() < MIN_OBSERVATIONS {
-            return Err(StatsError::TooFew {
-                what: "observations",
-                expected: MIN_OBSERVATIONS,
-                actual: values.len(),
-            });
+            return Err(StatsError::TooFew { what: "observations", expected: MIN_OBSERVATIONS, actual: values.len() });
         }
         let mut sorted = values;
         sorted.sort_by(f64::total_cmp);
@@ -133,17 +129,9 @@ impl ClusteredSample {
         starts.push(flat.len());
         let pooled = Sample::new(flat.clone())?;
         if requests.len() < MIN_CLUSTERS {
-            return Err(StatsError::TooFew {
-                what: "requests",
-                expected: MIN_CLUSTERS,
-                actual: requests.len(),
-            });
+            return Err(StatsError::TooFew { what: "requests", expected: MIN_CLUSTERS, actual: requests.len() });
         }
-        Ok(ClusteredSample {
-            flat,
-            starts,
-            pooled,
-        })
+        Ok(ClusteredSample { flat, starts, pooled })
     }
 
     /// Number of requests.
@@ -164,9 +152,7 @@ impl ClusteredSample {
     /// The median of each request, in input order (a one-observation request is its own
     /// median): the per-request figures that `Drift::between_halves` takes.
     pub fn cluster_medians(&self) -> Vec<f64> {
-        (0..self.clusters())
-            .map(|i| median_in_place(&mut self.cluster(i).to_vec()))
-            .collect()
+        (0..self.clusters()).map(|i| median_in_place(&mut self.cluster(i).to_vec())).collect()
     }
 }
 
@@ -201,11 +187,7 @@ pub(crate) fn median_in_place(buf: &mut [f64]) -> f64 {
     if n % 2 == 1 {
         return upper_mid;
     }
-    let lower_mid = left
-        .iter()
-        .copied()
-        .max_by(f64::total_cmp)
-        .unwrap_or(upper_mid);
+    let lower_mid = left.iter().copied().max_by(f64::total_cmp).unwrap_or(upper_mid);
     lerp(lower_mid, upper_mid, 0.5)
 }
 
@@ -266,24 +248,14 @@ mod tests {
 
     #[test]
     fn refuses_short_and_non_finite_input_with_typed_errors() {
-        assert_eq!(
-            Sample::new(vec![1.0]),
-            Err(StatsError::TooFew {
-                what: "observations",
-                expected: 2,
-                actual: 1
-            })
-        );
+        assert_eq!(Sample::new(vec![1.0]), Err(StatsError::TooFew { what: "observations", expected: 2, actual: 1 }));
         assert!(matches!(
             Sample::new(vec![1.0, f64::NAN, 2.0]),
             Err(StatsError::NotFinite { index: 1, value }) if value.is_nan()
         ));
         assert_eq!(
             Sample::new(vec![1.0, 2.0, f64::NEG_INFINITY]),
-            Err(StatsError::NotFinite {
-                index: 2,
-                value: f64::NEG_INFINITY
-            })
+            Err(StatsError::NotFinite { index: 2, value: f64::NEG_INFINITY })
         );
         let err = Sample::new(vec![]).unwrap_err().to_string();
         assert_eq!(err, "too few observations: expected at least 2, got 0");
@@ -299,22 +271,12 @@ mod tests {
         assert_eq!(c.cluster_medians(), vec![1.5, 3.0, 5.0]);
         assert_eq!(
             ClusteredSample::new(vec![vec![1.0, 2.0]]),
-            Err(StatsError::TooFew {
-                what: "requests",
-                expected: 2,
-                actual: 1
-            })
+            Err(StatsError::TooFew { what: "requests", expected: 2, actual: 1 })
         );
-        assert_eq!(
-            ClusteredSample::new(vec![vec![1.0], vec![]]),
-            Err(StatsError::EmptyRequest { index: 1 })
-        );
+        assert_eq!(ClusteredSample::new(vec![vec![1.0], vec![]]), Err(StatsError::EmptyRequest { index: 1 }));
         assert_eq!(
             ClusteredSample::new(vec![vec![1.0], vec![2.0, f64::INFINITY]]),
-            Err(StatsError::NotFinite {
-                index: 2,
-                value: f64::INFINITY
-            })
+            Err(StatsError::NotFinite { index: 2, value: f64::INFINITY })
         );
     }
 }

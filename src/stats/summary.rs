@@ -161,9 +161,7 @@ fn stability_warnings(s: &Summary) -> Vec<StabilityWarning> {
             kind: WarningKind::TooFewUnits,
             value: units as f64,
             limit: MIN_STABLE_UNITS as f64,
-            message: format!(
-                "only {units} {unit_name}: at least {MIN_STABLE_UNITS} are needed for stable figures"
-            ),
+            message: format!("only {units} {unit_name}: at least {MIN_STABLE_UNITS} are needed for stable figures"),
         });
     }
     let (unit_cv, what) = match s.requests {
@@ -226,37 +224,24 @@ mod tests {
         assert_eq!(sum.outliers.total(), 0);
         // cv = 0.55 and a wide interval on 10 points: two warnings, not the unit count (10).
         let kinds: Vec<WarningKind> = sum.warnings.iter().map(|w| w.kind).collect();
-        assert_eq!(
-            kinds,
-            vec![WarningKind::HighVariation, WarningKind::WideMedianInterval]
-        );
+        assert_eq!(kinds, vec![WarningKind::HighVariation, WarningKind::WideMedianInterval]);
     }
 
     #[test]
     fn steady_data_draws_no_warning_and_few_requests_draw_one() {
         // 12 requests whose steps are 1000 ± 1 %: stable.
-        let requests: Vec<Vec<f64>> = (0..12)
-            .map(|r| {
-                (0..50)
-                    .map(|s| 1000.0 + f64::from((r * 7 + s * 3) % 21) - 10.0)
-                    .collect()
-            })
-            .collect();
+        let requests: Vec<Vec<f64>> =
+            (0..12).map(|r| (0..50).map(|s| 1000.0 + f64::from((r * 7 + s * 3) % 21) - 10.0).collect()).collect();
         let c = ClusteredSample::new(requests.clone()).unwrap();
-        let sum =
-            Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
+        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
         assert_eq!(sum.requests, Some(12));
         assert!(sum.warnings.is_empty(), "{:?}", sum.warnings);
 
         let c = ClusteredSample::new(requests[..3].to_vec()).unwrap();
-        let sum =
-            Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
+        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
         assert_eq!(sum.warnings.len(), 1);
         assert_eq!(sum.warnings[0].kind, WarningKind::TooFewUnits);
-        assert_eq!(
-            sum.warnings[0].message,
-            "only 3 requests: at least 10 are needed for stable figures"
-        );
+        assert_eq!(sum.warnings[0].message, "only 3 requests: at least 10 are needed for stable figures");
     }
 
     #[test]
@@ -274,10 +259,17 @@ mod tests {
         let drifting: Vec<Vec<f64>> = (0..12).map(|r| vec![if r % 2 == 0 { 800.0 } else { 1200.0 }; 50]).collect();
         let c = ClusteredSample::new(drifting).unwrap();
         let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
-        let high: Vec<&StabilityWarning> = sum.warnings.iter().filter(|w| w.kind == WarningKind::HighVariation).collect();
+        let high: Vec<&StabilityWarning> =
+            sum.warnings.iter().filter(|w| w.kind == WarningKind::HighVariation).collect();
         assert_eq!(high.len(), 1, "{:?}", sum.warnings);
         assert!((high[0].value - sum.request_median_cv.unwrap()).abs() < 1e-15);
-        assert!(high[0].message.starts_with("the result may be unstable: the standard deviation of the request medians is 20.9 %"), "{}", high[0].message);
+        assert!(
+            high[0]
+                .message
+                .starts_with("the result may be unstable: the standard deviation of the request medians is 20.9 %"),
+            "{}",
+            high[0].message
+        );
     }
 
     #[test]
@@ -290,14 +282,8 @@ mod tests {
         let back: Summary = serde_json::from_value(json.clone()).unwrap();
         // Exactly representable fields compare exactly; irrational ones (std_dev, cv) may move by
         // an ulp through serde_json's default float parser, so they are compared with a tolerance.
-        assert_eq!(
-            (back.n, back.median, back.mad),
-            (sum.n, sum.median, sum.mad)
-        );
-        assert_eq!(
-            (back.median_ci, back.outliers),
-            (sum.median_ci, sum.outliers)
-        );
+        assert_eq!((back.n, back.median, back.mad), (sum.n, sum.median, sum.mad));
+        assert_eq!((back.median_ci, back.outliers), (sum.median_ci, sum.outliers));
         assert!((back.std_dev - sum.std_dev).abs() <= 1e-15 * sum.std_dev);
         assert_eq!(back.warnings.len(), sum.warnings.len());
         let mut extra = json;

@@ -89,28 +89,16 @@ impl NoiseThreshold {
                 actual: value.to_string(),
             });
         }
-        Ok(NoiseThreshold {
-            value,
-            source: ThresholdSource::Given,
-            aa_spread: None,
-        })
+        Ok(NoiseThreshold { value, source: ThresholdSource::Given, aa_spread: None })
     }
 
     /// `max(|1 - lo|, |hi - 1|)` of an A/A ratio interval, floored at `MIN_NOISE_THRESHOLD`.
     pub fn from_aa_pair(aa: &RatioEstimate) -> Self {
         let spread = (1.0 - aa.ci.lower).abs().max((aa.ci.upper - 1.0).abs());
         if spread >= MIN_NOISE_THRESHOLD {
-            NoiseThreshold {
-                value: spread,
-                source: ThresholdSource::AaPair,
-                aa_spread: Some(spread),
-            }
+            NoiseThreshold { value: spread, source: ThresholdSource::AaPair, aa_spread: Some(spread) }
         } else {
-            NoiseThreshold {
-                value: MIN_NOISE_THRESHOLD,
-                source: ThresholdSource::Floor,
-                aa_spread: Some(spread),
-            }
+            NoiseThreshold { value: MIN_NOISE_THRESHOLD, source: ThresholdSource::Floor, aa_spread: Some(spread) }
         }
     }
 }
@@ -158,12 +146,7 @@ mod tests {
     fn estimate(lower: f64, upper: f64) -> RatioEstimate {
         RatioEstimate {
             ratio: (lower + upper) / 2.0,
-            ci: Interval {
-                lower,
-                upper,
-                bootstrap: BootstrapConfig::default(),
-                resampling: Resampling::ByRequest,
-            },
+            ci: Interval { lower, upper, bootstrap: BootstrapConfig::default(), resampling: Resampling::ByRequest },
         }
     }
 
@@ -193,18 +176,9 @@ mod tests {
         assert_eq!(t.source, ThresholdSource::AaPair);
         // Interval [0.998, 1.004]: spread 0.004 < 1 % → floor.
         let t = NoiseThreshold::from_aa_pair(&estimate(0.998, 1.004));
-        assert_eq!(
-            (t.value, t.source),
-            (MIN_NOISE_THRESHOLD, ThresholdSource::Floor)
-        );
+        assert_eq!((t.value, t.source), (MIN_NOISE_THRESHOLD, ThresholdSource::Floor));
         assert!((t.aa_spread.unwrap() - 0.004).abs() < 1e-12);
-        assert!(matches!(
-            NoiseThreshold::given(-0.1),
-            Err(StatsError::InvalidSetting {
-                field: "threshold",
-                ..
-            })
-        ));
+        assert!(matches!(NoiseThreshold::given(-0.1), Err(StatsError::InvalidSetting { field: "threshold", .. })));
         assert!(NoiseThreshold::given(f64::NAN).is_err());
     }
 

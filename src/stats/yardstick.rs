@@ -54,7 +54,11 @@ impl SessionRatio<'_> {
 }
 
 /// `b.point() / a.point()` with its bootstrap interval.
-pub fn against_yardstick(b: SessionRatio<'_>, a: SessionRatio<'_>, config: &BootstrapConfig) -> Result<RatioEstimate, StatsError> {
+pub fn against_yardstick(
+    b: SessionRatio<'_>,
+    a: SessionRatio<'_>,
+    config: &BootstrapConfig,
+) -> Result<RatioEstimate, StatsError> {
     let ci = quotient_interval(b.statistic()?, a.statistic()?, config)?;
     Ok(RatioEstimate { ratio: b.point() / a.point(), ci })
 }
@@ -64,8 +68,10 @@ mod tests {
     use super::*;
 
     fn requests(level: f64) -> ClusteredSample {
-        ClusteredSample::new((0..20).map(|r| (0..10).map(|s| level * (1.0 + 0.01 * ((r + s) % 3) as f64)).collect()).collect())
-            .unwrap()
+        ClusteredSample::new(
+            (0..20).map(|r| (0..10).map(|s| level * (1.0 + 0.01 * ((r + s) % 3) as f64)).collect()).collect(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -83,8 +89,10 @@ mod tests {
         assert!(moved.ci.contains(1.0));
 
         let pairs_a = PairedSample::from_medians(&[(0..20).map(|k| (700.0 + k as f64, 1000.0)).collect()]).unwrap();
-        let pairs_b = PairedSample::from_medians(&[(0..20).map(|k| (1.1 * (700.0 + k as f64), 1000.0)).collect()]).unwrap();
-        let slower = against_yardstick(SessionRatio::Paired(&pairs_b), SessionRatio::Paired(&pairs_a), &config).unwrap();
+        let pairs_b =
+            PairedSample::from_medians(&[(0..20).map(|k| (1.1 * (700.0 + k as f64), 1000.0)).collect()]).unwrap();
+        let slower =
+            against_yardstick(SessionRatio::Paired(&pairs_b), SessionRatio::Paired(&pairs_a), &config).unwrap();
         assert!((slower.ratio - 1.1).abs() < 1e-9 && slower.ci.lower > 1.05, "{slower:?}");
     }
 }

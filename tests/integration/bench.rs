@@ -55,7 +55,11 @@ fn assert_session_with_own_manifest(dir: &Path, repo_digest_before: Sha256Digest
     assert_eq!(Path::new(session["manifest_path"].as_str().unwrap()), manifest_path.canonicalize().unwrap());
     assert_eq!(session["manifest_sha256"], digest(&manifest_path).to_string());
     assert!(dir.join("index.html").is_file());
-    assert_eq!(digest(&repo_root().join("workloads.json")), repo_digest_before, "the repository's manifest was touched");
+    assert_eq!(
+        digest(&repo_root().join("workloads.json")),
+        repo_digest_before,
+        "the repository's manifest was touched"
+    );
     (session, read_json(&manifest_path))
 }
 
@@ -63,8 +67,11 @@ fn assert_session_with_own_manifest(dir: &Path, repo_digest_before: Sha256Digest
 /// it, byte for byte, and every (cell, adapter) of the analysis and every ratio has its row.
 fn assert_page_shows_session(dir: &Path, session: &Value) {
     let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    let doc = roxmltree::Document::parse_with_options(&page, roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() })
-        .unwrap_or_else(|e| panic!("index.html does not parse: {e}"));
+    let doc = roxmltree::Document::parse_with_options(
+        &page,
+        roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() },
+    )
+    .unwrap_or_else(|e| panic!("index.html does not parse: {e}"));
     let figures: BTreeSet<String> = doc
         .descendants()
         .filter(|n| n.has_tag_name("figure"))
@@ -125,18 +132,34 @@ fn bench_on_a_fixture_folder_runs_a_session_on_its_own_manifest_and_writes_the_p
     let scratch = tempfile::tempdir().unwrap();
     let before = digest(&repo_root().join("workloads.json"));
     let model = repo_root().join("fixtures/tiny-qwen3");
-    let out = bench(scratch.path(), &[model.to_str().unwrap(), "-p", "16", "-d", "64", "-m", "headline,fixed_continuation"], &[]);
+    let out = bench(
+        scratch.path(),
+        &[model.to_str().unwrap(), "-p", "16", "-d", "64", "-m", "headline,fixed_continuation"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("tokens/s"), "{text}");
     assert!(text.contains("argmax: 32 steps, 0 mismatches"), "{text}");
     let dir = session_dir(scratch.path());
     let (session, manifest) = assert_session_with_own_manifest(&dir, before);
-    assert_eq!(manifest["cases"]["tiny-qwen3"]["path"], "fixtures/tiny-qwen3", "inside the repository: relative, as add-case");
-    let cells: Vec<String> = session["analysis"]["cells"].as_array().unwrap().iter().map(|c| c["cell"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(
+        manifest["cases"]["tiny-qwen3"]["path"], "fixtures/tiny-qwen3",
+        "inside the repository: relative, as add-case"
+    );
+    let cells: Vec<String> = session["analysis"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cell"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(
         cells,
-        ["tiny-qwen3.tiny-qwen3-L16.headline", "tiny-qwen3.tiny-qwen3-L16.fixed_continuation", "tiny-qwen3.tiny-qwen3-L64.headline"]
+        [
+            "tiny-qwen3.tiny-qwen3-L16.headline",
+            "tiny-qwen3.tiny-qwen3-L16.fixed_continuation",
+            "tiny-qwen3.tiny-qwen3-L64.headline"
+        ]
     );
     assert!(dir.join("tiny-qwen3.context.svg").is_file(), "two context lengths give the context figure");
     assert_page_shows_session(&dir, &session);
@@ -173,7 +196,8 @@ fn bench_on_a_repo_id_resolves_it_from_the_hf_cache_and_pins_the_snapshot() {
     let scratch = tempfile::tempdir().unwrap();
     let hf_home = scratch.path().join("hf-home");
     let commit = "3c1d5e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d";
-    let snapshot = hub_cache(&hf_home.join("hub"), "test-org/tiny-qwen3", commit, &repo_root().join("fixtures/tiny-qwen3"));
+    let snapshot =
+        hub_cache(&hf_home.join("hub"), "test-org/tiny-qwen3", commit, &repo_root().join("fixtures/tiny-qwen3"));
     let before = digest(&repo_root().join("workloads.json"));
 
     let missing = bench(scratch.path(), &["test-org/absent"], &[("HF_HOME", &hf_home)]);
@@ -190,8 +214,15 @@ fn bench_on_a_repo_id_resolves_it_from_the_hf_cache_and_pins_the_snapshot() {
     let dir = session_dir(scratch.path());
     let (session, manifest) = assert_session_with_own_manifest(&dir, before);
     let case = &manifest["cases"]["test-org--tiny-qwen3"];
-    assert_eq!(Path::new(case["path"].as_str().unwrap()), snapshot.canonicalize().unwrap(), "the snapshot of the commit");
-    assert_eq!(case["files"]["model.safetensors"], digest(&repo_root().join("fixtures/tiny-qwen3/model.safetensors")).to_string());
+    assert_eq!(
+        Path::new(case["path"].as_str().unwrap()),
+        snapshot.canonicalize().unwrap(),
+        "the snapshot of the commit"
+    );
+    assert_eq!(
+        case["files"]["model.safetensors"],
+        digest(&repo_root().join("fixtures/tiny-qwen3/model.safetensors")).to_string()
+    );
     let record = read_json(&dir.join("bench.json"));
     assert_eq!(record["source"]["kind"], "hub");
     assert_eq!(record["source"]["commit"], commit);
@@ -211,13 +242,19 @@ fn bench_on_an_architecture_the_controlled_loop_lacks_runs_stock_only_with_the_r
     let out = bench(scratch.path(), &[model.to_str().unwrap(), "-p", "16", "-m", "headline"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
-    let note = text.lines().find(|l| l.starts_with("note: stock only")).unwrap_or_else(|| panic!("no stock-only note: {text}"));
+    let note = text
+        .lines()
+        .find(|l| l.starts_with("note: stock only"))
+        .unwrap_or_else(|| panic!("no stock-only note: {text}"));
     assert!(note.contains("gpt2"), "{note}");
     let dir = session_dir(scratch.path());
     let (session, _) = assert_session_with_own_manifest(&dir, before);
     assert_eq!(session["job"]["adapters"], serde_json::json!(["stock"]));
     assert!(session["workers"].as_array().unwrap().iter().all(|w| w["adapter"] == "stock"));
     let page = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    assert!(page.contains("stock only: the controlled loop does not implement this model"), "the reason is on the page");
+    assert!(
+        page.contains("stock only: the controlled loop does not implement this model"),
+        "the reason is on the page"
+    );
     assert_page_shows_session(&dir, &session);
 }

@@ -10,7 +10,9 @@ use decode_baseline::stats::{BootstrapConfig, Interval, RatioEstimate, Resamplin
 use decode_baseline_protocol::{
     backend::DeviceIdentity,
     report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport},
-    session::{CaseFiles, SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun, SESSION_REPORT_SCHEMA_VERSION},
+    session::{
+        CaseFiles, SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun, SESSION_REPORT_SCHEMA_VERSION,
+    },
     Adapter, Backend, DeviceKind, Mode, Sha256Digest,
 };
 use serde_json::json;
@@ -84,8 +86,12 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
     let mode = mode_of(cell);
     let (phases, steps): (Vec<Option<Phase>>, usize) = match mode {
         Mode::ReferencePair => (vec![None], 127),
-        Mode::FixedContinuation => ([vec![Some(Phase::First)], vec![Some(Phase::Warmup); 2], vec![Some(Phase::Measured); 12]].concat(), 32),
-        Mode::Headline => ([vec![Some(Phase::First)], vec![Some(Phase::Warmup); 2], vec![Some(Phase::Measured); 12]].concat(), 40),
+        Mode::FixedContinuation => {
+            ([vec![Some(Phase::First)], vec![Some(Phase::Warmup); 2], vec![Some(Phase::Measured); 12]].concat(), 32)
+        }
+        Mode::Headline => {
+            ([vec![Some(Phase::First)], vec![Some(Phase::Warmup); 2], vec![Some(Phase::Measured); 12]].concat(), 40)
+        }
     };
     let requests = phases
         .iter()
@@ -191,7 +197,9 @@ fn cpu_device() -> DeviceIdentity {
         backend: Backend::Cpu,
         device: DeviceKind::Cpu,
         name: "AMD EPYC 9B14 96-Core Processor".into(),
-        info: [("architecture", "x86_64"), ("device_name", "AMD EPYC")].map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
+        info: [("architecture", "x86_64"), ("device_name", "AMD EPYC")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into(),
     }
 }
 
@@ -238,7 +246,9 @@ impl Synth {
             .cells
             .iter()
             .filter(|(cell, ..)| mode_of(cell) != Mode::ReferencePair)
-            .flat_map(|&(cell, ..)| [(cell, Adapter::Controlled, (0.998, 1.002)), (cell, Adapter::Stock, (0.998, 1.002))])
+            .flat_map(|&(cell, ..)| {
+                [(cell, Adapter::Controlled, (0.998, 1.002)), (cell, Adapter::Stock, (0.998, 1.002))]
+            })
             .collect();
         self
     }
@@ -258,7 +268,9 @@ impl Synth {
                 }
             }
             // The launcher's analysis carries more per cell; compare reads only `aa_ratios`.
-            analysis_cells.push(json!({ "cell": cell, "mode": mode_of(cell), "adapters": {}, "ratio": null, "aa_ratios": aa_ratios }));
+            analysis_cells.push(
+                json!({ "cell": cell, "mode": mode_of(cell), "adapters": {}, "ratio": null, "aa_ratios": aa_ratios }),
+            );
         }
         SessionReport {
             schema_version: SESSION_REPORT_SCHEMA_VERSION,
@@ -395,9 +407,12 @@ fn an_interval_straddling_the_band_is_inconclusive_not_no_difference() {
 #[test]
 fn slower_wins_over_faster_and_reference_pair_is_not_compared() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = Synth::new("mixed", vec![(HEADLINE, 540_000.0, 600_000.0), (FIXED, 700_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)])
-        .measured()
-        .write(tmp.path());
+    let dir = Synth::new(
+        "mixed",
+        vec![(HEADLINE, 540_000.0, 600_000.0), (FIXED, 700_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)],
+    )
+    .measured()
+    .write(tmp.path());
     let run = compare(&[&dir, &"--format", &"json"]);
     assert_eq!(run.code, SLOWER, "{}", run.stderr);
     assert_eq!(verdicts(&run), vec!["faster", "slower", "not_compared"]);
@@ -450,7 +465,11 @@ fn threshold_comes_from_the_flag_then_the_cells_aa_pairs_then_other_cells_then_t
     assert_eq!(run.code, INCONCLUSIVE, "{}", run.stderr);
     assert_eq!(json_of(&run)["rows"][0]["outcome"]["threshold"]["origin"], "default");
     let table = compare(&[&bare]);
-    assert!(table.stdout.contains("threshold: the default ±2.0 % for 1 row (no A/A pair recorded)"), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("threshold: the default ±2.0 % for 1 row (no A/A pair recorded)"),
+        "{}",
+        table.stdout
+    );
 }
 
 #[test]
@@ -465,7 +484,11 @@ fn within_session_refuses_different_libmlx_between_the_adapters() {
     let run = compare(&[&dir]);
     assert_eq!(run.code, REFUSED, "{}", run.stdout);
     assert!(run.stdout.starts_with("refused: the controlled and stock workers differ"), "{}", run.stdout);
-    assert!(run.stdout.contains(&format!("  - libmlx_sha256: {} vs {}", digest("libmlx-a"), digest("another libmlx"))), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!("  - libmlx_sha256: {} vs {}", digest("libmlx-a"), digest("another libmlx"))),
+        "{}",
+        run.stdout
+    );
     assert!(run.stderr.contains("compare refused"), "{}", run.stderr);
 
     let allowed = compare(&[&dir, &"--allow-mismatch"]);
@@ -488,8 +511,24 @@ fn across_sessions_each_verdict_per_adapter() {
     // what moved against what.
     for (id, controlled, stock, expected, code, raw, raw_code) in [
         ("b-same", 600_000.0, 600_000.0, ["no_difference"; 3], NO_DIFFERENCE, ["no_difference"; 3], NO_DIFFERENCE),
-        ("b-fast", 540_000.0, 600_000.0, ["faster", "faster", "no_difference"], FASTER, ["faster", "faster", "no_difference"], FASTER),
-        ("b-slow", 600_000.0, 690_000.0, ["faster", "no_difference", "slower"], FASTER, ["faster", "no_difference", "slower"], SLOWER),
+        (
+            "b-fast",
+            540_000.0,
+            600_000.0,
+            ["faster", "faster", "no_difference"],
+            FASTER,
+            ["faster", "faster", "no_difference"],
+            FASTER,
+        ),
+        (
+            "b-slow",
+            600_000.0,
+            690_000.0,
+            ["faster", "no_difference", "slower"],
+            FASTER,
+            ["faster", "no_difference", "slower"],
+            SLOWER,
+        ),
     ] {
         let b = Synth::new(id, vec![(HEADLINE, controlled, stock)]).measured().write(tmp.path());
         let run = compare(&[&a, &b.join("session.json"), &"--format", &"json"]);
@@ -499,7 +538,10 @@ fn across_sessions_each_verdict_per_adapter() {
         assert_eq!(rows[0]["outcome"]["comparison"]["verdict"], expected[0], "{id}");
         assert_eq!((rows[1]["judged"].clone(), rows[2]["judged"].clone()), (json!(false), json!(false)), "{id}");
         assert_eq!(j["kind"], "across_sessions");
-        assert_eq!((rows[0]["adapter"].clone(), rows[0]["basis"].clone(), rows[0]["against"].clone()), (json!("controlled"), json!("against_reference"), json!("stock")));
+        assert_eq!(
+            (rows[0]["adapter"].clone(), rows[0]["basis"].clone(), rows[0]["against"].clone()),
+            (json!("controlled"), json!("against_reference"), json!("stock"))
+        );
         assert_eq!((rows[1]["adapter"].clone(), rows[1]["basis"].clone()), (json!("controlled"), json!("raw")));
         assert_eq!((rows[2]["adapter"].clone(), rows[2]["basis"].clone()), (json!("stock"), json!("raw")));
         assert_eq!(rows[0]["numerator"]["label"], "B");
@@ -562,10 +604,25 @@ fn across_sessions_refuses_every_kind_of_difference() {
     };
     type Edit = Box<dyn Fn(&mut Synth)>;
     let cases: Vec<(&str, &Path, Edit, &str)> = vec![
-        ("manifest", a.as_path(), Box::new(|s: &mut Synth| s.manifest_sha256 = digest("manifest 2")), "manifest_sha256"),
+        (
+            "manifest",
+            a.as_path(),
+            Box::new(|s: &mut Synth| s.manifest_sha256 = digest("manifest 2")),
+            "manifest_sha256",
+        ),
         ("libmlx", a.as_path(), Box::new(|s: &mut Synth| s.ids.libmlx = "libmlx-b"), "libmlx_sha256"),
-        ("controlled sources", a.as_path(), Box::new(|s: &mut Synth| s.ids.controlled_sources = "controlled-src-b"), "worker_sources_sha256 (controlled)"),
-        ("stock sources", a.as_path(), Box::new(|s: &mut Synth| s.ids.stock_sources = "stock-src-b"), "worker_sources_sha256 (stock)"),
+        (
+            "controlled sources",
+            a.as_path(),
+            Box::new(|s: &mut Synth| s.ids.controlled_sources = "controlled-src-b"),
+            "worker_sources_sha256 (controlled)",
+        ),
+        (
+            "stock sources",
+            a.as_path(),
+            Box::new(|s: &mut Synth| s.ids.stock_sources = "stock-src-b"),
+            "worker_sources_sha256 (stock)",
+        ),
         ("host", a.as_path(), Box::new(|s: &mut Synth| s.host = "bench-2"), "host: bench-1 vs bench-2"),
         (
             "model",
@@ -599,7 +656,10 @@ fn across_sessions_refuses_every_kind_of_difference() {
         let json = compare(&[&a_dir, &b_dir, &"--format", &"json"]);
         assert_eq!(json.code, REFUSED);
         let j = json_of(&json);
-        assert_eq!((j["refused"].clone(), j["rows"].clone(), j["exit_code"].clone()), (json!(true), json!([]), json!(REFUSED)));
+        assert_eq!(
+            (j["refused"].clone(), j["rows"].clone(), j["exit_code"].clone()),
+            (json!(true), json!([]), json!(REFUSED))
+        );
 
         let allowed = compare(&[&a_dir, &b_dir, &"--allow-mismatch"]);
         assert_eq!(allowed.code, NO_DIFFERENCE, "{name}: {}", allowed.stderr);
@@ -618,40 +678,19 @@ fn across_versions_names_the_version_difference_and_still_refuses_anything_else(
     let a = Synth::new("old", vec![(HEADLINE, 600_000.0, 600_000.0)]).measured().write(tmp.path());
     let newer = |id: &'static str| {
         let mut b = Synth::new(id, vec![(HEADLINE, 540_000.0, 600_000.0)]).measured();
-        b.ids = Ids {
-            libmlx: "libmlx-b",
-            mlx: "0.32.4",
-            lock: "lock-b",
-            ..IDS
-        };
+        b.ids = Ids { libmlx: "libmlx-b", mlx: "0.32.4", lock: "lock-b", ..IDS };
         b
     };
     let b = newer("new").write(tmp.path());
 
     let refused = compare(&[&a, &b]);
     assert_eq!(refused.code, REFUSED, "{}", refused.stdout);
-    for field in [
-        "  - mlx_version: 0.32.2 vs 0.32.4",
-        "  - lock_sha256: ",
-        "  - libmlx_sha256: ",
-    ] {
-        assert!(
-            refused.stdout.contains(field),
-            "expected `{field}` in\n{}",
-            refused.stdout
-        );
+    for field in ["  - mlx_version: 0.32.2 vs 0.32.4", "  - lock_sha256: ", "  - libmlx_sha256: "] {
+        assert!(refused.stdout.contains(field), "expected `{field}` in\n{}", refused.stdout);
     }
+    assert!(refused.stdout.contains("--across-versions compares two MLX environments"), "{}", refused.stdout);
     assert!(
-        refused
-            .stdout
-            .contains("--across-versions compares two MLX environments"),
-        "{}",
-        refused.stdout
-    );
-    assert!(
-        refused
-            .stdout
-            .contains("MLX versions: A mlx 0.32.2, mlx_lm 0.32.2; B mlx 0.32.4, mlx_lm 0.32.2"),
+        refused.stdout.contains("MLX versions: A mlx 0.32.2, mlx_lm 0.32.2; B mlx 0.32.4, mlx_lm 0.32.2"),
         "{}",
         refused.stdout
     );
@@ -662,46 +701,22 @@ fn across_versions_names_the_version_difference_and_still_refuses_anything_else(
     let line = "MLX versions: A mlx 0.32.2, mlx_lm 0.32.2; B mlx 0.32.4, mlx_lm 0.32.2 \
                 (--across-versions; differ in mlx_version, lock_sha256, libmlx_sha256)";
     assert!(across.stdout.contains(line), "{}", across.stdout);
-    let j = json_of(&compare(&[
-        &a,
-        &b,
-        &"--across-versions",
-        &"--format",
-        &"json",
-    ]));
+    let j = json_of(&compare(&[&a, &b, &"--across-versions", &"--format", &"json"]));
     assert_eq!(j["mismatches"], json!([]));
     assert_eq!(j["versions"]["across_versions"], json!(true));
-    let fields: Vec<&str> = j["versions"]["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["field"].as_str().unwrap())
-        .collect();
+    let fields: Vec<&str> =
+        j["versions"]["differences"].as_array().unwrap().iter().map(|m| m["field"].as_str().unwrap()).collect();
     assert_eq!(fields, ["mlx_version", "lock_sha256", "libmlx_sha256"]);
     assert_eq!(
-        verdicts(&compare(&[
-            &a,
-            &b,
-            &"--across-versions",
-            &"--format",
-            &"json"
-        ])),
+        verdicts(&compare(&[&a, &b, &"--across-versions", &"--format", &"json"])),
         // Controlled against stock, then the two raw rows (not judged without --raw).
         ["faster", "inconclusive", "inconclusive"]
     );
 
     type Edit = Box<dyn Fn(&mut Synth)>;
     let others: Vec<(&str, Edit, &str)> = vec![
-        (
-            "host",
-            Box::new(|s: &mut Synth| s.host = "bench-2"),
-            "  - host: bench-1 vs bench-2",
-        ),
-        (
-            "manifest",
-            Box::new(|s: &mut Synth| s.manifest_sha256 = digest("manifest 2")),
-            "  - manifest_sha256: ",
-        ),
+        ("host", Box::new(|s: &mut Synth| s.host = "bench-2"), "  - host: bench-1 vs bench-2"),
+        ("manifest", Box::new(|s: &mut Synth| s.manifest_sha256 = digest("manifest 2")), "  - manifest_sha256: "),
         (
             "sources",
             Box::new(|s: &mut Synth| s.ids.stock_sources = "stock-src-b"),
@@ -715,11 +730,7 @@ fn across_versions_names_the_version_difference_and_still_refuses_anything_else(
         std::fs::create_dir_all(&dir).unwrap();
         let run = compare(&[&a, &b.write(&dir), &"--across-versions"]);
         assert_eq!(run.code, REFUSED, "{name}: {}", run.stdout);
-        assert!(
-            run.stdout.contains(field),
-            "{name}: expected `{field}` in\n{}",
-            run.stdout
-        );
+        assert!(run.stdout.contains(field), "{name}: expected `{field}` in\n{}", run.stdout);
         assert!(
             !run.stdout.contains("  - mlx_version"),
             "{name}: the asked-for difference is not a mismatch\n{}",
@@ -812,9 +823,18 @@ fn a_model_digest_changed_in_session_json_refuses_naming_the_file() {
 
     let run = compare(&[&a_dir, &b_dir]);
     assert_eq!(run.code, REFUSED, "{}", run.stderr);
-    assert!(run.stdout.contains(&format!("  - model tiny-qwen3: model.safetensors: {weights} vs {other}")), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!("  - model tiny-qwen3: model.safetensors: {weights} vs {other}")),
+        "{}",
+        run.stdout
+    );
     let json = compare(&[&a_dir, &b_dir, &"--format", &"json"]);
-    assert_eq!(mismatch_fields(&json), vec!["manifest_sha256", "model tiny-qwen3: model.safetensors"], "{}", json.stdout);
+    assert_eq!(
+        mismatch_fields(&json),
+        vec!["manifest_sha256", "model tiny-qwen3: model.safetensors"],
+        "{}",
+        json.stdout
+    );
     let allowed = compare(&[&a_dir, &b_dir, &"--allow-mismatch"]);
     assert_eq!(allowed.code, NO_DIFFERENCE, "{}", allowed.stderr);
     assert!(allowed.stdout.contains("model tiny-qwen3: model.safetensors"), "{}", allowed.stdout);
@@ -829,7 +849,11 @@ fn bad_input_is_exit_2_with_the_path_and_the_field() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = compare(&[&tmp.path().join("nope")]);
     assert_eq!(missing.code, BAD_INPUT);
-    assert!(missing.stderr.contains("failed to read session report") && missing.stderr.contains("nope"), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("failed to read session report") && missing.stderr.contains("nope"),
+        "{}",
+        missing.stderr
+    );
 
     let garbage = tmp.path().join("garbage.json");
     std::fs::write(&garbage, "{not json").unwrap();
@@ -869,7 +893,10 @@ fn bad_input_is_exit_2_with_the_path_and_the_field() {
 // ---------------------------------------------------------------------------------------------
 
 fn format_fixture(tmp: &Path) -> (PathBuf, PathBuf) {
-    let mut a = Synth::new("session-a", vec![(HEADLINE, 590_000.0, 610_000.0), (FIXED, 600_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)]);
+    let mut a = Synth::new(
+        "session-a",
+        vec![(HEADLINE, 590_000.0, 610_000.0), (FIXED, 600_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)],
+    );
     a.aa = vec![(HEADLINE, Adapter::Controlled, (0.985, 1.012)), (HEADLINE, Adapter::Stock, (0.99, 1.004))];
     let b = Synth::new("session-b", vec![(HEADLINE, 560_000.0, 612_000.0), (FIXED, 600_000.0, 640_000.0)]);
     (a.write(tmp), b.write(tmp))
@@ -892,7 +919,10 @@ fn snapshot_table_and_markdown() {
     host.host = "bench-2";
     let c = host.write(tmp.path());
     insta::assert_snapshot!("refused_table", compare(&[&a, &c]).stdout);
-    insta::assert_snapshot!("allowed_markdown", compare(&[&a, &c, &"--allow-mismatch", &"--format", &"markdown"]).stdout);
+    insta::assert_snapshot!(
+        "allowed_markdown",
+        compare(&[&a, &c, &"--allow-mismatch", &"--format", &"markdown"]).stdout
+    );
 }
 
 #[test]
@@ -907,8 +937,16 @@ fn csv_has_one_line_per_row_and_json_has_a_schema_version() {
     for line in &lines[1..] {
         assert_eq!(line.split(',').count(), header.len(), "{line}");
     }
-    assert!(lines[1].starts_with(&format!("{HEADLINE},headline,controlled,against_reference,stock,B,A,")), "{}", lines[1]);
-    assert!(lines[4].starts_with(&format!("{FIXED},headline,").replace(",headline,", ",fixed_continuation,")), "{}", lines[4]);
+    assert!(
+        lines[1].starts_with(&format!("{HEADLINE},headline,controlled,against_reference,stock,B,A,")),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[4].starts_with(&format!("{FIXED},headline,").replace(",headline,", ",fixed_continuation,")),
+        "{}",
+        lines[4]
+    );
     assert!(lines[4].contains(",faster,"), "controlled against a slower stock: {}", lines[4]);
     assert_eq!(csv.code, FASTER);
 
@@ -952,7 +990,8 @@ fn plot_writes_step_and_distribution_figures_next_to_the_session() {
     assert_eq!(headline.matches("<polygon").count(), 2 + 2, "bands plus the legend's band swatches");
     assert!(headline.contains("controlled 12, stock 12"), "{headline}");
     // Nothing else in the folder but session.json and the figures (no temp files left).
-    let mut names: Vec<String> = std::fs::read_dir(&a).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&a).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     assert_eq!(names.len(), 1 + 6, "{names:?}");
 }
@@ -962,7 +1001,8 @@ fn plot_roofline_fraction_and_invalid_cell() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = Synth::new("roof", vec![(HEADLINE, 600_000.0, 620_000.0)]).write(tmp.path());
     let out = tmp.path().join("figures");
-    let weights = std::fs::metadata(util::repo_root().join("fixtures/tiny-qwen3/model.safetensors")).unwrap().len() as f64;
+    let weights =
+        std::fs::metadata(util::repo_root().join("fixtures/tiny-qwen3/model.safetensors")).unwrap().len() as f64;
     // At 10 GB/s the ceiling at position p is 1e10 / (W + 512 p) tokens/s (about 14 700 in the
     // middle of the 40 steps, p = 36.5); 600 µs a step is 1666.7 tokens/s, about 11.3 %.
     let run = plot(&[&dir, &"--out", &out, &"--peak-bandwidth-gbs", &"10"]);
@@ -1196,7 +1236,9 @@ fn a_cpu_session_against_a_cuda_one_is_refused_unless_across_devices() {
     assert_eq!(refused.code, REFUSED, "{}", refused.stderr);
     assert!(refused.stdout.contains("backend: cpu vs cuda"), "{}", refused.stdout);
     assert!(
-        refused.stdout.contains("device: AMD EPYC 9B14 96-Core Processor vs NVIDIA H200, 150754820096 bytes, compute capability 9.0"),
+        refused.stdout.contains(
+            "device: AMD EPYC 9B14 96-Core Processor vs NVIDIA H200, 150754820096 bytes, compute capability 9.0"
+        ),
         "{}",
         refused.stdout
     );
@@ -1207,7 +1249,11 @@ fn a_cpu_session_against_a_cuda_one_is_refused_unless_across_devices() {
 
     let asked = compare(&[&a, &b, &"--across-devices"]);
     assert_ne!(asked.code, REFUSED, "{}", asked.stderr);
-    assert!(asked.stdout.contains("devices (--across-devices): backend cpu vs cuda; device AMD EPYC"), "{}", asked.stdout);
+    assert!(
+        asked.stdout.contains("devices (--across-devices): backend cpu vs cuda; device AMD EPYC"),
+        "{}",
+        asked.stdout
+    );
     let json = compare(&[&a, &b, &"--across-devices", &"--format", &"json"]);
     assert!(mismatch_fields(&json).is_empty(), "{}", json.stdout);
     assert_eq!(json_of(&json)["device_differences"][0]["b"], "cuda");

@@ -23,7 +23,9 @@ use std::{
 
 use decode_baseline_protocol::{
     manifest::Manifest,
-    worker::{Marker, CLAIM_FILE, HOOK_ENV, HOOK_REQUEST_ENV, LAUNCHER_MESSAGE, READY_FILE, REPORT_FILE, REPORT_TEMP_PREFIX},
+    worker::{
+        Marker, CLAIM_FILE, HOOK_ENV, HOOK_REQUEST_ENV, LAUNCHER_MESSAGE, READY_FILE, REPORT_FILE, REPORT_TEMP_PREFIX,
+    },
     Adapter, Mode, RunPolicy, Status, WorkerJob, WorkerReport,
 };
 use serde_json::Value;
@@ -212,16 +214,50 @@ fn marker(path: &Path) -> Marker {
 // The report's key sets, declared here independently of the Rust types: a renamed, added or
 // removed field fails this suite even if both workers and the types agree among themselves.
 const REPORT_KEYS: &[&str] = &[
-    "schema_version", "run_id", "adapter", "mode", "case_id", "prompt_id", "status", "exit_code", "error", "pid",
-    "claimed_utc", "finished_utc", "start_to_ready_ns", "load_ns", "identity", "test_slowdown_us", "requests",
+    "schema_version",
+    "run_id",
+    "adapter",
+    "mode",
+    "case_id",
+    "prompt_id",
+    "status",
+    "exit_code",
+    "error",
+    "pid",
+    "claimed_utc",
+    "finished_utc",
+    "start_to_ready_ns",
+    "load_ns",
+    "identity",
+    "test_slowdown_us",
+    "requests",
 ];
 const IDENTITY_KEYS: &[&str] = &[
-    "manifest_sha256", "code_version", "worker_sources_sha256", "lock_sha256", "mlx_version", "mlx_lm_version",
-    "mlx_lm_freeze_sha256", "libmlx_path", "libmlx_sha256", "device", "backend", "device_info",
+    "manifest_sha256",
+    "code_version",
+    "worker_sources_sha256",
+    "lock_sha256",
+    "mlx_version",
+    "mlx_lm_version",
+    "mlx_lm_freeze_sha256",
+    "libmlx_path",
+    "libmlx_sha256",
+    "device",
+    "backend",
+    "device_info",
 ];
 const REQUEST_KEYS: &[&str] = &[
-    "index", "phase", "prompt_len", "prefill_dur_ns", "first_token_ns", "first_token", "steps", "unused_forwards",
-    "model_calls", "peak_memory_bytes", "finish_reason",
+    "index",
+    "phase",
+    "prompt_len",
+    "prefill_dur_ns",
+    "first_token_ns",
+    "first_token",
+    "steps",
+    "unused_forwards",
+    "model_calls",
+    "peak_memory_bytes",
+    "finish_reason",
 ];
 const STEP_KEYS: &[&str] = &["position", "argmax", "t_ns", "dur_ns", "build_ns", "eval_ns", "margin", "tie"];
 
@@ -498,7 +534,10 @@ struct Tamper {
 }
 
 /// The pinned source map of `set` (`stock` or `controlled`).
-fn source_set<'m>(m: &'m mut Manifest, set: &str) -> &'m mut std::collections::BTreeMap<String, decode_baseline_protocol::Sha256Digest> {
+fn source_set<'m>(
+    m: &'m mut Manifest,
+    set: &str,
+) -> &'m mut std::collections::BTreeMap<String, decode_baseline_protocol::Sha256Digest> {
     if set == "stock" {
         &mut m.worker_sources.stock
     } else {
@@ -740,7 +779,10 @@ fn validation_failures_name_the_field(worker: Worker) {
             }
         };
         if let Some(why) = outcome {
-            failures.push(format!("{}: expected an error starting {expected:?}: {why}\nstderr: {}", tamper.name, finished.stderr));
+            failures.push(format!(
+                "{}: expected an error starting {expected:?}: {why}\nstderr: {}",
+                tamper.name, finished.stderr
+            ));
         }
     }
     assert!(failures.is_empty(), "{} tamper(s) not refused as expected:\n{}", failures.len(), failures.join("\n"));

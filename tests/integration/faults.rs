@@ -256,7 +256,11 @@ fn assert_promises(session_dir: &Path, temp_allowed: bool) -> Value {
         // No report overwritten or invented: the report on disk is the one recorded.
         let on_disk = dir.join(REPORT_FILE);
         if on_disk.exists() {
-            assert_eq!(as_report(&read_json(&on_disk)), as_report(&worker["report"]), "{run_id}: the recorded report is the one on disk");
+            assert_eq!(
+                as_report(&read_json(&on_disk)),
+                as_report(&worker["report"]),
+                "{run_id}: the recorded report is the one on disk"
+            );
         } else {
             assert!(worker["report"].is_null(), "{run_id}: a report recorded that is not on disk");
         }
@@ -304,7 +308,6 @@ fn assert_kept(before: &[(PathBuf, Vec<u8>)], dir: &Path) {
         }
     }
 }
-
 
 /// The hook sites of the four phases, with the request they are armed for. Prefill and decode
 /// are armed in request 1, so a complete request 0 exists that must not be presented.
@@ -357,11 +360,8 @@ fn killed_worker_leaves_no_report(worker: Worker, hook: (&str, u32)) {
     let fixture = util::fixture_manifest(tmp.path(), &policy(), |_| {});
     let job = util::fixture_job(&fixture, worker.adapter(), Mode::Headline, "faults/direct/worker-0");
     std::fs::write(out.join("job.json"), serde_json::to_vec_pretty(&job).unwrap()).unwrap();
-    let mut child = worker_command(worker, &out)
-        .env(HOOK_ENV, hook.0)
-        .env(HOOK_REQUEST_ENV, hook.1.to_string())
-        .spawn()
-        .unwrap();
+    let mut child =
+        worker_command(worker, &out).env(HOOK_ENV, hook.0).env(HOOK_REQUEST_ENV, hook.1.to_string()).spawn().unwrap();
     let reached = out.join(format!("hook-{}-reached", hook.0));
     let start = Instant::now();
     while !reached.exists() {
@@ -649,8 +649,10 @@ fn a_clock_that_does_not_move_forward_fails_validation() {
         .iter()
         .map(|e| e.as_str().unwrap().to_owned())
         .collect();
-    let repeated = errors.iter().any(|e| e.starts_with("requests[0].steps[1].t_ns") && e.contains("does not move forward"));
-    let backwards = errors.iter().any(|e| e.starts_with("requests[1].steps[2].t_ns") && e.contains("does not move forward"));
+    let repeated =
+        errors.iter().any(|e| e.starts_with("requests[0].steps[1].t_ns") && e.contains("does not move forward"));
+    let backwards =
+        errors.iter().any(|e| e.starts_with("requests[1].steps[2].t_ns") && e.contains("does not move forward"));
     assert!(repeated && backwards, "both stamps named: {errors:?}");
     assert_eq!(errors.len(), 2, "nothing else is wrong with the report: {errors:?}");
     assert!(session["analysis"]["cells"][0]["adapters"].as_object().unwrap().is_empty(), "no statistics");

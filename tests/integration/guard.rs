@@ -219,7 +219,11 @@ fn guard_exit_codes() {
     fs::write(&manifest, br#"{"schema_version": 99}"#).unwrap();
     let bad = sb.cli(&["guard", "--manifest", m]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("schema_version") && stderr(&bad).contains("expected 1, found 99"), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("schema_version") && stderr(&bad).contains("expected 1, found 99"),
+        "{}",
+        stderr(&bad)
+    );
     let missing = sb.cli(&["guard", "--manifest", sb.root.join("nowhere.json").to_str().unwrap()]);
     assert_eq!(missing.status.code(), Some(2));
 
@@ -260,7 +264,9 @@ fn run_policy_value_changed() {
             sb.pin_by_hand();
         },
         |failures| {
-            assert!(failures.iter().any(|f| matches!(f, PinError::PolicyNotPositive(e) if e.field == "watchdog_poll_ms")));
+            assert!(failures
+                .iter()
+                .any(|f| matches!(f, PinError::PolicyNotPositive(e) if e.field == "watchdog_poll_ms")));
         },
     );
 }
@@ -380,7 +386,9 @@ fn prompt_id_changed() {
         |failures| {
             assert_eq!(failures.len(), 2, "{failures:#?}");
             assert!(failures.iter().any(|f| matches!(f, PinError::ManifestPin { .. })));
-            assert!(failures.iter().any(|f| matches!(f, PinError::TokenDigest { field, .. } if field == r#"prompts["tiny-qwen3-L16"].sha256"#)));
+            assert!(failures.iter().any(
+                |f| matches!(f, PinError::TokenDigest { field, .. } if field == r#"prompts["tiny-qwen3-L16"].sha256"#)
+            ));
         },
     );
     // Re-pinned by hand: the prompt digest alone catches it.
@@ -400,9 +408,7 @@ fn prompt_id_changed() {
 #[test]
 fn lock_file_edited() {
     let sb = Sandbox::new();
-    let lock = sb
-        .repo
-        .join(decode_baseline_protocol::installed::lock_path());
+    let lock = sb.repo.join(decode_baseline_protocol::installed::lock_path());
     sb.tamper(
         &sb.repo,
         || {
@@ -471,8 +477,10 @@ fn installed_mlx_lm_file_edited() {
         &site,
         || {
             let text = fs::read_to_string(&metadata).unwrap();
-            let edited: String =
-                text.lines().map(|l| if l.starts_with("Version:") { "Version: 9.9.9\n".to_owned() } else { format!("{l}\n") }).collect();
+            let edited: String = text
+                .lines()
+                .map(|l| if l.starts_with("Version:") { "Version: 9.9.9\n".to_owned() } else { format!("{l}\n") })
+                .collect();
             fs::write(&metadata, edited).unwrap();
         },
         |failures| {
@@ -509,7 +517,9 @@ fn paths_escaping_the_repository() {
             sb.pin_by_hand();
         },
         |failures| {
-            assert!(matches!(only(failures, "the escape"), PinError::PathEscape { reason, .. } if *reason == "is absolute"));
+            assert!(
+                matches!(only(failures, "the escape"), PinError::PathEscape { reason, .. } if *reason == "is absolute")
+            );
         },
     );
     // A worker source reached through a symbolic link that leaves the repository.
@@ -607,18 +617,26 @@ fn add_case_on_a_fresh_fixture_then_pin_then_guard_passes() {
     assert_eq!(case.dtype, "float32");
     assert_eq!(case.stop_ids, [511]);
     let names: Vec<_> = case.files.keys().map(String::as_str).collect();
-    assert_eq!(names, ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]);
+    assert_eq!(
+        names,
+        ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+    );
     // The same tokenizer gives the same canonical prompts as the committed tied fixture, and
     // the regenerated weights are byte-identical to the committed ones.
     for length in ["L16", "L512"] {
-        assert_eq!(manifest.prompts[&format!("fresh-tied-{length}")].ids, manifest.prompts[&format!("tiny-qwen3-tied-{length}")].ids);
+        assert_eq!(
+            manifest.prompts[&format!("fresh-tied-{length}")].ids,
+            manifest.prompts[&format!("tiny-qwen3-tied-{length}")].ids
+        );
     }
     assert_eq!(case.files, manifest.cases["tiny-qwen3-tied"].files);
     assert_eq!(manifest.cells.iter().filter(|c| c.case == "fresh-tied").count(), 6);
 
     // The external artifact is pinned like any other: a stray weights file is refused.
     fs::write(fresh.join("model-extra.safetensors"), b"x").unwrap();
-    assert!(matches!(only(&sb.failures(), "the stray"), PinError::StrayArtifact { field, .. } if field == r#"cases["fresh-tied"].files"#));
+    assert!(
+        matches!(only(&sb.failures(), "the stray"), PinError::StrayArtifact { field, .. } if field == r#"cases["fresh-tied"].files"#)
+    );
 }
 
 #[test]
@@ -673,10 +691,7 @@ vocab.update({t["content"]: t["id"] for t in tok["added_tokens"]})
 tok["model"]["vocab"] = vocab
 json.dump(tok, open(path, "w"))
 "#;
-    let out = run(Command::new(venv_python())
-        .args(["-c", script])
-        .arg(sb.repo.join("tools/manifest"))
-        .arg(&model));
+    let out = run(Command::new(venv_python()).args(["-c", script]).arg(sb.repo.join("tools/manifest")).arg(&model));
     assert!(out.status.success(), "{}", stderr(&out));
 
     let added = sb.cli(&["manifest", "add-case", "--id", "worded-q4", "--model-dir", model.to_str().unwrap()]);

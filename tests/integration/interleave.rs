@@ -31,13 +31,8 @@ impl Scratch {
     fn new(modes: &[&str], repetitions: u32, aa: bool) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let fixture = util::fixture_manifest(tmp.path(), &policy(), |_| {});
-        let cells: Vec<String> = fixture
-            .manifest
-            .cells
-            .iter()
-            .filter(|c| modes.contains(&c.mode.as_str()))
-            .map(|c| c.name())
-            .collect();
+        let cells: Vec<String> =
+            fixture.manifest.cells.iter().filter(|c| modes.contains(&c.mode.as_str())).map(|c| c.name()).collect();
         let job = json!({
             "schema_version": 1, "manifest": "workloads.json", "cells": cells,
             "adapters": ["controlled", "stock"], "output_root": "out", "repetitions": repetitions,
@@ -75,7 +70,8 @@ impl Scratch {
     }
 
     fn session_dir(&self) -> PathBuf {
-        let dirs: Vec<PathBuf> = std::fs::read_dir(self.root().join("out")).unwrap().map(|e| e.unwrap().path()).collect();
+        let dirs: Vec<PathBuf> =
+            std::fs::read_dir(self.root().join("out")).unwrap().map(|e| e.unwrap().path()).collect();
         assert_eq!(dirs.len(), 1, "{dirs:?}");
         dirs[0].clone()
     }
@@ -114,7 +110,10 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
         let requests = if cell["mode"] == "reference_pair" { 1 } else { total };
         for (repetition, first) in [(0, "controlled"), (1, "stock")] {
             let second = if first == "controlled" { "stock" } else { "controlled" };
-            let job: Value = serde_json::from_slice(&std::fs::read(dir.join(name).join(format!("{first}-{repetition}/job.json"))).unwrap()).unwrap();
+            let job: Value = serde_json::from_slice(
+                &std::fs::read(dir.join(name).join(format!("{first}-{repetition}/job.json"))).unwrap(),
+            )
+            .unwrap();
             assert_eq!(job["gate"], true);
             // No wake-up FIFO is left behind in a worker folder.
             for adapter in [first, second] {
@@ -125,10 +124,17 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
             let b = gate_stamps(&dir.join(name).join(format!("{second}-{repetition}")), requests);
             let mut sequence = Vec::new();
             for k in 0..requests as usize {
-                if k % 2 == 0 { sequence.extend([a[k], b[k]]) } else { sequence.extend([b[k], a[k]]) }
+                if k % 2 == 0 {
+                    sequence.extend([a[k], b[k]])
+                } else {
+                    sequence.extend([b[k], a[k]])
+                }
             }
             for w in sequence.windows(2) {
-                assert!(w[0].1 <= w[1].0, "{name} rep {repetition}: a request was granted before the previous one was done");
+                assert!(
+                    w[0].1 <= w[1].0,
+                    "{name} rep {repetition}: a request was granted before the previous one was done"
+                );
             }
         }
         if cell["mode"] != "reference_pair" {
@@ -144,7 +150,10 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
     let out = util::run(Command::new(util::binary()).args(["compare", "--format", "json"]).arg(&dir));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = report["rows"].as_array().unwrap();
-    assert!(rows.iter().any(|r| r["basis"] == "paired" && r["outcome"]["comparison"]["noise"] == "bounded"), "{report}");
+    assert!(
+        rows.iter().any(|r| r["basis"] == "paired" && r["outcome"]["comparison"]["noise"] == "bounded"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -211,7 +220,10 @@ fn a_session_and_its_reports_record_the_backend_and_the_device() {
     assert_eq!((device["backend"].as_str(), device["device"].as_str()), (Some("cpu"), Some("cpu")), "{device}");
     // On the CPU the device is named by the CPU model, read here independently of the launcher.
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
-    let model = cpuinfo.lines().find_map(|l| l.strip_prefix("model name")).map(|rest| rest.trim_start_matches([' ', '\t', ':']).trim());
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|rest| rest.trim_start_matches([' ', '\t', ':']).trim());
     if let Some(model) = model {
         assert_eq!(device["name"], model);
         assert_eq!(session["host"]["cpu_model"], model);
@@ -221,10 +233,17 @@ fn a_session_and_its_reports_record_the_backend_and_the_device() {
     let mut infos = Vec::new();
     for worker in workers {
         let identity = &worker["report"]["identity"];
-        assert_eq!((identity["backend"].as_str(), identity["device"].as_str()), (Some("cpu"), Some("cpu")), "{identity}");
+        assert_eq!(
+            (identity["backend"].as_str(), identity["device"].as_str()),
+            (Some("cpu"), Some("cpu")),
+            "{identity}"
+        );
         assert!(!identity["device_info"]["device_name"].as_str().unwrap_or_default().is_empty(), "{identity}");
         infos.push(identity["device_info"].clone());
-        let job_path = s.session_dir().join(worker["run_id"].as_str().unwrap().split('/').skip(1).collect::<Vec<_>>().join("/")).join("job.json");
+        let job_path = s
+            .session_dir()
+            .join(worker["run_id"].as_str().unwrap().split('/').skip(1).collect::<Vec<_>>().join("/"))
+            .join("job.json");
         let job: Value = serde_json::from_slice(&std::fs::read(&job_path).unwrap()).unwrap();
         assert_eq!((job["device"].as_str(), job["environment"]["backend"].as_str()), (Some("cpu"), Some("cpu")));
     }

@@ -282,7 +282,8 @@ fn two_launchers_take_turns_and_never_overlap() {
 // The launcher is returned: the caller waits for it (or it is killed here on a timeout).
 #[allow(clippy::zombie_processes)]
 fn start_until_ready(s: &Scratch, worker: &str) -> (std::process::Child, PathBuf) {
-    let mut child = s.launcher(worker).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child =
+        s.launcher(worker).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         // The fixture workers write the marker with a shell redirection: created first, filled
@@ -367,7 +368,10 @@ fn a_launcher_killed_mid_session_leaves_nothing_running_and_is_marked_incomplete
 
     let marked: Value = serde_json::from_slice(&std::fs::read(old_session.join("session.json")).unwrap()).unwrap();
     assert_eq!(marked["status"], "incomplete");
-    assert!(marked["problems"][0].as_str().unwrap().contains("ended without writing session.json (died, or could not write it)"));
+    assert!(marked["problems"][0]
+        .as_str()
+        .unwrap()
+        .contains("ended without writing session.json (died, or could not write it)"));
     // Everything the old session had is still there, byte for byte; only session.json and the
     // orphan's own cancellation note were added.
     let after = crate::util::snapshot_tree(&old_session);

@@ -21,8 +21,8 @@ use decode_baseline::launcher::{
     validate,
 };
 use decode_baseline_protocol::{
-    job::token_ids_sha256, report::Identity, session::SessionJob, Adapter, Backend, DeviceKind, Mode, Phase, RequestRecord, RunPolicy,
-    Status, StepRecord, WorkerJob, WorkerReport,
+    job::token_ids_sha256, report::Identity, session::SessionJob, Adapter, Backend, DeviceKind, Mode, Phase,
+    RequestRecord, RunPolicy, Status, StepRecord, WorkerJob, WorkerReport,
 };
 use proptest::prelude::*;
 
@@ -156,7 +156,10 @@ fn a_repeated_step_stamp_is_caught_naming_the_step() {
     let mut r = report();
     r.requests[2].steps[1].t_ns = r.requests[2].steps[0].t_ns;
     let problem = the_only_problem(&r);
-    assert!(problem.starts_with("requests[2].steps[1].t_ns: time 1500 ns does not move forward from 1500 ns"), "{problem}");
+    assert!(
+        problem.starts_with("requests[2].steps[1].t_ns: time 1500 ns does not move forward from 1500 ns"),
+        "{problem}"
+    );
 }
 
 #[test]
@@ -277,7 +280,8 @@ fn the_reference_session_job_dry_runs() {
     let repo = Repo::new();
     let (out, _) = dry_run(&repo, &serde_json::to_vec(&session_job()).unwrap());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let jobs = snapshot_tree(repo.path()).into_iter().filter(|(p, _)| p.starts_with("out") && p.ends_with("job.json")).count();
+    let jobs =
+        snapshot_tree(repo.path()).into_iter().filter(|(p, _)| p.starts_with("out") && p.ends_with("job.json")).count();
     assert_eq!(jobs, 6, "2 repetitions of 2 adapters and the A/A pair");
 }
 

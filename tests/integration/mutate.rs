@@ -14,17 +14,86 @@ pub const UNKNOWN_KEY: &str = "zz_not_a_field";
 
 /// Key names of every format, so arbitrary objects reach past the first field check.
 const KEYS: &[&str] = &[
-    "schema_version", "run_id", "adapter", "mode", "repo_root", "manifest_path", "manifest_sha256", "case_id",
-    "model_dir", "prompt_id", "prompt_ids", "prompt_sha256", "continuation", "stop_ids", "run_policy",
-    "environment", "status", "exit_code", "error", "pid", "claimed_utc", "finished_utc", "start_to_ready_ns",
-    "load_ns", "identity", "requests", "index", "phase", "prompt_len", "prefill_dur_ns", "first_token_ns",
-    "first_token", "steps", "position", "argmax", "t_ns", "dur_ns", "build_ns", "eval_ns", "margin", "tie",
-    "cases", "prompts", "cells", "worker_sources", "path", "architecture", "dtype", "files", "case", "ids",
-    "sha256", "continuation_sha256", "prompt", "stock", "controlled", "manifest", "adapters", "output_root",
-    "repetitions", "order", "aa_pair", "utc", "lock_sha256", "mlx_version", "mlx_lm_version",
-    "mlx_lm_freeze_sha256", "libmlx_sha256", "first_requests", "warmup_requests", "measured_requests",
-    "max_new_tokens", "fixed_continuation_steps", "ready_timeout_s", "job_deadline_s", "watchdog_poll_ms",
-    "backstop_grace_s", "device", "backend", "device_info",
+    "schema_version",
+    "run_id",
+    "adapter",
+    "mode",
+    "repo_root",
+    "manifest_path",
+    "manifest_sha256",
+    "case_id",
+    "model_dir",
+    "prompt_id",
+    "prompt_ids",
+    "prompt_sha256",
+    "continuation",
+    "stop_ids",
+    "run_policy",
+    "environment",
+    "status",
+    "exit_code",
+    "error",
+    "pid",
+    "claimed_utc",
+    "finished_utc",
+    "start_to_ready_ns",
+    "load_ns",
+    "identity",
+    "requests",
+    "index",
+    "phase",
+    "prompt_len",
+    "prefill_dur_ns",
+    "first_token_ns",
+    "first_token",
+    "steps",
+    "position",
+    "argmax",
+    "t_ns",
+    "dur_ns",
+    "build_ns",
+    "eval_ns",
+    "margin",
+    "tie",
+    "cases",
+    "prompts",
+    "cells",
+    "worker_sources",
+    "path",
+    "architecture",
+    "dtype",
+    "files",
+    "case",
+    "ids",
+    "sha256",
+    "continuation_sha256",
+    "prompt",
+    "stock",
+    "controlled",
+    "manifest",
+    "adapters",
+    "output_root",
+    "repetitions",
+    "order",
+    "aa_pair",
+    "utc",
+    "lock_sha256",
+    "mlx_version",
+    "mlx_lm_version",
+    "mlx_lm_freeze_sha256",
+    "libmlx_sha256",
+    "first_requests",
+    "warmup_requests",
+    "measured_requests",
+    "max_new_tokens",
+    "fixed_continuation_steps",
+    "ready_timeout_s",
+    "job_deadline_s",
+    "watchdog_poll_ms",
+    "backstop_grace_s",
+    "device",
+    "backend",
+    "device_info",
 ];
 
 /// Values that break naive readers: nulls, wrong kinds, negative and huge numbers, fractions,
@@ -53,14 +122,34 @@ pub fn nasty_value() -> impl Strategy<Value = Value> {
         ]),
         any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
         prop::sample::select(vec![
-            "", "ok", "failed", "timeout", "cancelled", "stock", "controlled", "headline", "fixed_continuation",
-            "reference_pair", "first", "warmup", "measured", "alternate", "fixed", "length", "stop",
+            "",
+            "ok",
+            "failed",
+            "timeout",
+            "cancelled",
+            "stock",
+            "controlled",
+            "headline",
+            "fixed_continuation",
+            "reference_pair",
+            "first",
+            "warmup",
+            "measured",
+            "alternate",
+            "fixed",
+            "length",
+            "stop",
             "0000000000000000000000000000000000000000000000000000000000000000",
             "000000000000000000000000000000000000000000000000000000000000000",
             "00000000000000000000000000000000000000000000000000000000000000000",
             "ABCDEF0000000000000000000000000000000000000000000000000000000000",
             "é000000000000000000000000000000000000000000000000000000000000000",
-            "/", "..", "../outside", "a\u{0}b", "\u{feff}", "💥",
+            "/",
+            "..",
+            "../outside",
+            "a\u{0}b",
+            "\u{feff}",
+            "💥",
         ])
         .prop_map(|s| Value::String(s.to_owned())),
         "\\PC{0,40}".prop_map(Value::String),
@@ -191,13 +280,18 @@ pub fn apply(doc: &Value, mutations: &[Mutation]) -> Vec<u8> {
             Mutation::Drop(_) => {}
             Mutation::Replace(i, v) => *doc.pointer_mut(&locations[i.index(locations.len())]).unwrap() = v.clone(),
             Mutation::AddUnknown(i) => {
-                let objects: Vec<&String> = locations.iter().filter(|p| doc.pointer(p).is_some_and(Value::is_object)).collect();
+                let objects: Vec<&String> =
+                    locations.iter().filter(|p| doc.pointer(p).is_some_and(Value::is_object)).collect();
                 if objects.is_empty() {
                     continue;
                 }
                 let at = objects[i.index(objects.len())].clone();
                 // An object no format accepts as a value either, so maps refuse it too.
-                doc.pointer_mut(&at).unwrap().as_object_mut().unwrap().insert(UNKNOWN_KEY.to_owned(), json!({UNKNOWN_KEY: true}));
+                doc.pointer_mut(&at)
+                    .unwrap()
+                    .as_object_mut()
+                    .unwrap()
+                    .insert(UNKNOWN_KEY.to_owned(), json!({UNKNOWN_KEY: true}));
             }
             Mutation::Version(v) => {
                 if let Some(map) = doc.as_object_mut() {
@@ -245,14 +339,21 @@ pub fn check_refusal<T: std::fmt::Debug, E: std::fmt::Debug>(
     is_parse_error: impl Fn(&E) -> bool,
 ) -> Result<(), TestCaseError> {
     if only_unknown_field(mutations) {
-        prop_assert!(read.as_ref().is_err_and(&is_parse_error), "an unknown field must be refused as a parse error, read as {read:?}");
+        prop_assert!(
+            read.as_ref().is_err_and(&is_parse_error),
+            "an unknown field must be refused as a parse error, read as {read:?}"
+        );
     }
     match (only_wrong_version(mutations), read) {
         (None, _) => {}
         (Some(Ok(v)), Err(e)) if version_of(e) == Some(v) => {}
         (Some(Err(_)), Err(e)) if is_parse_error(e) => {}
-        (Some(Ok(v)), read) => prop_assert!(false, "schema_version {v} must be refused by that number, read as {read:?}"),
-        (Some(Err(v)), read) => prop_assert!(false, "schema_version {v} must be refused as a parse error, read as {read:?}"),
+        (Some(Ok(v)), read) => {
+            prop_assert!(false, "schema_version {v} must be refused by that number, read as {read:?}")
+        }
+        (Some(Err(v)), read) => {
+            prop_assert!(false, "schema_version {v} must be refused as a parse error, read as {read:?}")
+        }
     }
     Ok(())
 }

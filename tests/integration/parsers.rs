@@ -17,18 +17,17 @@
 
 use std::{collections::BTreeMap, path::Path};
 
+use crate::mutate::{self, apply, arbitrary_json, check_refusal, mutations, only_unknown_field, Mutation};
 use decode_baseline_protocol::{
-    Backend, DeviceKind,
     job::{token_ids_sha256, EnvironmentPins},
     manifest::{Case, Cell, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
     pins::{self, PinError},
     report::Identity,
     session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
     worker::{validate_job, Marker},
-    Adapter, Mode, Phase, RequestRecord, RunPolicy, Sha256Digest, Status, StepRecord, WorkerJob, WorkerReport,
-    REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
+    Adapter, Backend, DeviceKind, Mode, Phase, RequestRecord, RunPolicy, Sha256Digest, Status, StepRecord, WorkerJob,
+    WorkerReport, REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
 };
-use crate::mutate::{self, apply, arbitrary_json, check_refusal, mutations, only_unknown_field, Mutation};
 use proptest::{prelude::*, strategy::ValueTree};
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;

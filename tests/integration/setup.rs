@@ -66,9 +66,7 @@ fn unusable_mlx_dir_is_refused_with_the_fix() {
     // The real environment, so that only MLX_DIR is wrong.
     venv_python();
     let bogus = tempfile::tempdir().unwrap();
-    let out = run(Command::new("python3")
-        .arg(repo_root().join("tools/env/provision.py"))
-        .env("MLX_DIR", bogus.path()));
+    let out = run(Command::new("python3").arg(repo_root().join("tools/env/provision.py")).env("MLX_DIR", bogus.path()));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let msg = stderr(&out);
     assert!(msg.contains("MLX_DIR points at"), "{msg}");

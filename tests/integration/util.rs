@@ -11,20 +11,12 @@ pub fn repo_root() -> PathBuf {
 
 /// The pinned environment's interpreter, provisioning the environment if needed.
 pub fn venv_python() -> PathBuf {
-    let out = Command::new("python3")
-        .arg(repo_root().join("tools/env/provision.py"))
-        .output()
-        .expect("run provision.py");
-    assert!(
-        out.status.success(),
-        "provisioning failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out =
+        Command::new("python3").arg(repo_root().join("tools/env/provision.py")).output().expect("run provision.py");
+    assert!(out.status.success(), "provisioning failed: {}", String::from_utf8_lossy(&out.stderr));
     let line = String::from_utf8(out.stdout).unwrap();
-    let python = line
-        .split_whitespace()
-        .find_map(|kv| kv.strip_prefix("python="))
-        .expect("python= in provision output");
+    let python =
+        line.split_whitespace().find_map(|kv| kv.strip_prefix("python=")).expect("python= in provision output");
     PathBuf::from(python)
 }
 
@@ -128,8 +120,8 @@ pub fn live_pins() -> &'static (WorkerSources, EnvironmentPins) {
     PINS.get_or_init(|| {
         let repo = repo_root();
         let _ = venv_python();
-        let installed = Installed::locate(&venv_dir(&repo), mlx_dir_override().as_deref())
-            .expect("locate the pinned environment");
+        let installed =
+            Installed::locate(&venv_dir(&repo), mlx_dir_override().as_deref()).expect("locate the pinned environment");
         let sources = pins::worker_sources(&repo).expect("hash the worker sources");
         let environment = pins::environment_pins(&repo, &installed).expect("pin the environment");
         (sources, environment)
@@ -143,14 +135,11 @@ fn fixture_case_and_prompt() -> (String, Case, String, Prompt) {
     if let Ok((manifest, _)) = pins::load_manifest(&repo.join("workloads.json")) {
         let fixture = repo.join(FIXTURE_DIR).canonicalize().unwrap();
         let found = manifest.cases.iter().find(|(id, case)| {
-            pins::case_dir(&repo, id, case).ok().and_then(|d| d.canonicalize().ok()).as_deref() == Some(fixture.as_path())
+            pins::case_dir(&repo, id, case).ok().and_then(|d| d.canonicalize().ok()).as_deref()
+                == Some(fixture.as_path())
         });
         if let Some((case_id, case)) = found {
-            let shortest = manifest
-                .prompts
-                .iter()
-                .filter(|(_, p)| &p.case == case_id)
-                .min_by_key(|(_, p)| p.ids.len());
+            let shortest = manifest.prompts.iter().filter(|(_, p)| &p.case == case_id).min_by_key(|(_, p)| p.ids.len());
             if let Some((prompt_id, prompt)) = shortest {
                 return (case_id.clone(), case.clone(), prompt_id.clone(), prompt.clone());
             }
@@ -203,10 +192,7 @@ pub fn fixture_manifest(dir: &Path, policy: &RunPolicy, edit: impl FnOnce(&mut M
         cases: [(case_id.clone(), case)].into_iter().collect(),
         prompts: [(prompt_id.clone(), prompt)].into_iter().collect(),
         run_policy: policy.clone(),
-        environments: installed::selected_environment()
-            .map(|name| (name, environment.clone()))
-            .into_iter()
-            .collect(),
+        environments: installed::selected_environment().map(|name| (name, environment.clone())).into_iter().collect(),
         worker_sources: sources,
         environment,
     };
@@ -239,9 +225,7 @@ pub fn fixture_job(fixture: &FixtureManifest, adapter: Adapter, mode: Mode, run_
         continuation: (mode == Mode::FixedContinuation).then(|| prompt.continuation.clone()),
         stop_ids: case.stop_ids.clone(),
         run_policy: manifest.run_policy.clone(),
-        environment: pins::selected_pins(manifest)
-            .expect("the selected environment's pins")
-            .clone(),
+        environment: pins::selected_pins(manifest).expect("the selected environment's pins").clone(),
         device: DeviceKind::Cpu,
         gate: false,
     }

@@ -41,9 +41,7 @@ fn controlled_ready_ms(fixture: &Path) -> f64 {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let ms = t.elapsed().as_secs_f64() * 1e3;
     assert_eq!(line.trim(), "ready");
     child.wait().unwrap();
@@ -51,19 +49,13 @@ fn controlled_ready_ms(fixture: &Path) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     if args.first().map(String::as_str) == Some("--ready") {
         Model::load(Path::new(&args[1])).unwrap();
         println!("ready");
         return;
     }
-    let fixture = args
-        .first()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("fixtures/tiny-qwen3"));
+    let fixture = args.first().map(PathBuf::from).unwrap_or_else(|| repo().join("fixtures/tiny-qwen3"));
     let blocks: usize = args.get(1).map(|b| b.parse().unwrap()).unwrap_or(4);
 
     let ready_controlled: Vec<f64> = (0..3).map(|_| controlled_ready_ms(&fixture)).collect();
@@ -97,12 +89,7 @@ fn main() {
     let s_med = median(&mut theirs.clone());
     let overhead_total: f64 = ours.dur.iter().sum::<f64>() - ours.eval.iter().sum::<f64>();
     let overhead_pct = 100.0 * overhead_total / ours.dur.iter().sum::<f64>();
-    let mut per_step: Vec<f64> = ours
-        .dur
-        .iter()
-        .zip(&ours.eval)
-        .map(|(d, e)| 100.0 * (d - e) / d)
-        .collect();
+    let mut per_step: Vec<f64> = ours.dur.iter().zip(&ours.eval).map(|(d, e)| 100.0 * (d - e) / d).collect();
     let build_med = median(&mut ours.build.clone());
     let eval_med = median(&mut ours.eval.clone());
 
@@ -122,11 +109,12 @@ fn main() {
         eval_med / 1e3
     );
     println!("stock      per-token median  {:8.1} us", s_med / 1e3);
+    println!("ratio controlled/stock       {:8.3}  (target <= 1.00, aim <= 0.90)", c_med / s_med);
     println!(
-        "ratio controlled/stock       {:8.3}  (target <= 1.00, aim <= 0.90)",
-        c_med / s_med
+        "controlled host overhead     {:8.2} % of step time (aggregate), {:.2} % (median per step)  (target <= 10 %)",
+        overhead_pct,
+        median(&mut per_step)
     );
-    println!("controlled host overhead     {:8.2} % of step time (aggregate), {:.2} % (median per step)  (target <= 10 %)", overhead_pct, median(&mut per_step));
     let (py_build_med, py_eval_med) = (median(&mut py_build), median(&mut py_eval));
     println!(
         "graph build per step, median  controlled {:.1} us, mlx_lm model in Python {:.1} us, ratio {:.3}  (Python eval {:.1} us, its build {:.2} % of its step)",

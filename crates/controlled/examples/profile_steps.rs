@@ -16,18 +16,16 @@ fn main() {
     let requests: usize = args.next().map_or(3, |s| s.parse().expect("REQUESTS"));
     let tokens: usize = args.next().map_or(101, |s| s.parse().expect("TOKENS"));
     let mode = args.next().unwrap_or_else(|| "headline".into());
-    assert!(["headline", "fixed", "reference"].contains(&mode.as_str()), "MODE must be headline, fixed or reference, found {mode:?}");
     assert!(
-        requests >= 1 && tokens >= 2,
-        "REQUESTS must be at least 1 and TOKENS at least 2"
+        ["headline", "fixed", "reference"].contains(&mode.as_str()),
+        "MODE must be headline, fixed or reference, found {mode:?}"
     );
+    assert!(requests >= 1 && tokens >= 2, "REQUESTS must be at least 1 and TOKENS at least 2");
     let model = Model::load(&fixture).expect("load");
     let prompt = [5u32, 17, 42, 100, 7, 300, 12, 9, 250, 61, 480, 3];
     let (mut build, mut eval) = (0u64, 0u64);
     let continuation: Vec<u32> = (0..tokens as u32 - 1).map(|i| (i * 53 + 7) % 500).collect();
-    let options = Options {
-        check_contract: false,
-    };
+    let options = Options { check_contract: false };
     for _ in 0..requests {
         let run = match mode.as_str() {
             "fixed" => run_fixed::<()>(&model, &prompt, &continuation, options, &mut |_| Ok(())),

@@ -35,10 +35,7 @@ const ARCHITECTURES: &[(&str, Resolve)] = &[
 
 /// The reader of a `model_type`, if implemented.
 pub fn lookup(model_type: &str) -> Option<Resolve> {
-    ARCHITECTURES
-        .iter()
-        .find(|(name, _)| *name == model_type)
-        .map(|(_, f)| *f)
+    ARCHITECTURES.iter().find(|(name, _)| *name == model_type).map(|(_, f)| *f)
 }
 
 /// The implemented `model_type`s, in table order.

@@ -32,35 +32,19 @@ pub enum ConfigError {
         source: serde_json::Error,
     },
     #[error("unsupported model_type in {path}: expected one of {expected}, found {found:?}")]
-    UnsupportedModelType {
-        path: PathBuf,
-        found: String,
-        expected: String,
-    },
+    UnsupportedModelType { path: PathBuf, found: String, expected: String },
     #[error("field `{field}` in {path}: {reason}")]
-    Field {
-        path: PathBuf,
-        field: String,
-        reason: String,
-    },
+    Field { path: PathBuf, field: String, reason: String },
     #[error(
         "unsupported quantization in {path}: field `{field}` is {found}; supported: modes affine \
          (bits 2, 3, 4, 5, 6, 8; group sizes 32, 64, 128), mxfp4, nvfp4, mxfp8, per-module overrides"
     )]
-    UnsupportedQuantization {
-        path: PathBuf,
-        field: String,
-        found: String,
-    },
+    UnsupportedQuantization { path: PathBuf, field: String, found: String },
     #[error(
         "unsupported rope scaling in {path}: field `{field}` is {found:?}; supported: default, linear, \
          llama3, yarn, longrope"
     )]
-    UnsupportedRope {
-        path: PathBuf,
-        field: String,
-        found: String,
-    },
+    UnsupportedRope { path: PathBuf, field: String, found: String },
 }
 
 /// A quantization mode of `mx.quantize` (the string mlx passes on).
@@ -130,20 +114,11 @@ pub enum RopeScaling {
     /// "linear".
     Plain { scale: f32 },
     /// mlx_lm's `Llama3RoPE`: precomputed frequencies, `base=None`, `scale=1`.
-    Llama3 {
-        factor: f64,
-        low_freq_factor: f64,
-        high_freq_factor: f64,
-        original_max_position_embeddings: f64,
-    },
+    Llama3 { factor: f64, low_freq_factor: f64, high_freq_factor: f64, original_max_position_embeddings: f64 },
     /// mlx_lm's `SuScaledRoPE` (phi3 "su"/"longrope"): frequencies `long_factor * base^(2i/d)`,
     /// the input's rotated part multiplied by `scale` first. `long_factor` has one entry per
     /// frequency, or one for all (`scalar`).
-    SuScaled {
-        long_factor: Vec<f64>,
-        scalar: bool,
-        scale: f64,
-    },
+    SuScaled { long_factor: Vec<f64>, scalar: bool, scale: f64 },
     /// mlx_lm's `YarnRoPE`.
     Yarn {
         factor: f64,
@@ -346,34 +321,24 @@ impl ModelConfig {
     /// Reads `<dir>/config.json`.
     pub fn load(dir: &Path) -> Result<Self, ConfigError> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
         Self::parse(&text, &path)
     }
 
     /// Parses a config's text; `path` is only used in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let value: Value = serde_json::from_str(text).map_err(|source| ConfigError::Parse {
-            path: path.to_owned(),
-            source,
-        })?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|source| ConfigError::Parse { path: path.to_owned(), source })?;
         let Value::Object(map) = value else {
             return Err(field_error(path, "<root>", "expected a JSON object"));
         };
-        let f = Fields {
-            map: &map,
-            path,
-            prefix: String::new(),
-        };
+        let f = Fields { map: &map, path, prefix: String::new() };
         let model_type = f.req_str("model_type")?;
-        let resolve =
-            crate::arch::lookup(model_type).ok_or_else(|| ConfigError::UnsupportedModelType {
-                path: path.to_owned(),
-                found: model_type.to_owned(),
-                expected: crate::arch::names().join(", "),
-            })?;
+        let resolve = crate::arch::lookup(model_type).ok_or_else(|| ConfigError::UnsupportedModelType {
+            path: path.to_owned(),
+            found: model_type.to_owned(),
+            expected: crate::arch::names().join(", "),
+        })?;
         // Quantization first: a refusal should name the real obstacle, not a later field.
         let quantization = f.quantization()?;
         let mut config = resolve(&f)?;
@@ -384,11 +349,7 @@ impl ModelConfig {
 }
 
 pub(crate) fn field_error(path: &Path, field: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Field {
-        path: path.to_owned(),
-        field: field.to_owned(),
-        reason: reason.into(),
-    }
+    ConfigError::Field { path: path.to_owned(), field: field.to_owned(), reason: reason.into() }
 }
 
 /// Typed access to the config's fields (or a nested object's), with errors naming them.
@@ -417,11 +378,7 @@ impl<'a> Fields<'a> {
     /// A nested object (gemma3's `text_config`).
     pub fn object(&self, field: &str) -> Result<Fields<'a>, ConfigError> {
         match self.get(field) {
-            Some(Value::Object(map)) => Ok(Fields {
-                map,
-                path: self.path,
-                prefix: format!("{}{field}.", self.prefix),
-            }),
+            Some(Value::Object(map)) => Ok(Fields { map, path: self.path, prefix: format!("{}{field}.", self.prefix) }),
             Some(other) => Err(self.error(field, format!("expected an object, found {other}"))),
             None => Err(self.error(field, "required and missing")),
         }
@@ -441,11 +398,7 @@ impl<'a> Fields<'a> {
     where
         'a: 'b,
     {
-        Fields {
-            map,
-            path: self.path,
-            prefix: self.prefix.clone(),
-        }
+        Fields { map, path: self.path, prefix: self.prefix.clone() }
     }
 
     pub fn req_str(&self, field: &str) -> Result<&'a str, ConfigError> {
@@ -458,10 +411,7 @@ impl<'a> Fields<'a> {
 
     pub fn int(&self, field: &str) -> Result<Option<i64>, ConfigError> {
         self.get(field)
-            .map(|v| {
-                v.as_i64()
-                    .ok_or_else(|| self.error(field, format!("expected an integer, found {v}")))
-            })
+            .map(|v| v.as_i64().ok_or_else(|| self.error(field, format!("expected an integer, found {v}"))))
             .transpose()
     }
 
@@ -471,42 +421,32 @@ impl<'a> Fields<'a> {
             (Some(v), _) | (None, Some(v)) => v,
             (None, None) => return Err(self.error(field, "required and missing")),
         };
-        i32::try_from(value).ok().filter(|v| *v > 0).ok_or_else(|| {
-            self.error(
-                field,
-                format!("expected a positive 32-bit integer, found {value}"),
-            )
-        })
+        i32::try_from(value)
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| self.error(field, format!("expected a positive 32-bit integer, found {value}")))
     }
 
     pub fn float(&self, field: &str) -> Result<Option<f64>, ConfigError> {
         self.get(field)
-            .map(|v| {
-                v.as_f64()
-                    .ok_or_else(|| self.error(field, format!("expected a number, found {v}")))
-            })
+            .map(|v| v.as_f64().ok_or_else(|| self.error(field, format!("expected a number, found {v}"))))
             .transpose()
     }
 
     pub fn req_float(&self, field: &str) -> Result<f64, ConfigError> {
-        self.float(field)?
-            .ok_or_else(|| self.error(field, "required and missing"))
+        self.float(field)?.ok_or_else(|| self.error(field, "required and missing"))
     }
 
     pub fn boolean(&self, field: &str) -> Result<Option<bool>, ConfigError> {
         self.get(field)
-            .map(|v| {
-                v.as_bool()
-                    .ok_or_else(|| self.error(field, format!("expected a boolean, found {v}")))
-            })
+            .map(|v| v.as_bool().ok_or_else(|| self.error(field, format!("expected a boolean, found {v}"))))
             .transpose()
     }
 
     /// The shape fields every dense decoder shares, with the architecture's defaults.
     pub fn dims(&self, defaults: &DimDefaults) -> Result<Dims, ConfigError> {
         let hidden_size = self.positive("hidden_size", defaults.hidden_size)?;
-        let num_attention_heads =
-            self.positive("num_attention_heads", defaults.num_attention_heads)?;
+        let num_attention_heads = self.positive("num_attention_heads", defaults.num_attention_heads)?;
         let kv_default = match defaults.num_key_value_heads {
             KvDefault::Required => None,
             KvDefault::Heads => Some(num_attention_heads as i64),
@@ -521,8 +461,7 @@ impl<'a> Fields<'a> {
         }
         Ok(Dims {
             hidden_size,
-            num_hidden_layers: self.positive("num_hidden_layers", defaults.num_hidden_layers)?
-                as usize,
+            num_hidden_layers: self.positive("num_hidden_layers", defaults.num_hidden_layers)? as usize,
             intermediate_size: self.positive("intermediate_size", defaults.intermediate_size)?,
             num_attention_heads,
             num_key_value_heads,
@@ -541,13 +480,14 @@ impl<'a> Fields<'a> {
         let Some(types) = self.get("layer_types") else {
             return Ok(vec![false; num_layers]);
         };
-        let types = types
-            .as_array()
-            .ok_or_else(|| self.error("layer_types", "expected a list"))?;
+        let types = types.as_array().ok_or_else(|| self.error("layer_types", "expected a list"))?;
         if types.len() != num_layers {
             return Err(self.error(
                 "layer_types",
-                format!("{} entries for num_hidden_layers {num_layers} (mlx_lm builds one layer per entry)", types.len()),
+                format!(
+                    "{} entries for num_hidden_layers {num_layers} (mlx_lm builds one layer per entry)",
+                    types.len()
+                ),
             ));
         }
         let sliding = types
@@ -555,17 +495,13 @@ impl<'a> Fields<'a> {
             .map(|t| match t.as_str() {
                 Some("full_attention") => Ok(false),
                 Some("sliding_attention") => Ok(true),
-                _ => Err(self.error(
-                    "layer_types",
-                    format!("entry {t} is neither full_attention nor sliding_attention"),
-                )),
+                _ => {
+                    Err(self.error("layer_types", format!("entry {t} is neither full_attention nor sliding_attention")))
+                }
             })
             .collect::<Result<Vec<_>, _>>()?;
         if sliding.iter().all(|s| *s) {
-            return Err(self.error(
-                "layer_types",
-                "no full_attention layer (mlx_lm needs one for its mask)",
-            ));
+            return Err(self.error("layer_types", "no full_attention layer (mlx_lm needs one for its mask)"));
         }
         Ok(sliding)
     }
@@ -602,37 +538,25 @@ impl<'a> Fields<'a> {
         let number = |key: &str, default: Option<f64>| -> Result<f64, ConfigError> {
             match s.get(key).filter(|v| !v.is_null()) {
                 Some(v) => v.as_f64().ok_or_else(|| {
-                    field_error(
-                        self.path,
-                        &format!("{field}.{key}"),
-                        format!("expected a number, found {v}"),
-                    )
+                    field_error(self.path, &format!("{field}.{key}"), format!("expected a number, found {v}"))
                 }),
-                None => default.ok_or_else(|| {
-                    field_error(self.path, &format!("{field}.{key}"), "required and missing")
-                }),
+                None => {
+                    default.ok_or_else(|| field_error(self.path, &format!("{field}.{key}"), "required and missing"))
+                }
             }
         };
         match kind {
             "default" => Ok(RopeScaling::Plain { scale: 1.0 }),
-            "linear" => Ok(RopeScaling::Plain {
-                scale: (1.0 / number("factor", None)?) as f32,
-            }),
+            "linear" => Ok(RopeScaling::Plain { scale: (1.0 / number("factor", None)?) as f32 }),
             "llama3" => Ok(RopeScaling::Llama3 {
                 factor: number("factor", None)?,
                 low_freq_factor: number("low_freq_factor", Some(1.0))?,
                 high_freq_factor: number("high_freq_factor", Some(4.0))?,
-                original_max_position_embeddings: number(
-                    "original_max_position_embeddings",
-                    Some(8192.0),
-                )?,
+                original_max_position_embeddings: number("original_max_position_embeddings", Some(8192.0))?,
             }),
             "yarn" | "deepseek_yarn" | "telechat3-yarn" => Ok(RopeScaling::Yarn {
                 factor: number("factor", None)?,
-                original_max_position_embeddings: number(
-                    "original_max_position_embeddings",
-                    Some(4096.0),
-                )?,
+                original_max_position_embeddings: number("original_max_position_embeddings", Some(4096.0))?,
                 beta_fast: number("beta_fast", Some(32.0))?,
                 beta_slow: number("beta_slow", Some(1.0))?,
                 mscale: number("mscale", Some(1.0))?,
@@ -640,12 +564,8 @@ impl<'a> Fields<'a> {
             }),
             "longrope" => {
                 let original = number("original_max_position_embeddings", None)?;
-                let max = max_position_embeddings.ok_or_else(|| {
-                    self.error(
-                        "max_position_embeddings",
-                        "required by longrope and missing",
-                    )
-                })?;
+                let max = max_position_embeddings
+                    .ok_or_else(|| self.error("max_position_embeddings", "required by longrope and missing"))?;
                 self.su_scaled(s, &field, max, original)
             }
             other => Err(unsupported(other.to_owned())),
@@ -654,28 +574,15 @@ impl<'a> Fields<'a> {
 
     /// `SuScaledRoPE(max_position_embeddings, original_max_position_embeddings, long_factor)`:
     /// the frequencies and the input scale (`short_factor` is required by mlx_lm and unused).
-    pub fn su_scaled(
-        &self,
-        s: &Value,
-        field: &str,
-        max: f64,
-        original: f64,
-    ) -> Result<RopeScaling, ConfigError> {
+    pub fn su_scaled(&self, s: &Value, field: &str, max: f64, original: f64) -> Result<RopeScaling, ConfigError> {
         if s.get("short_factor").is_none() {
-            return Err(field_error(
-                self.path,
-                &format!("{field}.short_factor"),
-                "required and missing",
-            ));
+            return Err(field_error(self.path, &format!("{field}.short_factor"), "required and missing"));
         }
         let bad = |reason: String| field_error(self.path, &format!("{field}.long_factor"), reason);
         let (long_factor, scalar) = match s.get("long_factor") {
             Some(Value::Array(v)) => (
                 v.iter()
-                    .map(|x| {
-                        x.as_f64()
-                            .ok_or_else(|| bad(format!("expected numbers, found {x}")))
-                    })
+                    .map(|x| x.as_f64().ok_or_else(|| bad(format!("expected numbers, found {x}"))))
                     .collect::<Result<Vec<_>, _>>()?,
                 false,
             ),
@@ -684,16 +591,8 @@ impl<'a> Fields<'a> {
             None => return Err(bad("required and missing".into())),
         };
         let factor = max / original;
-        let scale = if factor <= 1.0 {
-            1.0
-        } else {
-            (1.0 + factor.ln() / original.ln()).sqrt()
-        };
-        Ok(RopeScaling::SuScaled {
-            long_factor,
-            scalar,
-            scale,
-        })
+        let scale = if factor <= 1.0 { 1.0 } else { (1.0 + factor.ln() / original.ln()).sqrt() };
+        Ok(RopeScaling::SuScaled { long_factor, scalar, scale })
     }
 
     /// mlx_lm reads `quantization`; a legacy `quantization_config` without it names another
@@ -705,15 +604,11 @@ impl<'a> Fields<'a> {
             found,
         };
         let Some(q) = self.get("quantization") else {
-            let legacy = self.get("quantization_config").or_else(|| {
-                self.get("text_config")
-                    .and_then(|t| t.get("quantization_config"))
-            });
+            let legacy = self
+                .get("quantization_config")
+                .or_else(|| self.get("text_config").and_then(|t| t.get("quantization_config")));
             if let Some(legacy) = legacy {
-                let method = legacy
-                    .get("quant_method")
-                    .map(|m| m.to_string())
-                    .unwrap_or_else(|| "absent".into());
+                let method = legacy.get("quant_method").map(|m| m.to_string()).unwrap_or_else(|| "absent".into());
                 return Err(refuse("quantization_config.quant_method", method));
             }
             return Ok(None);
@@ -727,9 +622,7 @@ impl<'a> Fields<'a> {
             let params = match value {
                 Value::Bool(false) => None,
                 Value::Bool(true) => Some(default),
-                Value::Object(entry) => {
-                    Some(self.quant_params(entry, &format!("quantization.{key}"), false)?)
-                }
+                Value::Object(entry) => Some(self.quant_params(entry, &format!("quantization.{key}"), false)?),
                 // group_size, bits, mode and anything else mlx_lm does not look up as a module.
                 _ => continue,
             };
@@ -741,62 +634,35 @@ impl<'a> Fields<'a> {
     /// `to_quantized(group_size, bits, mode)` from one quantization object: null or absent
     /// settings take the mode's defaults, as `mlx.nn` does. The top level must name
     /// `group_size` and `bits` (mlx_lm indexes them).
-    fn quant_params(
-        &self,
-        q: &Map<String, Value>,
-        field: &str,
-        top: bool,
-    ) -> Result<QuantParams, ConfigError> {
+    fn quant_params(&self, q: &Map<String, Value>, field: &str, top: bool) -> Result<QuantParams, ConfigError> {
         let refuse = |key: &str, found: String| ConfigError::UnsupportedQuantization {
             path: self.path.to_owned(),
             field: format!("{field}.{key}"),
             found,
         };
         if !top {
-            if let Some(key) = q.keys().find(|k| {
-                !matches!(
-                    k.as_str(),
-                    "group_size" | "bits" | "mode" | "quantize_input"
-                )
-            }) {
-                return Err(refuse(
-                    key,
-                    "a setting to_quantized does not take here".into(),
-                ));
+            if let Some(key) =
+                q.keys().find(|k| !matches!(k.as_str(), "group_size" | "bits" | "mode" | "quantize_input"))
+            {
+                return Err(refuse(key, "a setting to_quantized does not take here".into()));
             }
             if q.get("quantize_input").and_then(Value::as_bool) == Some(true) {
-                return Err(refuse(
-                    "quantize_input",
-                    "true (input quantization is not implemented)".into(),
-                ));
+                return Err(refuse("quantize_input", "true (input quantization is not implemented)".into()));
             }
         }
         let mode = match q.get("mode").filter(|v| !v.is_null()) {
             None => QuantMode::Affine,
-            Some(Value::String(m)) => {
-                QuantMode::parse(m).ok_or_else(|| refuse("mode", format!("{m:?}")))?
-            }
+            Some(Value::String(m)) => QuantMode::parse(m).ok_or_else(|| refuse("mode", format!("{m:?}")))?,
             Some(other) => return Err(refuse("mode", other.to_string())),
         };
         let (default_group, default_bits) = mode.defaults();
         let setting = |key: &str, default: i32| -> Result<i32, ConfigError> {
             match q.get(key) {
-                None if top => Err(field_error(
-                    self.path,
-                    &format!("{field}.{key}"),
-                    "required and missing",
-                )),
+                None if top => Err(field_error(self.path, &format!("{field}.{key}"), "required and missing")),
                 None | Some(Value::Null) => Ok(default),
-                Some(v) => v
-                    .as_i64()
-                    .and_then(|n| i32::try_from(n).ok())
-                    .ok_or_else(|| {
-                        field_error(
-                            self.path,
-                            &format!("{field}.{key}"),
-                            format!("expected an integer or null, found {v}"),
-                        )
-                    }),
+                Some(v) => v.as_i64().and_then(|n| i32::try_from(n).ok()).ok_or_else(|| {
+                    field_error(self.path, &format!("{field}.{key}"), format!("expected an integer or null, found {v}"))
+                }),
             }
         };
         let params = QuantParams {
@@ -823,10 +689,7 @@ pub fn check_packing(p: QuantParams) -> Result<(), (&'static str, String)> {
         }
         mode => {
             if (p.group_size, p.bits) != mode.defaults() {
-                return Err((
-                    "group_size",
-                    format!("{} with {} bits for mode {mode:?}", p.group_size, p.bits),
-                ));
+                return Err(("group_size", format!("{} with {} bits for mode {mode:?}", p.group_size, p.bits)));
             }
         }
     }
@@ -896,17 +759,9 @@ pub fn dense(dims: Dims, head_dim: i32, rope: Option<Rope>, tie: bool) -> ModelC
         moe: None,
         embed_scale: false,
         layers: (0..dims.num_hidden_layers)
-            .map(|_| Layer {
-                rope: rope.clone(),
-                sliding: false,
-                cache: CacheKind::Standard,
-                moe: false,
-            })
+            .map(|_| Layer { rope: rope.clone(), sliding: false, cache: CacheKind::Standard, moe: false })
             .collect(),
-        masks: Masks {
-            full: 0,
-            sliding: None,
-        },
+        masks: Masks { full: 0, sliding: None },
         quantization: None,
     }
 }
@@ -917,10 +772,7 @@ impl ModelConfig {
     /// window's size; the full mask comes from the first full layer.
     pub fn set_sliding(&mut self, sliding: &[bool], window: Option<i32>, rotating: bool) {
         let full = sliding.iter().position(|s| !s).unwrap_or(0);
-        self.masks = Masks {
-            full,
-            sliding: None,
-        };
+        self.masks = Masks { full, sliding: None };
         if let (Some(first), Some(w)) = (sliding.iter().position(|s| *s), window) {
             self.masks.sliding = Some((first, w));
             for (layer, &s) in self.layers.iter_mut().zip(sliding) {

@@ -52,80 +52,43 @@ impl Checker {
 
     /// Checks clauses 1-5 in order and remembers this boundary.
     pub fn check(&mut self, b: &Boundary<'_>) -> Result<(), ContractViolation> {
-        let violation =
-            |clause: u8, field: String, expected: String, actual: String| ContractViolation {
-                clause,
-                position: b.position,
-                field,
-                expected,
-                actual,
-            };
+        let violation = |clause: u8, field: String, expected: String, actual: String| ContractViolation {
+            clause,
+            position: b.position,
+            field,
+            expected,
+            actual,
+        };
         // Clause 5 comes before anything reads the arrays: reading would wait for them.
         for (i, c) in b.cache.iter().enumerate() {
             for (j, a) in c.state().enumerate() {
                 if !is_available(a) {
                     let name = if j == 0 { "keys" } else { "values" };
-                    return Err(violation(
-                        5,
-                        format!("cache[{i}].{name}"),
-                        "available".into(),
-                        "pending".into(),
-                    ));
+                    return Err(violation(5, format!("cache[{i}].{name}"), "available".into(), "pending".into()));
                 }
             }
         }
         if !is_available(b.logits) {
-            return Err(violation(
-                5,
-                "logits".into(),
-                "available".into(),
-                "pending".into(),
-            ));
+            return Err(violation(5, "logits".into(), "available".into(), "pending".into()));
         }
         for (i, c) in b.cache.iter().enumerate() {
             if c.offset() as i64 != b.position as i64 {
-                return Err(violation(
-                    1,
-                    format!("cache[{i}].offset"),
-                    b.position.to_string(),
-                    c.offset().to_string(),
-                ));
+                return Err(violation(1, format!("cache[{i}].offset"), b.position.to_string(), c.offset().to_string()));
             }
         }
         if let Some((produced, t_ns)) = self.previous {
             if b.produced != produced + 1 {
-                return Err(violation(
-                    2,
-                    "produced".into(),
-                    (produced + 1).to_string(),
-                    b.produced.to_string(),
-                ));
+                return Err(violation(2, "produced".into(), (produced + 1).to_string(), b.produced.to_string()));
             }
             if b.t_ns <= t_ns {
-                return Err(violation(
-                    3,
-                    "t_ns".into(),
-                    format!("> {t_ns}"),
-                    b.t_ns.to_string(),
-                ));
+                return Err(violation(3, "t_ns".into(), format!("> {t_ns}"), b.t_ns.to_string()));
             }
         } else if b.produced != 1 {
-            return Err(violation(
-                2,
-                "produced".into(),
-                "1".into(),
-                b.produced.to_string(),
-            ));
+            return Err(violation(2, "produced".into(), "1".into(), b.produced.to_string()));
         }
-        let top = top2(b.logits)
-            .map_err(|e| violation(4, "logits".into(), "readable float logits".into(), e))?;
+        let top = top2(b.logits).map_err(|e| violation(4, "logits".into(), "readable float logits".into(), e))?;
         if top.argmax != b.argmax {
-            return Err(violation(
-                4,
-                "argmax".into(),
-                top.argmax.to_string(),
-                b.argmax.to_string(),
-            ));
+            return Err(violation(4, "argmax".into(), top.argmax.to_string(), b.argmax.to_string()));
         }
         self.previous = Some((b.produced, b.t_ns));
         Ok(())
@@ -164,9 +127,7 @@ impl Top2 {
 /// Reads an evaluated logits array (all of it: callers pass one row) as f32 — exact for
 /// bfloat16 and float16 — and finds its top two. NaN values are skipped.
 pub fn top2(logits: &Array) -> Result<Top2, String> {
-    let values = logits
-        .as_dtype(mlx_rs::Dtype::Float32)
-        .map_err(|e| e.to_string())?;
+    let values = logits.as_dtype(mlx_rs::Dtype::Float32).map_err(|e| e.to_string())?;
     values.eval().map_err(|e| e.to_string())?;
     let row: &[f32] = values.try_as_slice().map_err(|e| e.to_string())?;
     if row.len() < 2 {
@@ -185,11 +146,7 @@ pub fn top2(logits: &Array) -> Result<Top2, String> {
         .filter(|&(i, v)| i != best && !v.is_nan())
         .map(|(_, &v)| v)
         .fold(f32::NEG_INFINITY, f32::max);
-    Ok(Top2 {
-        argmax: best as u32,
-        top1: row[best],
-        top2,
-    })
+    Ok(Top2 { argmax: best as u32, top1: row[best], top2 })
 }
 
 #[cfg(test)]
@@ -209,13 +166,8 @@ mod tests {
     /// mx.argmax's tie rule, checked on the linked libmlx: the first maximal index.
     #[test]
     fn mlx_argmax_ties_go_to_the_lowest_index() {
-        for row in [
-            [0.0f32, 7.0, 7.0, 1.0],
-            [7.0, 0.0, 0.0, 7.0],
-            [1.0, 2.0, 3.0, 3.0],
-        ] {
-            let a = mlx_rs::ops::indexing::argmax_axis(Array::from_slice(&row, &[1, 4]), -1, false)
-                .unwrap();
+        for row in [[0.0f32, 7.0, 7.0, 1.0], [7.0, 0.0, 0.0, 7.0], [1.0, 2.0, 3.0, 3.0]] {
+            let a = mlx_rs::ops::indexing::argmax_axis(Array::from_slice(&row, &[1, 4]), -1, false).unwrap();
             let host = top2(&Array::from_slice(&row, &[4])).unwrap();
             assert_eq!(a.item_exact::<u32>(), host.argmax, "{row:?}");
         }
@@ -223,8 +175,7 @@ mod tests {
         let mut row = vec![0.0f32; 4096];
         row[1000] = 1.0;
         row[3000] = 1.0;
-        let a = mlx_rs::ops::indexing::argmax_axis(Array::from_slice(&row, &[1, 4096]), -1, false)
-            .unwrap();
+        let a = mlx_rs::ops::indexing::argmax_axis(Array::from_slice(&row, &[1, 4096]), -1, false).unwrap();
         assert_eq!(a.item_exact::<u32>(), 1000);
     }
 
@@ -233,14 +184,7 @@ mod tests {
         let logits = Array::from_slice(&[0.0f32, 2.0, 1.0], &[1, 1, 3]);
         logits.eval().unwrap();
         let mut c = Checker::new();
-        let b = |t_ns, argmax, produced| Boundary {
-            position: 0,
-            produced,
-            t_ns,
-            argmax,
-            logits: &logits,
-            cache: &[],
-        };
+        let b = |t_ns, argmax, produced| Boundary { position: 0, produced, t_ns, argmax, logits: &logits, cache: &[] };
         c.check(&b(10, 1, 1)).unwrap();
         let e = c.check(&b(20, 1, 3)).unwrap_err();
         assert_eq!((e.clause, e.field.as_str()), (2, "produced"));
@@ -249,18 +193,9 @@ mod tests {
         let e = c.check(&b(30, 2, 2)).unwrap_err();
         assert_eq!((e.clause, e.field.as_str()), (4, "argmax"));
         assert!(e.to_string().contains("clause 4"), "{e}");
-        let pending = Array::from_slice(&[1.0f32], &[1])
-            .add(Array::from_f32(1.0))
-            .unwrap();
+        let pending = Array::from_slice(&[1.0f32], &[1]).add(Array::from_f32(1.0)).unwrap();
         let e = Checker::new()
-            .check(&Boundary {
-                position: 0,
-                produced: 1,
-                t_ns: 1,
-                argmax: 0,
-                logits: &pending,
-                cache: &[],
-            })
+            .check(&Boundary { position: 0, produced: 1, t_ns: 1, argmax: 0, logits: &pending, cache: &[] })
             .unwrap_err();
         assert_eq!((e.clause, e.field.as_str()), (5, "logits"));
     }

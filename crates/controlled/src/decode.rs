@@ -49,12 +49,7 @@ pub enum DecodeError {
     #[error("the prompt is empty")]
     EmptyPrompt,
     #[error("token id {id} at {what} index {index} is outside the vocabulary of {vocab}")]
-    TokenOutOfRange {
-        what: &'static str,
-        index: usize,
-        id: u32,
-        vocab: i32,
-    },
+    TokenOutOfRange { what: &'static str, index: usize, id: u32, vocab: i32 },
     #[error("max_new_tokens must be at least 1")]
     NoTokens,
     #[error("mlx failed during {stage}")]
@@ -91,9 +86,7 @@ pub struct Options {
 #[allow(clippy::derivable_impls)]
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            check_contract: cfg!(debug_assertions),
-        }
+        Options { check_contract: cfg!(debug_assertions) }
     }
 }
 
@@ -123,14 +116,7 @@ pub fn run_headline<E>(
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
     let steps = max_new_tokens.checked_sub(1).ok_or(DecodeError::NoTokens)?;
-    run(
-        model,
-        prompt,
-        Feed::Greedy { steps, stop },
-        false,
-        options,
-        poll,
-    )
+    run(model, prompt, Feed::Greedy { steps, stop }, false, options, poll)
 }
 
 /// Reference-pair: as headline, with the top-2 margin and tie flag of every step.
@@ -143,14 +129,7 @@ pub fn run_reference<E>(
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
     let steps = max_new_tokens.checked_sub(1).ok_or(DecodeError::NoTokens)?;
-    run(
-        model,
-        prompt,
-        Feed::Greedy { steps, stop },
-        true,
-        options,
-        poll,
-    )
+    run(model, prompt, Feed::Greedy { steps, stop }, true, options, poll)
 }
 
 /// Fixed-continuation: the prompt forward, then one step per `continuation` token fed whatever
@@ -163,29 +142,13 @@ pub fn run_fixed<E>(
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
     check_ids(model, "continuation", continuation)?;
-    run(
-        model,
-        prompt,
-        Feed::Fixed(continuation),
-        true,
-        options,
-        poll,
-    )
+    run(model, prompt, Feed::Fixed(continuation), true, options, poll)
 }
 
 fn check_ids(model: &Model, what: &'static str, ids: &[u32]) -> Result<(), DecodeError> {
     let vocab = model.config().vocab_size;
-    match ids
-        .iter()
-        .enumerate()
-        .find(|(_, &id)| id as i64 >= vocab as i64)
-    {
-        Some((index, &id)) => Err(DecodeError::TokenOutOfRange {
-            what,
-            index,
-            id,
-            vocab,
-        }),
+    match ids.iter().enumerate().find(|(_, &id)| id as i64 >= vocab as i64) {
+        Some((index, &id)) => Err(DecodeError::TokenOutOfRange { what, index, id, vocab }),
         None => Ok(()),
     }
 }
@@ -201,12 +164,7 @@ fn ns(from: Instant, to: Instant) -> u64 {
 /// `eval` on the step's outputs and every cache buffer. `token` is `None` when the argmax is not
 /// part of the loop (fixed-continuation feeds its own tokens): then it stays outside the interval.
 fn eval_step(token: Option<&Array>, logits: &Array, cache: &[LayerCache]) -> Result<(), Exception> {
-    mlx_rs::transforms::eval(
-        token
-            .into_iter()
-            .chain([logits])
-            .chain(cache.iter().flat_map(LayerCache::state)),
-    )
+    mlx_rs::transforms::eval(token.into_iter().chain([logits]).chain(cache.iter().flat_map(LayerCache::state)))
 }
 
 /// The argmax of `logits`: the one evaluated inside the step when the loop needs it, else
@@ -244,34 +202,24 @@ fn run<E>(
     let prompt_ids = Array::from_slice(&prompt_ids, &[1, prompt.len() as i32]);
     let mut checker = options.check_contract.then(Checker::new);
     // Evaluated logits kept for the margins, read after the last step.
-    let mut kept: Vec<Array> = Vec::with_capacity(if margins && matches!(feed, Feed::Greedy { .. }) { n_steps + 1 } else { 0 });
+    let mut kept: Vec<Array> =
+        Vec::with_capacity(if margins && matches!(feed, Feed::Greedy { .. }) { n_steps + 1 } else { 0 });
     mlx_rs::memory::reset_peak_memory().map_err(mlx("reset_peak_memory"))?;
 
     let start = Instant::now();
-    poll(Checkpoint::Prefill).map_err(|reason| RunError::Aborted {
-        at: Checkpoint::Prefill,
-        reason,
-    })?;
+    poll(Checkpoint::Prefill).map_err(|reason| RunError::Aborted { at: Checkpoint::Prefill, reason })?;
     let t0 = Instant::now();
     let mut cache = model.new_cache();
     // Greedy decoding samples inside the loop; fixed-continuation only needs the logits there.
     let sample_in_loop = matches!(feed, Feed::Greedy { .. });
-    let logits = model
-        .forward_last(&prompt_ids, &mut cache)
-        .map_err(mlx("prompt forward"))?;
-    let timed = sample_in_loop
-        .then(|| argmax_axis(&logits, -1, false))
-        .transpose()
-        .map_err(mlx("prompt argmax"))?;
+    let logits = model.forward_last(&prompt_ids, &mut cache).map_err(mlx("prompt forward"))?;
+    let timed = sample_in_loop.then(|| argmax_axis(&logits, -1, false)).transpose().map_err(mlx("prompt argmax"))?;
     eval_step(timed.as_ref(), &logits, &cache).map_err(mlx("prompt eval"))?;
     let t1 = Instant::now();
     let mut token = settle_argmax(timed, &logits).map_err(mlx("prompt argmax"))?;
     let first_token = token
         .try_item_exact::<u32>()
-        .map_err(|e| DecodeError::Logits {
-            position: prompt_len,
-            reason: e.to_string(),
-        })?;
+        .map_err(|e| DecodeError::Logits { position: prompt_len, reason: e.to_string() })?;
     let first_token_ns = ns(start, t1);
     let prefill_dur_ns = ns(t0, t1);
     if let Some(c) = checker.as_mut() {
@@ -314,34 +262,21 @@ fn run<E>(
             Feed::Greedy { .. } => token.clone(),
             Feed::Fixed(c) => Array::from_slice(&c[k..k + 1], &[1, 1]),
         };
-        let logits = model
-            .forward(&input, &mut cache)
-            .map_err(mlx("step forward"))?;
-        let timed = sample_in_loop
-            .then(|| argmax_axis(&logits, -1, false))
-            .transpose()
-            .map_err(mlx("step argmax"))?;
+        let logits = model.forward(&input, &mut cache).map_err(mlx("step forward"))?;
+        let timed = sample_in_loop.then(|| argmax_axis(&logits, -1, false)).transpose().map_err(mlx("step argmax"))?;
         let s1 = Instant::now();
         eval_step(timed.as_ref(), &logits, &cache).map_err(mlx("step eval"))?;
         let s2 = Instant::now();
         token = settle_argmax(timed, &logits).map_err(mlx("step argmax"))?;
-        let argmax = token
-            .try_item_exact::<u32>()
-            .map_err(|e| DecodeError::Logits {
-                position,
-                reason: e.to_string(),
-            })?;
+        let argmax =
+            token.try_item_exact::<u32>().map_err(|e| DecodeError::Logits { position, reason: e.to_string() })?;
         steps.push(StepRecord {
             position,
             argmax,
             t_ns: ns(start, s2),
             // Greedy: stamp to stamp, as a stream of tokens is timed. Fixed-continuation: this
             // step's poll and forward to its logits evaluated (req/protocol.md, timing per mode).
-            dur_ns: if sample_in_loop {
-                ns(previous_stamp, s2)
-            } else {
-                ns(step_start, s2)
-            },
+            dur_ns: if sample_in_loop { ns(previous_stamp, s2) } else { ns(step_start, s2) },
             build_ns: Some(ns(s0, s1)),
             eval_ns: Some(ns(s1, s2)),
             margin: None,

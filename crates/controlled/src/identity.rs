@@ -30,9 +30,7 @@ pub fn mlx_version() -> Result<String, IdentityError> {
             mlx_sys::mlx_string_free(version);
             return Err(IdentityError::Version);
         }
-        let text = std::ffi::CStr::from_ptr(mlx_sys::mlx_string_data(version))
-            .to_string_lossy()
-            .into_owned();
+        let text = std::ffi::CStr::from_ptr(mlx_sys::mlx_string_data(version)).to_string_lossy().into_owned();
         mlx_sys::mlx_string_free(version);
         Ok(text)
     }
@@ -41,8 +39,7 @@ pub fn mlx_version() -> Result<String, IdentityError> {
 /// The path of the libmlx shared library mapped into this process, canonicalized.
 #[cfg(target_os = "linux")]
 pub fn libmlx_path() -> Result<PathBuf, IdentityError> {
-    let maps = std::fs::read_to_string("/proc/self/maps")
-        .map_err(|_| IdentityError::NotMapped("/proc/self/maps"))?;
+    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|_| IdentityError::NotMapped("/proc/self/maps"))?;
     maps.lines()
         .filter_map(|line| line.split_whitespace().nth(5))
         .find(|path| path.ends_with("/libmlx.so"))
@@ -60,11 +57,7 @@ pub fn libmlx_path() -> Result<PathBuf, IdentityError> {
     // SAFETY: dyld returns valid C strings for indices below the image count.
     let names = unsafe {
         (0.._dyld_image_count())
-            .map(|i| {
-                std::ffi::CStr::from_ptr(_dyld_get_image_name(i))
-                    .to_string_lossy()
-                    .into_owned()
-            })
+            .map(|i| std::ffi::CStr::from_ptr(_dyld_get_image_name(i)).to_string_lossy().into_owned())
             .collect::<Vec<_>>()
     };
     names
@@ -76,10 +69,7 @@ pub fn libmlx_path() -> Result<PathBuf, IdentityError> {
 
 /// SHA-256 of a file, lowercase hex.
 pub fn sha256_file(path: &std::path::Path) -> Result<String, IdentityError> {
-    let bytes = std::fs::read(path).map_err(|source| IdentityError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|source| IdentityError::Read { path: path.to_owned(), source })?;
     Ok(format!("{:x}", Sha256::digest(bytes)))
 }
 
@@ -109,7 +99,9 @@ pub fn set_default_device(kind: decode_baseline_protocol::DeviceKind) -> Result<
 
 /// MLX's `device_info()` of its device of `kind`, every value as a string (numbers in decimal),
 /// as the stock worker records `mx.device_info()`.
-pub fn device_info(kind: decode_baseline_protocol::DeviceKind) -> Result<std::collections::BTreeMap<String, String>, DeviceError> {
+pub fn device_info(
+    kind: decode_baseline_protocol::DeviceKind,
+) -> Result<std::collections::BTreeMap<String, String>, DeviceError> {
     use std::ffi::{CStr, CString};
     let mut out = std::collections::BTreeMap::new();
     // SAFETY: every mlx-c object created here is freed before return; strings MLX hands out
@@ -138,7 +130,8 @@ pub fn device_info(kind: decode_baseline_protocol::DeviceKind) -> Result<std::co
                         .then(|| CStr::from_ptr(value).to_string_lossy().into_owned())
                 } else {
                     let mut value = 0usize;
-                    (mlx_sys::mlx_device_info_get_size(&mut value, info, c_key.as_ptr()) == 0).then(|| value.to_string())
+                    (mlx_sys::mlx_device_info_get_size(&mut value, info, c_key.as_ptr()) == 0)
+                        .then(|| value.to_string())
                 };
                 if let Some(value) = value {
                     out.insert(key, value);

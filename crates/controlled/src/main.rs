@@ -23,9 +23,7 @@ fn main() {
         ["worker", "--out-dir", dir] => worker(Path::new(dir)),
         ["probe"] => probe(),
         _ => {
-            eprintln!(
-                "decode-baseline-controlled: error: expected `worker --out-dir DIR` or `probe`, got {args:?}"
-            );
+            eprintln!("decode-baseline-controlled: error: expected `worker --out-dir DIR` or `probe`, got {args:?}");
             ExitCode::BadInput
         }
     };

@@ -18,21 +18,13 @@ use crate::contract::top2;
 use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options};
 use crate::model::Model;
 
-const VARIANTS: [&str; 4] = [
-    "tiny-qwen3",
-    "tiny-qwen3-tied",
-    "tiny-qwen3-bf16",
-    "tiny-qwen3-q4",
-];
+const VARIANTS: [&str; 4] = ["tiny-qwen3", "tiny-qwen3-tied", "tiny-qwen3-bf16", "tiny-qwen3-q4"];
 /// Ordinary ids of every model here (the tiny extra architectures have a vocabulary of 256).
 const PROMPT: [u32; 12] = [5, 17, 42, 100, 7, 200, 12, 9, 250, 61, 180, 3];
 const NEW_TOKENS: usize = 128;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -41,20 +33,12 @@ fn fixture(name: &str) -> PathBuf {
 
 /// Runs `.venv/bin/python ARGS` from the repository, whatever its exit status.
 fn python_output(args: &[&str]) -> std::process::Output {
-    Command::new(repo().join(".venv/bin/python"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run .venv/bin/python")
+    Command::new(repo().join(".venv/bin/python")).args(args).current_dir(repo()).output().expect("run .venv/bin/python")
 }
 
 fn python(args: &[&str]) -> String {
     let out = python_output(args);
-    assert!(
-        out.status.success(),
-        "python {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "python {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -91,12 +75,7 @@ fn reference(model_dir: &Path, prompt: &[u32], dir: &Path) -> Reference {
 
 /// mlx_lm's reference, or the reason it cannot run (exit status 3: the `global_scale`
 /// `TypeError` of quantized MoE on mlx 0.32.2); any other failure panics.
-fn reference_with(
-    model_dir: &Path,
-    prompt: &[u32],
-    dir: &Path,
-    stock: Stock,
-) -> Result<Reference, String> {
+fn reference_with(model_dir: &Path, prompt: &[u32], dir: &Path, stock: Stock) -> Result<Reference, String> {
     let steps = (NEW_TOKENS - 1).to_string();
     let (prompt, continuation) = (ids(prompt), ids(&continuation()));
     let mut args = vec![
@@ -121,19 +100,13 @@ fn reference_with(
         return Err(stderr.trim().to_owned());
     }
     assert!(out.status.success(), "python {args:?} failed:\n{stderr}");
-    let summary =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
-            .unwrap();
+    let summary = serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap()).unwrap();
     let logits = Array::load_safetensors(dir.join("logits.safetensors")).unwrap();
     Ok(Reference { summary, logits })
 }
 
 fn tokens(v: &serde_json::Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_u64().unwrap() as u32)
-        .collect()
+    v.as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect()
 }
 
 /// A logits row as f32 (exact for bf16).
@@ -149,11 +122,7 @@ fn compare(ours: &Array, theirs: &Array) -> (f32, bool) {
     let (a, b) = (row(ours), row(theirs));
     assert_eq!(a.len(), b.len());
     let identical = a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits());
-    let max = a
-        .iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0f32, f32::max);
+    let max = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
     (max, identical)
 }
 
@@ -162,9 +131,7 @@ fn never(_: Checkpoint) -> Result<(), ()> {
 }
 
 fn checked() -> Options {
-    Options {
-        check_contract: true,
-    }
+    Options { check_contract: true }
 }
 
 #[test]
@@ -190,13 +157,7 @@ fn long_prompt_crossing_the_cache_step_matches_mlx_lm() {
 fn other_architectures_match_mlx_lm() {
     for kind in ["qwen2", "llama", "llama3", "qwen3-q8"] {
         let tmp = tempfile::tempdir().unwrap();
-        python(&[
-            "tools/fixture/reference_logits.py",
-            "--make-tiny",
-            kind,
-            "--out",
-            tmp.path().to_str().unwrap(),
-        ]);
+        python(&["tools/fixture/reference_logits.py", "--make-tiny", kind, "--out", tmp.path().to_str().unwrap()]);
         check_against_mlx_lm(tmp.path(), kind, &PROMPT);
     }
 }
@@ -271,12 +232,9 @@ fn make_tiny(kind: &str, variant: &str) -> tempfile::TempDir {
 /// The greedy steps' routing (the first sparse layer's experts at each step) takes more than
 /// one value, so the decode loop really switches experts.
 fn assert_routing_changes(label: &str, summary: &serde_json::Value) {
-    let routes = summary["greedy_routes"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{label}: no greedy_routes"));
+    let routes = summary["greedy_routes"].as_array().unwrap_or_else(|| panic!("{label}: no greedy_routes"));
     assert_eq!(routes.len(), NEW_TOKENS - 1, "{label}: one route per step");
-    let distinct: std::collections::BTreeSet<String> =
-        routes.iter().map(|r| r.to_string()).collect();
+    let distinct: std::collections::BTreeSet<String> = routes.iter().map(|r| r.to_string()).collect();
     let changes = routes.windows(2).filter(|w| w[0] != w[1]).count();
     eprintln!(
         "{label}: {} distinct expert sets over {} steps, {changes} changes between consecutive steps",
@@ -292,10 +250,7 @@ fn assert_routing_changes(label: &str, summary: &serde_json::Value) {
 /// the short one (unsorted prefill; the window crossed while decoding).
 fn check_moe(kind: &str) {
     let tmp = make_tiny(kind, "float32");
-    for (label, prompt) in [
-        ("long prompt", long_prompt()),
-        ("short prompt", PROMPT.to_vec()),
-    ] {
+    for (label, prompt) in [("long prompt", long_prompt()), ("short prompt", PROMPT.to_vec())] {
         let label = format!("{kind} float32 {label}");
         let summary = check_against_mlx_lm(tmp.path(), &label, &prompt);
         assert_routing_changes(&label, &summary);
@@ -330,12 +285,7 @@ for k in [k for k in w if ".mlp.switch_mlp." in k]:
 mx.save_safetensors(str(out / "model.safetensors"), w)
 shutil.copy(src / "config.json", out / "config.json")
 "#;
-    python(&[
-        "-c",
-        script,
-        stacked.path().to_str().unwrap(),
-        tmp.path().to_str().unwrap(),
-    ]);
+    python(&["-c", script, stacked.path().to_str().unwrap(), tmp.path().to_str().unwrap()]);
     check_against_mlx_lm(tmp.path(), "qwen3_moe per-expert layout", &PROMPT);
 }
 
@@ -370,10 +320,7 @@ fn bf16_moe_fails_on_the_cpu_backend_as_in_mlx_lm() {
             .and_then(|l| l.eval().map(|_| l))
             .err()
             .unwrap_or_else(|| panic!("{kind} bf16: the controlled model ran"));
-        assert!(
-            err.to_string().contains(GATHER_MM_FLOAT32),
-            "{kind} bf16: {err}"
-        );
+        assert!(err.to_string().contains(GATHER_MM_FLOAT32), "{kind} bf16: {err}");
         eprintln!("{kind} bf16 on CPU: mlx_lm and the controlled model both fail: {err}");
     }
 }
@@ -386,11 +333,7 @@ fn bf16_moe_fails_on_the_cpu_backend_as_in_mlx_lm() {
 /// mlx_lm with only `global_scale=None` dropped from that call (`--shim-global-scale`).
 #[test]
 fn quantized_moe_matches_mlx_lm() {
-    for (kind, variant) in [
-        ("qwen3_moe", "q4g32"),
-        ("qwen3_moe", "mixed_3_6"),
-        ("gpt_oss", "bf16-mxfp4"),
-    ] {
+    for (kind, variant) in [("qwen3_moe", "q4g32"), ("qwen3_moe", "mixed_3_6"), ("gpt_oss", "bf16-mxfp4")] {
         let tmp = make_tiny(kind, variant);
         let label = format!("{kind} {variant}");
         let out = tempfile::tempdir().unwrap();
@@ -398,13 +341,8 @@ fn quantized_moe_matches_mlx_lm() {
             Ok(r) => r,
             Err(reason) => {
                 eprintln!("SKIPPED {label} against mlx_lm as installed: {reason}");
-                let r = reference_with(
-                    tmp.path(),
-                    &long_prompt(),
-                    out.path(),
-                    Stock::GlobalScaleShim,
-                )
-                .unwrap_or_else(|reason| panic!("{label}: the shim did not apply: {reason}"));
+                let r = reference_with(tmp.path(), &long_prompt(), out.path(), Stock::GlobalScaleShim)
+                    .unwrap_or_else(|reason| panic!("{label}: the shim did not apply: {reason}"));
                 assert_eq!(r.summary["global_scale_shim"], true, "{label}");
                 r
             }
@@ -421,29 +359,11 @@ fn quantized_moe_matches_mlx_lm() {
 /// and mxfp8 modes (quantized embeddings and head throughout).
 #[test]
 fn quantization_breadth_matches_mlx_lm() {
-    for variant in [
-        "q2g128",
-        "q4g32",
-        "q5g64",
-        "q6g128",
-        "q8g64",
-        "mixed_2_6",
-        "mixed_4_6",
-        "mxfp4",
-        "nvfp4",
-        "mxfp8",
-    ] {
+    for variant in ["q2g128", "q4g32", "q5g64", "q6g128", "q8g64", "mixed_2_6", "mixed_4_6", "mxfp4", "nvfp4", "mxfp8"]
+    {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_str().unwrap();
-        python(&[
-            "tools/fixture/reference_logits.py",
-            "--make-tiny",
-            "mistral",
-            "--variant",
-            variant,
-            "--out",
-            dir,
-        ]);
+        python(&["tools/fixture/reference_logits.py", "--make-tiny", "mistral", "--variant", variant, "--out", dir]);
         check_against_mlx_lm(tmp.path(), &format!("mistral {variant}"), &PROMPT);
     }
 }
@@ -455,24 +375,9 @@ fn small_shape_matches_mlx_lm() {
     for variant in ["tiny-qwen3", "tiny-qwen3-q4"] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_str().unwrap();
-        python(&[
-            "tools/fixture/make_fixture.py",
-            "--shape",
-            "small",
-            "--variant",
-            variant,
-            "--out",
-            dir,
-        ]);
+        python(&["tools/fixture/make_fixture.py", "--shape", "small", "--variant", variant, "--out", dir]);
         let config = crate::config::ModelConfig::load(tmp.path()).unwrap();
-        assert_eq!(
-            (
-                config.num_hidden_layers,
-                config.hidden_size,
-                config.head_dim
-            ),
-            (8, 256, 32)
-        );
+        assert_eq!((config.num_hidden_layers, config.hidden_size, config.head_dim), (8, 256, 32));
         check_against_mlx_lm(tmp.path(), &format!("small {variant}"), &PROMPT);
     }
 }
@@ -495,12 +400,7 @@ for f in src.iterdir():
     if f.name != "model.safetensors":
         shutil.copy(f, out / f.name)
 "#;
-    python(&[
-        "-c",
-        script,
-        fixture.to_str().unwrap(),
-        out.to_str().unwrap(),
-    ]);
+    python(&["-c", script, fixture.to_str().unwrap(), out.to_str().unwrap()]);
 }
 
 /// A sharded folder (two `model-*.safetensors` and the index) loads as the single file does and
@@ -512,14 +412,10 @@ fn sharded_checkpoint_matches_mlx_lm_and_its_index_is_checked() {
     check_against_mlx_lm(tmp.path(), "sharded tiny-qwen3-q4", &PROMPT);
 
     let index_path = tmp.path().join("model.safetensors.index.json");
-    let mut index: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&index_path).unwrap()).unwrap();
+    let mut index: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&index_path).unwrap()).unwrap();
     index["weight_map"]["model.norm.weight"] = "model-00002-of-00002.safetensors".into();
     std::fs::write(&index_path, index.to_string()).unwrap();
-    let err = Model::load(tmp.path())
-        .err()
-        .expect("a wrong index is refused")
-        .to_string();
+    let err = Model::load(tmp.path()).err().expect("a wrong index is refused").to_string();
     assert!(
         err.contains("maps tensor model.norm.weight to model-00002-of-00002.safetensors, but it was model-00001-of-00002.safetensors"),
         "{err}"
@@ -533,19 +429,10 @@ fn check_against_mlx_lm(model_dir: &Path, variant: &str, prompt_ids: &[u32]) -> 
 }
 
 /// The controlled model and loop against one mlx_lm reference; returns its summary.
-fn check_against(
-    r: Reference,
-    model_dir: &Path,
-    variant: &str,
-    prompt_ids: &[u32],
-) -> serde_json::Value {
+fn check_against(r: Reference, model_dir: &Path, variant: &str, prompt_ids: &[u32]) -> serde_json::Value {
     {
         let model = Model::load(model_dir).unwrap();
-        let theirs = |k: &str| {
-            r.logits
-                .get(k)
-                .unwrap_or_else(|| panic!("{variant}: no {k}"))
-        };
+        let theirs = |k: &str| r.logits.get(k).unwrap_or_else(|| panic!("{variant}: no {k}"));
 
         // The controlled structure, step by step, logits compared at every position.
         let mut cache = model.new_cache();
@@ -553,20 +440,14 @@ fn check_against(
         let prompt = Array::from_slice(&prompt, &[1, prompt_ids.len() as i32]);
         let logits = model.forward_last(&prompt, &mut cache).unwrap();
         let (diff, identical) = compare(&logits, theirs("head_last"));
-        assert!(
-            identical,
-            "{variant}: prompt logits differ from mlx_lm's (max abs diff {diff})"
-        );
+        assert!(identical, "{variant}: prompt logits differ from mlx_lm's (max abs diff {diff})");
         let mut token = argmax_axis(&logits, -1, false).unwrap();
         let mut stream = vec![token.item_exact::<u32>()];
         for k in 0..NEW_TOKENS - 1 {
             let logits = model.forward(&token, &mut cache).unwrap();
             token = argmax_axis(&logits, -1, false).unwrap();
             let (diff, identical) = compare(&logits, theirs(&format!("greedy_{k}")));
-            assert!(
-                identical,
-                "{variant}: step {k} logits differ from mlx_lm's (max abs diff {diff})"
-            );
+            assert!(identical, "{variant}: step {k} logits differ from mlx_lm's (max abs diff {diff})");
             stream.push(token.item_exact::<u32>());
         }
         let greedy = tokens(&r.summary["greedy_tokens"]);
@@ -575,8 +456,7 @@ fn check_against(
         // Stock's structures, for the findings: the head at every position, and the split prefill.
         let full = model.forward(&prompt, &mut model.new_cache()).unwrap();
         let l = prompt_ids.len() as i32;
-        let full_last =
-            mlx_rs::ops::indexing::TryIndexOp::try_index(&full, (.., l - 1, ..)).unwrap();
+        let full_last = mlx_rs::ops::indexing::TryIndexOp::try_index(&full, (.., l - 1, ..)).unwrap();
         let (full_diff, full_same) = compare(&full_last, theirs("full_last"));
         let (split_diff, split_same) = compare(theirs("head_last"), theirs("split_last"));
         eprintln!(
@@ -587,24 +467,17 @@ fn check_against(
 
         // The loop itself, contract checked at every boundary: the same stream as mlx_lm's
         // model and as stock's generate_step.
-        let run =
-            run_reference(&model, prompt_ids, NEW_TOKENS, &[], checked(), &mut never).unwrap();
-        let ours: Vec<u32> = std::iter::once(run.record.first_token)
-            .chain(run.record.steps.iter().map(|s| s.argmax))
-            .collect();
-        assert_eq!(
-            ours, greedy,
-            "{variant}: reference-pair stream vs mlx_lm's model"
-        );
+        let run = run_reference(&model, prompt_ids, NEW_TOKENS, &[], checked(), &mut never).unwrap();
+        let ours: Vec<u32> =
+            std::iter::once(run.record.first_token).chain(run.record.steps.iter().map(|s| s.argmax)).collect();
+        assert_eq!(ours, greedy, "{variant}: reference-pair stream vs mlx_lm's model");
         // Stock's stream is compared where it equals mlx_lm's own model's: stock splits the
         // prefill and argmaxes log-probabilities, so in bfloat16 a near-tie can tip it away
         // from the model it runs, which no loop bit-identical to that model can follow.
         let stock = tokens(&r.summary["stock_tokens"]);
         match stock.iter().zip(&greedy).position(|(a, b)| a != b) {
             None => assert_eq!(ours, stock, "{variant}: reference-pair stream vs stock"),
-            Some(i) => eprintln!(
-                "{variant}: stock's generate_step leaves mlx_lm's own greedy stream at token {i}"
-            ),
+            Some(i) => eprintln!("{variant}: stock's generate_step leaves mlx_lm's own greedy stream at token {i}"),
         }
         assert_eq!(run.record.model_calls as usize, NEW_TOKENS);
         let positions: Vec<u32> = run.record.steps.iter().map(|s| s.position).collect();
@@ -613,58 +486,28 @@ fn check_against(
         // Margins: recomputed from mlx_lm's logits.
         for (k, s) in run.record.steps.iter().enumerate() {
             let t = top2(theirs(&format!("greedy_{k}"))).unwrap();
-            assert_eq!(
-                (s.margin, s.tie),
-                (Some(t.margin()), Some(t.tie())),
-                "{variant}: step {k} margin"
-            );
+            assert_eq!((s.margin, s.tie), (Some(t.margin()), Some(t.tie())), "{variant}: step {k} margin");
         }
-        let ties = run
-            .record
-            .steps
-            .iter()
-            .filter(|s| s.tie == Some(true))
-            .count();
+        let ties = run.record.steps.iter().filter(|s| s.tie == Some(true)).count();
         eprintln!("{variant}: reference-pair ties: {ties}");
 
         // Fixed-continuation: argmax equal to mlx_lm's at every fed step, logits identical.
         let fixed = run_fixed(&model, prompt_ids, &continuation(), checked(), &mut never).unwrap();
         let argmax: Vec<u32> = fixed.record.steps.iter().map(|s| s.argmax).collect();
-        assert_eq!(
-            argmax,
-            tokens(&r.summary["fixed_argmax"]),
-            "{variant}: fixed-continuation argmax"
-        );
+        assert_eq!(argmax, tokens(&r.summary["fixed_argmax"]), "{variant}: fixed-continuation argmax");
         let mut cache = model.new_cache();
         model.forward_last(&prompt, &mut cache).unwrap();
         for (k, &t) in continuation().iter().enumerate() {
-            let logits = model
-                .forward(&Array::from_slice(&[t], &[1, 1]), &mut cache)
-                .unwrap();
+            let logits = model.forward(&Array::from_slice(&[t], &[1, 1]), &mut cache).unwrap();
             let (diff, identical) = compare(&logits, theirs(&format!("fixed_{k}")));
-            assert!(
-                identical,
-                "{variant}: fixed step {k} logits differ (max abs diff {diff})"
-            );
+            assert!(identical, "{variant}: fixed step {k} logits differ (max abs diff {diff})");
         }
 
         // Headline: 128 tokens, the same stream, no margins.
-        let head =
-            run_headline(&model, prompt_ids, NEW_TOKENS, &[], checked(), &mut never).unwrap();
+        let head = run_headline(&model, prompt_ids, NEW_TOKENS, &[], checked(), &mut never).unwrap();
         assert_eq!(head.record.steps.len(), NEW_TOKENS - 1);
-        assert!(head
-            .record
-            .steps
-            .iter()
-            .all(|s| s.margin.is_none() && s.build_ns.is_some() && s.eval_ns.is_some()));
-        assert_eq!(
-            head.record
-                .steps
-                .iter()
-                .map(|s| s.argmax)
-                .collect::<Vec<_>>(),
-            greedy[1..]
-        );
+        assert!(head.record.steps.iter().all(|s| s.margin.is_none() && s.build_ns.is_some() && s.eval_ns.is_some()));
+        assert_eq!(head.record.steps.iter().map(|s| s.argmax).collect::<Vec<_>>(), greedy[1..]);
     }
     r.summary
 }
@@ -684,10 +527,7 @@ fn poll_aborts_before_the_step_it_refuses() {
     let err = run_headline(&model, &PROMPT, NEW_TOKENS, &[], checked(), &mut poll).unwrap_err();
     assert!(matches!(
         err,
-        crate::decode::RunError::Aborted {
-            at: Checkpoint::Step { position: 15 },
-            reason: "cancelled"
-        }
+        crate::decode::RunError::Aborted { at: Checkpoint::Step { position: 15 }, reason: "cancelled" }
     ));
     assert_eq!(
         seen,
@@ -698,22 +538,8 @@ fn poll_aborts_before_the_step_it_refuses() {
             Checkpoint::Step { position: 15 }
         ]
     );
-    let err = run_headline(
-        &model,
-        &PROMPT,
-        NEW_TOKENS,
-        &[],
-        checked(),
-        &mut |_| Err(()),
-    )
-    .unwrap_err();
-    assert!(matches!(
-        err,
-        crate::decode::RunError::Aborted {
-            at: Checkpoint::Prefill,
-            ..
-        }
-    ));
+    let err = run_headline(&model, &PROMPT, NEW_TOKENS, &[], checked(), &mut |_| Err(())).unwrap_err();
+    assert!(matches!(err, crate::decode::RunError::Aborted { at: Checkpoint::Prefill, .. }));
 }
 
 #[test]
@@ -757,32 +583,16 @@ fn weight_slice_matches_python_on_every_variant() {
         let w = Array::load_safetensors(dir.join("model.safetensors")).unwrap();
         let dense = |prefix: &str| {
             let weight = &w[&format!("{prefix}.weight")];
-            match (
-                w.get(&format!("{prefix}.scales")),
-                config.quantization.as_ref(),
-            ) {
-                (Some(scales), Some(q)) => dequantize(
-                    weight,
-                    scales,
-                    &w[&format!("{prefix}.biases")],
-                    q.default.group_size,
-                    q.default.bits,
-                )
-                .unwrap(),
+            match (w.get(&format!("{prefix}.scales")), config.quantization.as_ref()) {
+                (Some(scales), Some(q)) => {
+                    dequantize(weight, scales, &w[&format!("{prefix}.biases")], q.default.group_size, q.default.bits)
+                        .unwrap()
+                }
                 _ => weight.clone(),
             }
         };
-        let x = take_axis(
-            dense("model.embed_tokens"),
-            Array::from_slice(&[1i32, 2, 3], &[3]),
-            0,
-        )
-        .unwrap();
-        let y = matmul(
-            &x,
-            transpose(dense("model.layers.0.self_attn.q_proj")).unwrap(),
-        )
-        .unwrap();
+        let x = take_axis(dense("model.embed_tokens"), Array::from_slice(&[1i32, 2, 3], &[3]), 0).unwrap();
+        let y = matmul(&x, transpose(dense("model.layers.0.self_attn.q_proj")).unwrap()).unwrap();
         let a = argmax_axis(&y, -1, false).unwrap();
         mlx_rs::transforms::eval([&x, &y, &a]).unwrap();
         let dtype = match x.dtype() {
@@ -791,39 +601,20 @@ fn weight_slice_matches_python_on_every_variant() {
             other => panic!("{variant}: unexpected dtype {other:?}"),
         };
         assert_eq!(expected["dtype"], dtype, "{variant}");
-        assert_eq!(
-            expected["embedding_sha256"],
-            sha256_raw(&x),
-            "{variant}: embedding"
-        );
-        assert_eq!(
-            expected["projection_sha256"],
-            sha256_raw(&y),
-            "{variant}: projection"
-        );
+        assert_eq!(expected["embedding_sha256"], sha256_raw(&x), "{variant}: embedding");
+        assert_eq!(expected["projection_sha256"], sha256_raw(&y), "{variant}: projection");
         let argmax: Vec<u64> = a.as_slice::<u32>().iter().map(|&v| v as u64).collect();
-        assert_eq!(
-            expected["argmax"],
-            serde_json::json!(argmax),
-            "{variant}: argmax"
-        );
+        assert_eq!(expected["argmax"], serde_json::json!(argmax), "{variant}: argmax");
     }
 }
 
 fn sha256_raw(a: &Array) -> String {
     let bytes: Vec<u8> = match a.dtype() {
-        Dtype::Float32 => a
-            .as_slice::<f32>()
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect(),
+        Dtype::Float32 => a.as_slice::<f32>().iter().flat_map(|v| v.to_le_bytes()).collect(),
         Dtype::Bfloat16 => {
             let bits = a.view::<u16>().unwrap();
             bits.eval().unwrap();
-            bits.as_slice::<u16>()
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect()
+            bits.as_slice::<u16>().iter().flat_map(|v| v.to_le_bytes()).collect()
         }
         other => panic!("unexpected dtype {other:?}"),
     };
@@ -845,8 +636,5 @@ fn identity_matches_python() {
     assert_eq!(crate::identity::mlx_version().unwrap(), version);
     let ours = crate::identity::libmlx_path().unwrap();
     assert_eq!(ours, PathBuf::from(path));
-    assert_eq!(
-        crate::identity::sha256_file(&ours).unwrap(),
-        crate::identity::sha256_file(Path::new(path)).unwrap()
-    );
+    assert_eq!(crate::identity::sha256_file(&ours).unwrap(), crate::identity::sha256_file(Path::new(path)).unwrap());
 }

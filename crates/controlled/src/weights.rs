@@ -30,20 +30,11 @@ pub enum WeightsError {
         source: mlx_rs::error::IoError,
     },
     #[error("tensor {name} appears in both {first} and {second}")]
-    Duplicate {
-        name: String,
-        first: PathBuf,
-        second: PathBuf,
-    },
+    Duplicate { name: String, first: PathBuf, second: PathBuf },
     #[error("failed to read shard index {path}: {reason}")]
     Index { path: PathBuf, reason: String },
     #[error("shard index {path} maps tensor {name} to {expected}, but it was {actual}")]
-    IndexMismatch {
-        path: PathBuf,
-        name: String,
-        expected: String,
-        actual: String,
-    },
+    IndexMismatch { path: PathBuf, name: String, expected: String, actual: String },
     #[error("failed to build the transpose of tensor {name}")]
     Transpose {
         name: String,
@@ -59,18 +50,9 @@ pub enum WeightsError {
     #[error("tensor {name} missing from {dir}")]
     Missing { name: String, dir: PathBuf },
     #[error("tensor {name} in {dir}: expected shape {expected:?}, found {actual:?}")]
-    Shape {
-        name: String,
-        dir: PathBuf,
-        expected: Vec<i32>,
-        actual: Vec<i32>,
-    },
+    Shape { name: String, dir: PathBuf, expected: Vec<i32>, actual: Vec<i32> },
     #[error("tensor {name} in {dir}: {reason}")]
-    Quantized {
-        name: String,
-        dir: PathBuf,
-        reason: String,
-    },
+    Quantized { name: String, dir: PathBuf, reason: String },
     #[error("tensors in {dir} that the model does not use: {names:?}")]
     Unused { dir: PathBuf, names: Vec<String> },
 }
@@ -83,16 +65,10 @@ pub struct Weights {
 
 /// Lists `model*.safetensors` in `dir`, sorted.
 pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, WeightsError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| WeightsError::List {
-        path: dir.to_owned(),
-        source,
-    })?;
+    let entries = std::fs::read_dir(dir).map_err(|source| WeightsError::List { path: dir.to_owned(), source })?;
     let mut files = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|source| WeightsError::List {
-            path: dir.to_owned(),
-            source,
-        })?;
+        let entry = entry.map_err(|source| WeightsError::List { path: dir.to_owned(), source })?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if name.starts_with("model") && name.ends_with(".safetensors") {
@@ -113,27 +89,18 @@ impl Weights {
         let mut tensors = HashMap::new();
         let mut origin: HashMap<String, PathBuf> = HashMap::new();
         for file in &files {
-            let loaded = Array::load_safetensors(file).map_err(|source| WeightsError::Load {
-                path: file.clone(),
-                source,
-            })?;
+            let loaded =
+                Array::load_safetensors(file).map_err(|source| WeightsError::Load { path: file.clone(), source })?;
             for (name, array) in loaded {
                 if let Some(first) = origin.get(&name) {
-                    return Err(WeightsError::Duplicate {
-                        name,
-                        first: first.clone(),
-                        second: file.clone(),
-                    });
+                    return Err(WeightsError::Duplicate { name, first: first.clone(), second: file.clone() });
                 }
                 origin.insert(name.clone(), file.clone());
                 tensors.insert(name, array);
             }
         }
         check_index(dir, &origin)?;
-        Ok(Weights {
-            dir: dir.to_owned(),
-            tensors,
-        })
+        Ok(Weights { dir: dir.to_owned(), tensors })
     }
 
     /// Whether a tensor of this name is still present.
@@ -151,10 +118,7 @@ impl Weights {
         let array = self
             .tensors
             .remove(name)
-            .ok_or_else(|| WeightsError::Missing {
-                name: name.to_owned(),
-                dir: self.dir.clone(),
-            })?;
+            .ok_or_else(|| WeightsError::Missing { name: name.to_owned(), dir: self.dir.clone() })?;
         if let Some(expected) = shape {
             if array.shape() != expected {
                 return Err(WeightsError::Shape {
@@ -194,10 +158,7 @@ impl Weights {
         }
         let mut names: Vec<String> = self.tensors.into_keys().collect();
         names.sort();
-        Err(WeightsError::Unused {
-            dir: self.dir,
-            names,
-        })
+        Err(WeightsError::Unused { dir: self.dir, names })
     }
 }
 
@@ -207,30 +168,18 @@ fn check_index(dir: &Path, origin: &HashMap<String, PathBuf>) -> Result<(), Weig
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(WeightsError::Index {
-                path,
-                reason: e.to_string(),
-            })
-        }
+        Err(e) => return Err(WeightsError::Index { path, reason: e.to_string() }),
     };
     #[derive(serde::Deserialize)]
     struct Index {
         weight_map: BTreeMap<String, String>,
     }
-    let index: Index = serde_json::from_str(&text).map_err(|e| WeightsError::Index {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
+    let index: Index =
+        serde_json::from_str(&text).map_err(|e| WeightsError::Index { path: path.clone(), reason: e.to_string() })?;
     for (name, file) in &index.weight_map {
         let actual = origin
             .get(name)
-            .map(|p| {
-                p.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned()
-            })
+            .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
             .unwrap_or_else(|| "absent".to_owned());
         if actual != *file {
             return Err(WeightsError::IndexMismatch {

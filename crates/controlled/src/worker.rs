@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use decode_baseline_protocol::worker::{
-    check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal,
-    RequestContext, RequestError, RequestSpec, Runtime, Site,
+    check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal, RequestContext,
+    RequestError, RequestSpec, Runtime, Site,
 };
 use decode_baseline_protocol::{Adapter, DeviceKind, Identity, Mode, RequestRecord, WorkerJob};
 
@@ -52,11 +52,10 @@ impl Driver for ControlledDriver {
         // An architecture or quantization this loop does not implement is refused here, before
         // anything is loaded or timed.
         ModelConfig::load(&job.model_dir).map_err(|e| Refusal::new("model_dir", chain(&e)))?;
-        let version = crate::identity::mlx_version()
-            .map_err(|e| Refusal::new("environment.mlx_version", chain(&e)))?;
+        let version = crate::identity::mlx_version().map_err(|e| Refusal::new("environment.mlx_version", chain(&e)))?;
         check_mlx_version(job, &version)?;
-        let libmlx = crate::identity::libmlx_path()
-            .map_err(|e| Refusal::new("environment.libmlx_sha256", chain(&e)))?;
+        let libmlx =
+            crate::identity::libmlx_path().map_err(|e| Refusal::new("environment.libmlx_sha256", chain(&e)))?;
         let libmlx_sha256 = check_mapped_libmlx(job, &libmlx)?;
         crate::identity::set_default_device(job.device).map_err(|e| Refusal::new("device", chain(&e)))?;
         let device = match mlx_rs::Device::try_default().and_then(|d| d.get_type()) {
@@ -69,13 +68,7 @@ impl Driver for ControlledDriver {
         Ok(identity(
             job,
             &validated,
-            &Runtime {
-                mlx_version: version,
-                libmlx_path: libmlx,
-                libmlx_sha256,
-                device,
-                device_info,
-            },
+            &Runtime { mlx_version: version, libmlx_path: libmlx, libmlx_sha256, device, device_info },
         ))
     }
 
@@ -90,35 +83,16 @@ impl Driver for ControlledDriver {
         spec: RequestSpec,
         ctx: &RequestContext<'_>,
     ) -> Result<RequestRecord, RequestError> {
-        let model = self
-            .model
-            .as_ref()
-            .ok_or_else(|| RequestError::Failed("the model is not loaded".into()))?;
+        let model = self.model.as_ref().ok_or_else(|| RequestError::Failed("the model is not loaded".into()))?;
         let mut poll = |at: Checkpoint| match at {
-            Checkpoint::Prefill => ctx
-                .poll(Site::BeforePrefillChunk)
-                .and_then(|()| ctx.poll(Site::BeforeSeedForward)),
+            Checkpoint::Prefill => ctx.poll(Site::BeforePrefillChunk).and_then(|()| ctx.poll(Site::BeforeSeedForward)),
             Checkpoint::Step { .. } => ctx.poll(Site::BeforeDecodeStep),
         };
         let options = Options::default();
         let max_new = job.run_policy.max_new_tokens as usize;
         let result = match job.mode {
-            Mode::Headline => run_headline(
-                model,
-                &job.prompt_ids,
-                max_new,
-                &job.stop_ids,
-                options,
-                &mut poll,
-            ),
-            Mode::ReferencePair => run_reference(
-                model,
-                &job.prompt_ids,
-                max_new,
-                &job.stop_ids,
-                options,
-                &mut poll,
-            ),
+            Mode::Headline => run_headline(model, &job.prompt_ids, max_new, &job.stop_ids, options, &mut poll),
+            Mode::ReferencePair => run_reference(model, &job.prompt_ids, max_new, &job.stop_ids, options, &mut poll),
             Mode::FixedContinuation => {
                 let continuation = job.continuation.as_deref().unwrap_or_default();
                 run_fixed(model, &job.prompt_ids, continuation, options, &mut poll)

@@ -113,7 +113,9 @@ mod tests {
 
     #[test]
     fn the_backend_package_of_a_lock() {
-        let lock = |pkg: &str| format!("mlx==0.32.4 \\\n    --hash=sha256:aa\n{pkg}==0.32.4 \\\n    --hash=sha256:bb\nmlx-lm==0.32.2\n");
+        let lock = |pkg: &str| {
+            format!("mlx==0.32.4 \\\n    --hash=sha256:aa\n{pkg}==0.32.4 \\\n    --hash=sha256:bb\nmlx-lm==0.32.2\n")
+        };
         assert_eq!(Backend::of_lock(&lock("mlx-cpu")), Ok(Backend::Cpu));
         assert_eq!(Backend::of_lock(&lock("mlx-cuda-13")), Ok(Backend::Cuda));
         assert_eq!(Backend::of_lock(&lock("mlx-metal")), Ok(Backend::Metal));

@@ -116,9 +116,7 @@ mod tests {
 
     #[test]
     fn rejects_uppercase_and_wrong_length() {
-        assert!("BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD"
-            .parse::<Sha256Digest>()
-            .is_err());
+        assert!("BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD".parse::<Sha256Digest>().is_err());
         assert!("abc".parse::<Sha256Digest>().is_err());
     }
 }

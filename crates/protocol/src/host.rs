@@ -59,4 +59,3 @@ pub struct HostActivity {
     /// macOS: whether Low Power Mode was on at the start or the end (`pmset -g`).
     pub low_power_mode: Option<bool>,
 }
-

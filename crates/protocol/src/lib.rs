@@ -16,8 +16,8 @@ pub mod pins;
 pub mod policy;
 pub mod report;
 pub mod schema;
-pub mod sources;
 pub mod session;
+pub mod sources;
 pub mod worker;
 
 pub use backend::{Backend, DeviceKind};

@@ -138,7 +138,9 @@ pub enum PinError {
     },
     #[error("{field}: {path}: expected version {expected}, found {actual}")]
     Version { field: String, path: PathBuf, expected: String, actual: String },
-    #[error("{field}: the installed mlx_lm at {path} ({files} files): expected freeze sha256 {expected}, found {actual}")]
+    #[error(
+        "{field}: the installed mlx_lm at {path} ({files} files): expected freeze sha256 {expected}, found {actual}"
+    )]
     Freeze { field: String, path: PathBuf, files: usize, expected: Sha256Digest, actual: Sha256Digest },
     #[error("{field}: the selected environment {name:?} (${var}) is not pinned; run `decode-baseline manifest pin` in it", var = crate::installed::ENV_NAME_ENV)]
     EnvironmentNotPinned { field: String, name: String },
@@ -378,7 +380,8 @@ pub fn check_structure(manifest: &Manifest) -> Vec<PinError> {
             out.push(PinError::DuplicateCell { field, cell: cell.name() });
         }
     }
-    for (set, files) in [("stock", &manifest.worker_sources.stock), ("controlled", &manifest.worker_sources.controlled)] {
+    for (set, files) in [("stock", &manifest.worker_sources.stock), ("controlled", &manifest.worker_sources.controlled)]
+    {
         if files.is_empty() {
             out.push(PinError::EmptySourceSet { field: format!("worker_sources.{set}") });
         }
@@ -398,11 +401,19 @@ fn escape(field: String, path: &str, reason: PathRefusal) -> PinError {
 /// resolved (when it exists; a missing path is reported by the check that reads it).
 fn check_resolved(repo: &Path, field: String, rel: &str) -> Result<(), PinError> {
     let Ok(resolved) = repo.join(rel).canonicalize() else { return Ok(()) };
-    let root = repo.canonicalize().map_err(|source| PinError::FileRead { field: field.clone(), path: repo.to_owned(), source })?;
+    let root = repo.canonicalize().map_err(|source| PinError::FileRead {
+        field: field.clone(),
+        path: repo.to_owned(),
+        source,
+    })?;
     if resolved.starts_with(&root) {
         Ok(())
     } else {
-        Err(PinError::PathEscape { field, path: rel.to_owned(), reason: "resolves through a symbolic link to a place outside it" })
+        Err(PinError::PathEscape {
+            field,
+            path: rel.to_owned(),
+            reason: "resolves through a symbolic link to a place outside it",
+        })
     }
 }
 
@@ -546,9 +557,10 @@ pub fn worker_sources(repo: &Path) -> Result<WorkerSources, PinError> {
             })
             .collect()
     };
-    let stock = stock_sources(repo).map_err(|source| PinError::Tree { field: "worker_sources.stock".into(), source })?;
-    let controlled =
-        controlled_sources(repo).map_err(|source| PinError::Tree { field: "worker_sources.controlled".into(), source })?;
+    let stock =
+        stock_sources(repo).map_err(|source| PinError::Tree { field: "worker_sources.stock".into(), source })?;
+    let controlled = controlled_sources(repo)
+        .map_err(|source| PinError::Tree { field: "worker_sources.controlled".into(), source })?;
     Ok(WorkerSources { stock: hash("stock", stock)?, controlled: hash("controlled", controlled)? })
 }
 
@@ -648,9 +660,10 @@ pub fn mlx_lm_freeze(installed: &Installed) -> Result<Freeze, PinError> {
 /// the libmlx digest.
 pub fn check_installed(installed: &Installed, pins: &EnvironmentPins) -> Vec<PinError> {
     let mut out = Vec::new();
-    for (field, name, expected) in
-        [("environment.mlx_version", "mlx", &pins.mlx_version), ("environment.mlx_lm_version", "mlx_lm", &pins.mlx_lm_version)]
-    {
+    for (field, name, expected) in [
+        ("environment.mlx_version", "mlx", &pins.mlx_version),
+        ("environment.mlx_lm_version", "mlx_lm", &pins.mlx_lm_version),
+    ] {
         match installed.dist_version(name) {
             Ok(actual) if actual == *expected => {}
             Ok(actual) => out.push(PinError::Version {
@@ -676,12 +689,9 @@ pub fn check_installed(installed: &Installed, pins: &EnvironmentPins) -> Vec<Pin
     let field = "environment.libmlx_sha256".to_owned();
     match Sha256Digest::of_file(&installed.libmlx) {
         Ok(actual) if actual == pins.libmlx_sha256 => {}
-        Ok(actual) => out.push(PinError::Digest {
-            field,
-            path: installed.libmlx.clone(),
-            expected: pins.libmlx_sha256,
-            actual,
-        }),
+        Ok(actual) => {
+            out.push(PinError::Digest { field, path: installed.libmlx.clone(), expected: pins.libmlx_sha256, actual })
+        }
         Err(source) => out.push(PinError::Hash { field, source }),
     }
     out
@@ -761,7 +771,11 @@ pub fn guard(repo: &Path, manifest_path: &Path, environment: &EnvironmentCheck) 
         }
     }
     // Escaping source paths were reported by check_confinement and are skipped here too.
-    failures.extend(check_worker_sources(repo, &manifest.worker_sources).into_iter().filter(|e| !matches!(e, PinError::PathEscape { .. })));
+    failures.extend(
+        check_worker_sources(repo, &manifest.worker_sources)
+            .into_iter()
+            .filter(|e| !matches!(e, PinError::PathEscape { .. })),
+    );
     let pinned = match selected_pins(&manifest) {
         Ok(pinned) => Some(pinned.clone()),
         Err(err) => {

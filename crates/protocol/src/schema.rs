@@ -58,7 +58,9 @@ mod tests {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schemas");
         let write = std::env::var("DECODE_BASELINE_WRITE_SCHEMAS").is_ok_and(|v| v == "1");
         let mut stale = Vec::new();
-        for (name, text) in [(WORKER_JOB_SCHEMA_FILE, worker_job_schema()), (WORKER_REPORT_SCHEMA_FILE, worker_report_schema())] {
+        for (name, text) in
+            [(WORKER_JOB_SCHEMA_FILE, worker_job_schema()), (WORKER_REPORT_SCHEMA_FILE, worker_report_schema())]
+        {
             let path = dir.join(name);
             if write {
                 std::fs::create_dir_all(&dir).unwrap();
@@ -77,8 +79,7 @@ mod tests {
     fn schemas_forbid_unknown_fields_and_allow_null_where_optional() {
         let report: serde_json::Value = serde_json::from_str(&worker_report_schema()).unwrap();
         assert_eq!(report["additionalProperties"], serde_json::Value::Bool(false));
-        let required: Vec<&str> =
-            report["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let required: Vec<&str> = report["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         // One key set for every mode: optional values are required keys that may be null.
         for key in ["error", "identity", "start_to_ready_ns", "load_ns"] {
             assert!(required.contains(&key), "{key} must be a required (nullable) key");

@@ -60,10 +60,7 @@ for line in sys.stdin:
 "#;
 
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 pub fn median(v: &mut [f64]) -> f64 {
@@ -77,11 +74,7 @@ pub fn median(v: &mut [f64]) -> f64 {
 }
 
 fn prompt_arg() -> String {
-    PROMPT
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
+    PROMPT.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
 pub struct Stock {
@@ -94,13 +87,7 @@ impl Stock {
     pub fn spawn(fixture: &Path) -> (Self, f64) {
         let t = Instant::now();
         let mut child = Command::new(repo().join(".venv/bin/python"))
-            .args([
-                "-c",
-                STOCK,
-                fixture.to_str().unwrap(),
-                &prompt_arg(),
-                &NEW_TOKENS.to_string(),
-            ])
+            .args(["-c", STOCK, fixture.to_str().unwrap(), &prompt_arg(), &NEW_TOKENS.to_string()])
             .env("HF_HUB_OFFLINE", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -112,14 +99,7 @@ impl Stock {
         stdout.read_line(&mut line).unwrap();
         assert_eq!(line.trim(), "ready", "stock subprocess did not get ready");
         let ready_ms = t.elapsed().as_secs_f64() * 1e3;
-        (
-            Stock {
-                child,
-                stdin,
-                stdout,
-            },
-            ready_ms,
-        )
+        (Stock { child, stdin, stdout }, ready_ms)
     }
 
     /// Per-token intervals (ns) of `n` requests.
@@ -139,7 +119,6 @@ impl Stock {
     }
 }
 
-
 #[derive(Default)]
 pub struct Controlled {
     pub dur: Vec<f64>,
@@ -151,17 +130,11 @@ pub fn run_controlled(model: &Model, n: usize, into: Option<&mut Controlled>) {
     let mut sink = Controlled::default();
     let into = into.unwrap_or(&mut sink);
     for _ in 0..n {
-        let run = run_headline(
-            model,
-            &PROMPT,
-            NEW_TOKENS,
-            &[],
-            Options {
-                check_contract: false,
-            },
-            &mut |_: Checkpoint| Ok::<(), ()>(()),
-        )
-        .unwrap();
+        let run =
+            run_headline(model, &PROMPT, NEW_TOKENS, &[], Options { check_contract: false }, &mut |_: Checkpoint| {
+                Ok::<(), ()>(())
+            })
+            .unwrap();
         for s in &run.record.steps {
             into.dur.push(s.dur_ns as f64);
             into.eval.push(s.eval_ns.unwrap() as f64);
@@ -169,4 +142,3 @@ pub fn run_controlled(model: &Model, n: usize, into: Option<&mut Controlled>) {
         }
     }
 }
-

@@ -10,8 +10,8 @@
 use serde_json::Value;
 
 use crate::config::{
-    dense, Block, CacheKind, ConfigError, DimDefaults, Fields, Head, KvDefault, Masks, Mlp,
-    ModelConfig, Norm, QkNorm, Rope, RopeScaling,
+    dense, Block, CacheKind, ConfigError, DimDefaults, Fields, Head, KvDefault, Masks, Mlp, ModelConfig, Norm, QkNorm,
+    Rope, RopeScaling,
 };
 
 pub fn resolve_text(f: &Fields) -> Result<ModelConfig, ConfigError> {
@@ -23,19 +23,10 @@ pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
     let text = f.object("text_config")?;
     text.req_str("model_type")?;
     let vocab = f.positive("vocab_size", Some(262_208))?;
-    let heads = text
-        .get("num_attention_heads")
-        .cloned()
-        .unwrap_or(Value::from(8));
-    let kv = text
-        .get("num_key_value_heads")
-        .cloned()
-        .unwrap_or(Value::from(4));
-    let map = text.with(&[
-        ("vocab_size", Value::from(vocab)),
-        ("num_attention_heads", heads),
-        ("num_key_value_heads", kv),
-    ]);
+    let heads = text.get("num_attention_heads").cloned().unwrap_or(Value::from(8));
+    let kv = text.get("num_key_value_heads").cloned().unwrap_or(Value::from(4));
+    let map =
+        text.with(&[("vocab_size", Value::from(vocab)), ("num_attention_heads", heads), ("num_key_value_heads", kv)]);
     let mut c = text_model(&text.over(&map))?;
     c.prefix = "language_model.model";
     c.head_prefix = "language_model.lm_head";
@@ -68,34 +59,22 @@ fn text_model(f: &Fields) -> Result<ModelConfig, ConfigError> {
     if pattern > layers {
         return Err(f.error(
             "sliding_window_pattern",
-            format!("{pattern} exceeds num_hidden_layers {layers} (mlx_lm takes the global mask from layer {})", pattern - 1),
+            format!(
+                "{pattern} exceeds num_hidden_layers {layers} (mlx_lm takes the global mask from layer {})",
+                pattern - 1
+            ),
         ));
     }
     let mut c = dense(dims, head_dim, None, false);
     for (i, layer) in c.layers.iter_mut().enumerate() {
         let global = i % pattern == pattern - 1;
-        let (base, scaling) = if global {
-            (rope_theta, global_scaling.clone())
-        } else {
-            (local_base, RopeScaling::Plain { scale: 1.0 })
-        };
-        layer.rope = Some(Rope {
-            dims: head_dim,
-            base: base as f32,
-            traditional: false,
-            scaling,
-        });
+        let (base, scaling) =
+            if global { (rope_theta, global_scaling.clone()) } else { (local_base, RopeScaling::Plain { scale: 1.0 }) };
+        layer.rope = Some(Rope { dims: head_dim, base: base as f32, traditional: false, scaling });
         layer.sliding = !global;
-        layer.cache = if global {
-            CacheKind::Standard
-        } else {
-            CacheKind::Rotating { max_size: window }
-        };
+        layer.cache = if global { CacheKind::Standard } else { CacheKind::Rotating { max_size: window } };
     }
-    c.masks = Masks {
-        full: pattern - 1,
-        sliding: (pattern > 1).then_some((0, window)),
-    };
+    c.masks = Masks { full: pattern - 1, sliding: (pattern > 1).then_some((0, window)) };
     c.head = Head::TiedUnlessPresent;
     c.qk_norm = QkNorm::AfterTranspose;
     c.attention_scale = query_pre_attn_scalar.powf(-0.5) as f32;

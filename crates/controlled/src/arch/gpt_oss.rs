@@ -7,8 +7,8 @@
 //! dataclass's (gpt-oss-20b's shape).
 
 use crate::config::{
-    dense, ConfigError, DimDefaults, ExpertActivation, Fields, KvDefault, ModelConfig, Moe, Qkv,
-    Rope, RopeScaling, Router,
+    dense, ConfigError, DimDefaults, ExpertActivation, Fields, KvDefault, ModelConfig, Moe, Qkv, Rope, RopeScaling,
+    Router,
 };
 
 pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
@@ -25,22 +25,15 @@ pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
     let num_experts = f.positive("num_local_experts", Some(128))?;
     let top_k = f.positive("num_experts_per_tok", Some(4))?;
     if top_k > num_experts {
-        return Err(f.error(
-            "num_experts_per_tok",
-            format!("{top_k} exceeds num_local_experts {num_experts}"),
-        ));
+        return Err(f.error("num_experts_per_tok", format!("{top_k} exceeds num_local_experts {num_experts}")));
     }
     let window = f.positive("sliding_window", Some(128))?;
     let scaling = match f.get("rope_scaling") {
         Some(s) => f.rope_scaling(s, "rope_scaling", None)?,
         None => RopeScaling::Plain { scale: 1.0 },
     };
-    let rope = Rope {
-        dims: head_dim,
-        base: f.float("rope_theta")?.unwrap_or(150_000.0) as f32,
-        traditional: false,
-        scaling,
-    };
+    let rope =
+        Rope { dims: head_dim, base: f.float("rope_theta")?.unwrap_or(150_000.0) as f32, traditional: false, scaling };
     let layers = dims.num_hidden_layers;
     let intermediate_size = dims.intermediate_size;
     let sliding = layer_types(f, layers)?;
@@ -71,10 +64,7 @@ pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
 /// zips the layers with it (a shorter list would silently drop layers) and takes one mask from
 /// the first layer of each kind, so both kinds and one entry per layer are required.
 fn layer_types(f: &Fields, layers: usize) -> Result<Vec<bool>, ConfigError> {
-    let given = f
-        .get("layer_types")
-        .and_then(|t| t.as_array())
-        .is_some_and(|t| !t.is_empty());
+    let given = f.get("layer_types").and_then(|t| t.as_array()).is_some_and(|t| !t.is_empty());
     let sliding = if given {
         f.layer_types(layers)?
     } else if layers % 2 == 0 {
@@ -82,14 +72,13 @@ fn layer_types(f: &Fields, layers: usize) -> Result<Vec<bool>, ConfigError> {
     } else {
         return Err(f.error(
             "num_hidden_layers",
-            format!("{layers} is odd and layer_types is absent: mlx_lm's default alternation would skip the last layer"),
+            format!(
+                "{layers} is odd and layer_types is absent: mlx_lm's default alternation would skip the last layer"
+            ),
         ));
     };
     if !sliding.iter().any(|s| *s) {
-        return Err(f.error(
-            "layer_types",
-            "no sliding_attention layer (mlx_lm needs one for its mask)",
-        ));
+        return Err(f.error("layer_types", "no sliding_attention layer (mlx_lm needs one for its mask)"));
     }
     Ok(sliding)
 }

@@ -2,15 +2,10 @@
 //! MLP biases, `head_dim` from the config or the hidden size, the RoPE kinds of
 //! `initialize_rope`, and `layer_types` with sliding-window layers on a `RotatingKVCache`.
 
-use crate::config::{
-    dense, ConfigError, DimDefaults, Fields, KvDefault, Mlp, ModelConfig, Qkv, Rope, RopeScaling,
-};
+use crate::config::{dense, ConfigError, DimDefaults, Fields, KvDefault, Mlp, ModelConfig, Qkv, Rope, RopeScaling};
 
 pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
-    let dims = f.dims(&DimDefaults {
-        num_key_value_heads: KvDefault::Heads,
-        ..Default::default()
-    })?;
+    let dims = f.dims(&DimDefaults { num_key_value_heads: KvDefault::Heads, ..Default::default() })?;
     let head_dim = match f.int("head_dim")? {
         Some(_) => f.positive("head_dim", None)?,
         None => dims.hidden_size / dims.num_attention_heads,
@@ -21,18 +16,12 @@ pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
     let rope = top_level_rope(f, head_dim, 10_000.0)?;
     let layers = dims.num_hidden_layers;
     let mut c = dense(dims, head_dim, Some(rope), tie);
-    c.qkv = Qkv::Separate {
-        bias: attention_bias,
-    };
+    c.qkv = Qkv::Separate { bias: attention_bias };
     c.o_bias = attention_bias;
     c.mlp = Mlp::SwiGlu { bias: mlp_bias };
     c.dropped = &["self_attn.rotary_emb.inv_freq"];
     let sliding = f.layer_types(layers)?;
-    let window = if sliding.iter().any(|s| *s) {
-        Some(f.sliding_window()?)
-    } else {
-        None
-    };
+    let window = if sliding.iter().any(|s| *s) { Some(f.sliding_window()?) } else { None };
     c.set_sliding(&sliding, window, true);
     Ok(c)
 }
@@ -54,10 +43,5 @@ pub fn top_level_rope(f: &Fields, dims: i32, theta: f64) -> Result<Rope, ConfigE
         Some(s) => f.rope_scaling(s, "rope_scaling", f.float("max_position_embeddings")?)?,
         None => RopeScaling::Plain { scale: 1.0 },
     };
-    Ok(Rope {
-        dims,
-        base: base as f32,
-        traditional: f.boolean("rope_traditional")?.unwrap_or(false),
-        scaling,
-    })
+    Ok(Rope { dims, base: base as f32, traditional: f.boolean("rope_traditional")?.unwrap_or(false), scaling })
 }

@@ -4,15 +4,10 @@
 //! `original_max_position_embeddings`), and `layer_types` with sliding-window layers on a
 //! `RotatingKVCache`.
 
-use crate::config::{
-    dense, ConfigError, DimDefaults, Fields, KvDefault, Llama4Scaling, ModelConfig, Rope,
-};
+use crate::config::{dense, ConfigError, DimDefaults, Fields, KvDefault, Llama4Scaling, ModelConfig, Rope};
 
 pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
-    let dims = f.dims(&DimDefaults {
-        num_key_value_heads: KvDefault::Heads,
-        ..Default::default()
-    })?;
+    let dims = f.dims(&DimDefaults { num_key_value_heads: KvDefault::Heads, ..Default::default() })?;
     let head_dim = match f.int("head_dim")? {
         Some(_) => f.positive("head_dim", None)?,
         None => dims.hidden_size / dims.num_attention_heads,
@@ -28,23 +23,14 @@ pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
         "rope_parameters",
         f.float("max_position_embeddings")?,
     )?;
-    let rope = Rope {
-        dims: head_dim,
-        base: theta as f32,
-        traditional: false,
-        scaling,
-    };
+    let rope = Rope { dims: head_dim, base: theta as f32, traditional: false, scaling };
     let tie = f.boolean("tie_word_embeddings")?.unwrap_or(true);
     let layers = dims.num_hidden_layers;
     let mut c = dense(dims, head_dim, Some(rope), tie);
     c.llama4_scaling = Some(llama4);
     c.dropped = &["self_attn.rotary_emb.inv_freq"];
     let sliding = f.layer_types(layers)?;
-    let window = if sliding.iter().any(|s| *s) {
-        Some(f.sliding_window()?)
-    } else {
-        None
-    };
+    let window = if sliding.iter().any(|s| *s) { Some(f.sliding_window()?) } else { None };
     c.set_sliding(&sliding, window, true);
     Ok(c)
 }

@@ -7,17 +7,13 @@
 //! `nn.RoPE(head_dim, base=rope_theta)`), so it is accepted and has no effect here either.
 
 use crate::config::{
-    dense, ConfigError, DimDefaults, ExpertActivation, Fields, ModelConfig, Moe, QkNorm, Rope,
-    RopeScaling, Router,
+    dense, ConfigError, DimDefaults, ExpertActivation, Fields, ModelConfig, Moe, QkNorm, Rope, RopeScaling, Router,
 };
 
 pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
     let dims = f.dims(&DimDefaults::default())?;
     let head_dim = f.positive("head_dim", None)?;
-    let required_bool = |field: &str| {
-        f.boolean(field)?
-            .ok_or_else(|| f.error(field, "required and missing"))
-    };
+    let required_bool = |field: &str| f.boolean(field)?.ok_or_else(|| f.error(field, "required and missing"));
     let tie = required_bool("tie_word_embeddings")?;
     let norm_topk_prob = required_bool("norm_topk_prob")?;
     f.positive("max_position_embeddings", None)?;
@@ -32,19 +28,15 @@ pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
         Some(n) if n > 0 => n as usize,
         Some(n) if num_experts == 0 => n.max(1) as usize,
         Some(n) => {
-            return Err(f.error(
-                "decoder_sparse_step",
-                format!("{n}: mlx_lm divides by it (expected a positive integer)"),
-            ))
+            return Err(
+                f.error("decoder_sparse_step", format!("{n}: mlx_lm divides by it (expected a positive integer)"))
+            )
         }
         None => return Err(f.error("decoder_sparse_step", "required and missing")),
     };
     let mlp_only = mlp_only_layers(f)?;
     if num_experts > 0 && top_k > num_experts {
-        return Err(f.error(
-            "num_experts_per_tok",
-            format!("{top_k} exceeds num_experts {num_experts}"),
-        ));
+        return Err(f.error("num_experts_per_tok", format!("{top_k} exceeds num_experts {num_experts}")));
     }
     let rope = Rope {
         dims: head_dim,
@@ -73,19 +65,10 @@ pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
 
 /// `mlp_only_layers`: a required list of layer indices.
 fn mlp_only_layers(f: &Fields) -> Result<Vec<i64>, ConfigError> {
-    let list = f
-        .get("mlp_only_layers")
-        .ok_or_else(|| f.error("mlp_only_layers", "required and missing"))?;
+    let list = f.get("mlp_only_layers").ok_or_else(|| f.error("mlp_only_layers", "required and missing"))?;
     list.as_array()
         .ok_or_else(|| f.error("mlp_only_layers", format!("expected a list, found {list}")))?
         .iter()
-        .map(|v| {
-            v.as_i64().ok_or_else(|| {
-                f.error(
-                    "mlp_only_layers",
-                    format!("expected layer indices, found {v}"),
-                )
-            })
-        })
+        .map(|v| v.as_i64().ok_or_else(|| f.error("mlp_only_layers", format!("expected layer indices, found {v}"))))
         .collect()
 }

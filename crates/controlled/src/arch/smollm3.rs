@@ -10,24 +10,19 @@ pub fn resolve(f: &Fields) -> Result<ModelConfig, ConfigError> {
     let n = c.num_hidden_layers;
     let use_rope: Vec<bool> = match f.get("no_rope_layers") {
         Some(v) => {
-            let list = v
-                .as_array()
-                .ok_or_else(|| f.error("no_rope_layers", "expected a list"))?;
+            let list = v.as_array().ok_or_else(|| f.error("no_rope_layers", "expected a list"))?;
             if list.len() != n {
                 return Err(f.error(
                     "no_rope_layers",
-                    format!(
-                        "{} entries for num_hidden_layers {n} (mlx_lm: length mismatch)",
-                        list.len()
-                    ),
+                    format!("{} entries for num_hidden_layers {n} (mlx_lm: length mismatch)", list.len()),
                 ));
             }
             list.iter()
                 .map(|x| match x.as_i64() {
                     Some(v) => Ok(v != 0),
-                    None => x.as_bool().ok_or_else(|| {
-                        f.error("no_rope_layers", format!("expected 0/1 entries, found {x}"))
-                    }),
+                    None => {
+                        x.as_bool().ok_or_else(|| f.error("no_rope_layers", format!("expected 0/1 entries, found {x}")))
+                    }
                 })
                 .collect::<Result<_, _>>()?
         }

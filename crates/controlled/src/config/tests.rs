@@ -1,9 +1,7 @@
 use super::*;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(name)
 }
 
 fn parse(text: &str) -> Result<ModelConfig, ConfigError> {
@@ -28,38 +26,12 @@ fn rope(c: &ModelConfig) -> &Rope {
 fn fixture_configs_resolve() {
     let c = ModelConfig::load(&fixture("tiny-qwen3")).unwrap();
     assert_eq!(c.model_type, "qwen3");
-    assert_eq!(
-        (c.head_dim, c.num_key_value_heads, c.num_hidden_layers),
-        (16, 2, 2)
-    );
-    assert!(
-        c.qk_norm == QkNorm::BeforeTranspose && c.head == Head::Own && c.quantization.is_none()
-    );
-    assert_eq!(
-        rope(&c),
-        &Rope {
-            dims: 16,
-            base: 1e6,
-            traditional: false,
-            scaling: RopeScaling::Plain { scale: 1.0 }
-        }
-    );
-    assert_eq!(
-        ModelConfig::load(&fixture("tiny-qwen3-tied")).unwrap().head,
-        Head::Tied
-    );
-    let q4 = ModelConfig::load(&fixture("tiny-qwen3-q4"))
-        .unwrap()
-        .quantization
-        .unwrap();
-    assert_eq!(
-        q4.default,
-        QuantParams {
-            group_size: 64,
-            bits: 4,
-            mode: QuantMode::Affine
-        }
-    );
+    assert_eq!((c.head_dim, c.num_key_value_heads, c.num_hidden_layers), (16, 2, 2));
+    assert!(c.qk_norm == QkNorm::BeforeTranspose && c.head == Head::Own && c.quantization.is_none());
+    assert_eq!(rope(&c), &Rope { dims: 16, base: 1e6, traditional: false, scaling: RopeScaling::Plain { scale: 1.0 } });
+    assert_eq!(ModelConfig::load(&fixture("tiny-qwen3-tied")).unwrap().head, Head::Tied);
+    let q4 = ModelConfig::load(&fixture("tiny-qwen3-q4")).unwrap().quantization.unwrap();
+    assert_eq!(q4.default, QuantParams { group_size: 64, bits: 4, mode: QuantMode::Affine });
 }
 
 #[test]
@@ -70,10 +42,7 @@ fn unknown_model_type_is_refused_naming_it() {
     .unwrap_err();
     assert!(matches!(&err, ConfigError::UnsupportedModelType { found, .. } if found == "gemma2"));
     let text = err.to_string();
-    assert!(
-        text.contains("model_type") && text.contains("gemma3_text") && text.contains("mistral"),
-        "{text}"
-    );
+    assert!(text.contains("model_type") && text.contains("gemma3_text") && text.contains("mistral"), "{text}");
 }
 
 #[test]
@@ -101,10 +70,7 @@ fn quantization_settings_follow_mlx_lm() {
     let err = quant(serde_json::json!({"bits": 4})).unwrap_err();
     assert!(err.to_string().contains("quantization.group_size"), "{err}");
     let err = parse(&with(&base(), |m| {
-        m.insert(
-            "quantization_config".into(),
-            serde_json::json!({"quant_method": "bitnet"}),
-        );
+        m.insert("quantization_config".into(), serde_json::json!({"quant_method": "bitnet"}));
     }))
     .unwrap_err();
     assert!(err.to_string().contains("quant_method"), "{err}");
@@ -120,11 +86,7 @@ fn quantization_settings_follow_mlx_lm() {
     let q = c.quantization.unwrap();
     assert_eq!(
         q.modules["model.layers.0.mlp.down_proj"],
-        Some(QuantParams {
-            group_size: 64,
-            bits: 6,
-            mode: QuantMode::Affine
-        })
+        Some(QuantParams { group_size: 64, bits: 6, mode: QuantMode::Affine })
     );
     assert_eq!(q.modules["model.layers.1.mlp.down_proj"], None);
     assert_eq!(q.modules["model.layers.1.mlp.up_proj"], Some(q.default));
@@ -132,20 +94,13 @@ fn quantization_settings_follow_mlx_lm() {
     assert_eq!(fp.quantization.unwrap().default.mode, QuantMode::Mxfp4);
     let err = quant(serde_json::json!({"group_size": 64, "bits": 4, "model.layers.0.mlp.up_proj": {"bits": 4, "global_scale": true}}))
         .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("quantization.model.layers.0.mlp.up_proj.global_scale"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("quantization.model.layers.0.mlp.up_proj.global_scale"), "{err}");
 }
 
 #[test]
 fn rope_scaling_kinds() {
     let err = parse(&with(&base(), |m| {
-        m.insert(
-            "rope_scaling".into(),
-            serde_json::json!({"rope_type": "dynamic", "factor": 4.0}),
-        );
+        m.insert("rope_scaling".into(), serde_json::json!({"rope_type": "dynamic", "factor": 4.0}));
     }))
     .unwrap_err();
     assert!(
@@ -154,18 +109,12 @@ fn rope_scaling_kinds() {
         "{err}"
     );
     let c = parse(&with(&base(), |m| {
-        m.insert(
-            "rope_scaling".into(),
-            serde_json::json!({"type": "linear", "factor": 4.0}),
-        );
+        m.insert("rope_scaling".into(), serde_json::json!({"type": "linear", "factor": 4.0}));
     }))
     .unwrap();
     assert_eq!(rope(&c).scaling, RopeScaling::Plain { scale: 0.25 });
     let c = parse(&with(&base(), |m| {
-        m.insert(
-            "rope_scaling".into(),
-            serde_json::json!({"rope_type": "yarn", "factor": 4.0}),
-        );
+        m.insert("rope_scaling".into(), serde_json::json!({"rope_type": "yarn", "factor": 4.0}));
     }))
     .unwrap();
     assert!(
@@ -194,35 +143,20 @@ fn architecture_defaults_follow_mlx_lm() {
             m.remove("rope_theta");
         }))
         .unwrap();
-        assert_eq!(
-            (llama.num_key_value_heads, llama.qkv, llama.o_bias),
-            (4, Qkv::Separate { bias: true }, true)
-        );
+        assert_eq!((llama.num_key_value_heads, llama.qkv, llama.o_bias), (4, Qkv::Separate { bias: true }, true));
         assert_eq!(rope(&llama).base, 10_000.0);
     }
     let sliding = parse(&with(&base(), |m| {
         m.insert("model_type".into(), "llama".into());
-        m.insert(
-            "layer_types".into(),
-            serde_json::json!(["sliding_attention", "full_attention"]),
-        );
+        m.insert("layer_types".into(), serde_json::json!(["sliding_attention", "full_attention"]));
         m.insert("sliding_window".into(), 8.into());
     }))
     .unwrap();
     assert_eq!(sliding.layers[0].cache, CacheKind::Rotating { max_size: 8 });
-    assert_eq!(
-        sliding.masks,
-        Masks {
-            full: 1,
-            sliding: Some((0, 8))
-        }
-    );
+    assert_eq!(sliding.masks, Masks { full: 1, sliding: Some((0, 8)) });
     let err = parse(&with(&base(), |m| {
         m.insert("model_type".into(), "llama".into());
-        m.insert(
-            "layer_types".into(),
-            serde_json::json!(["sliding_attention", "full_attention"]),
-        );
+        m.insert("layer_types".into(), serde_json::json!(["sliding_attention", "full_attention"]));
     }))
     .unwrap_err();
     assert!(err.to_string().contains("sliding_window"), "{err}");
@@ -258,16 +192,10 @@ fn new_architectures_read_their_fields() {
     assert!(smol.layers[0].rope.is_some() && smol.layers[1].rope.is_none());
     let err = parse(&with(&base(), |m| {
         m.insert("model_type".into(), "phi3".into());
-        m.insert(
-            "rope_scaling".into(),
-            serde_json::json!({"type": "longrope", "short_factor": [1.0]}),
-        );
+        m.insert("rope_scaling".into(), serde_json::json!({"type": "longrope", "short_factor": [1.0]}));
     }))
     .unwrap_err();
-    assert!(
-        err.to_string().contains("rope_scaling.long_factor"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("rope_scaling.long_factor"), "{err}");
     let err = parse(&with(&base(), |m| {
         m.insert("model_type".into(), "ministral3".into());
         m.insert(
@@ -276,11 +204,7 @@ fn new_architectures_read_their_fields() {
         );
     }))
     .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("rope_parameters.llama_4_scaling_beta"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("rope_parameters.llama_4_scaling_beta"), "{err}");
 }
 
 fn qwen3_moe(edit: impl FnOnce(&mut Map<String, Value>)) -> Result<ModelConfig, ConfigError> {
@@ -306,20 +230,8 @@ fn qwen3_moe_places_its_sparse_layers_as_mlx_lm() {
     assert_eq!(sparse, [false, true, false, false]);
     let moe = c.moe.unwrap();
     assert_eq!(
-        (
-            moe.num_experts,
-            moe.top_k,
-            moe.intermediate_size,
-            moe.router
-        ),
-        (
-            8,
-            2,
-            32,
-            Router::SoftmaxTopK {
-                norm_topk_prob: false
-            }
-        )
+        (moe.num_experts, moe.top_k, moe.intermediate_size, moe.router),
+        (8, 2, 32, Router::SoftmaxTopK { norm_topk_prob: false })
     );
     assert_eq!(c.qk_norm, QkNorm::BeforeTranspose);
     // num_experts 0: every layer dense, whatever the step.
@@ -359,19 +271,10 @@ fn gpt_oss_reads_sinks_layer_types_and_experts() {
     assert!(c.attention_sinks && c.o_bias && c.qkv == Qkv::Separate { bias: true });
     assert_eq!(c.layers[0].cache, CacheKind::Rotating { max_size: 16 });
     assert_eq!(c.layers[1].cache, CacheKind::Standard);
-    assert_eq!(
-        c.masks,
-        Masks {
-            full: 1,
-            sliding: Some((0, 16))
-        }
-    );
+    assert_eq!(c.masks, Masks { full: 1, sliding: Some((0, 16)) });
     assert!(c.layers.iter().all(|l| l.moe) && c.head == Head::Own);
     let moe = c.moe.unwrap();
-    assert_eq!(
-        (moe.router, moe.activation, moe.bias),
-        (Router::TopKSoftmax, ExpertActivation::SwigluOai, true)
-    );
+    assert_eq!((moe.router, moe.activation, moe.bias), (Router::TopKSoftmax, ExpertActivation::SwigluOai, true));
     let yarn = gpt_oss(|m| {
         m.insert(
             "rope_scaling".into(),
@@ -388,18 +291,12 @@ fn gpt_oss_reads_sinks_layer_types_and_experts() {
     .unwrap_err();
     assert!(err.to_string().contains("num_hidden_layers"), "{err}");
     let err = gpt_oss(|m| {
-        m.insert(
-            "layer_types".into(),
-            serde_json::json!(["full_attention", "full_attention"]),
-        );
+        m.insert("layer_types".into(), serde_json::json!(["full_attention", "full_attention"]));
     })
     .unwrap_err();
     assert!(err.to_string().contains("layer_types"), "{err}");
     let err = gpt_oss(|m| {
-        m.insert(
-            "rope_scaling".into(),
-            serde_json::json!({"rope_type": "dynamic", "factor": 2.0}),
-        );
+        m.insert("rope_scaling".into(), serde_json::json!({"rope_type": "dynamic", "factor": 2.0}));
     })
     .unwrap_err();
     assert!(err.to_string().contains("rope_scaling.rope_type"), "{err}");
@@ -412,9 +309,5 @@ fn gpt_oss_reads_sinks_layer_types_and_experts() {
         );
     })
     .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("quantization.model.layers.0.mlp.experts.up_proj.global_scale"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("quantization.model.layers.0.mlp.experts.up_proj.global_scale"), "{err}");
 }

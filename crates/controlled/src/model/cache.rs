@@ -45,11 +45,7 @@ impl KvCache {
     }
 
     /// Appends `keys`/`values` (`[B, kv_heads, n, head_dim]`) and returns the cached prefix.
-    pub fn update_and_fetch(
-        &mut self,
-        keys: &Array,
-        values: &Array,
-    ) -> Result<(Array, Array), Exception> {
+    pub fn update_and_fetch(&mut self, keys: &Array, values: &Array) -> Result<(Array, Array), Exception> {
         let prev = self.offset;
         let n = keys.dim(2);
         let capacity = self.keys.as_ref().map(|k| k.dim(2));
@@ -75,17 +71,11 @@ impl KvCache {
             }
         }
         self.offset += n;
-        let (k, v) = (
-            self.keys.as_mut().expect("allocated above"),
-            self.values.as_mut().expect("allocated above"),
-        );
+        let (k, v) = (self.keys.as_mut().expect("allocated above"), self.values.as_mut().expect("allocated above"));
         *k = slice_update_seq(k, keys, prev, self.offset)?;
         *v = slice_update_seq(v, values, prev, self.offset)?;
         if self.offset < k.dim(2) {
-            Ok((
-                k.try_index((Ellipsis, ..self.offset, ..))?,
-                v.try_index((Ellipsis, ..self.offset, ..))?,
-            ))
+            Ok((k.try_index((Ellipsis, ..self.offset, ..))?, v.try_index((Ellipsis, ..self.offset, ..))?))
         } else {
             Ok((k.clone(), v.clone()))
         }
@@ -103,22 +93,13 @@ pub struct RotatingKvCache {
 
 impl RotatingKvCache {
     pub fn new(max_size: i32) -> Self {
-        RotatingKvCache {
-            keys: None,
-            values: None,
-            offset: 0,
-            max_size,
-            idx: 0,
-        }
+        RotatingKvCache { keys: None, values: None, offset: 0, max_size, idx: 0 }
     }
 
     /// `_trim(trim_size, v, append)` with `keep = 0`.
     fn trim(trim_size: i32, v: &Array, append: Option<&Array>) -> Result<Array, Exception> {
         let mut parts = if trim_size > 0 {
-            vec![
-                v.try_index((Ellipsis, ..0, ..))?,
-                v.try_index((Ellipsis, trim_size.., ..))?,
-            ]
+            vec![v.try_index((Ellipsis, ..0, ..))?, v.try_index((Ellipsis, trim_size.., ..))?]
         } else {
             vec![v.clone()]
         };
@@ -162,17 +143,10 @@ impl RotatingKvCache {
         }
         self.offset += keys.dim(2);
         self.idx = self.keys.as_ref().expect("set above").dim(2);
-        Ok((
-            self.keys.clone().expect("set above"),
-            self.values.clone().expect("set above"),
-        ))
+        Ok((self.keys.clone().expect("set above"), self.values.clone().expect("set above")))
     }
 
-    fn update_in_place(
-        &mut self,
-        keys: &Array,
-        values: &Array,
-    ) -> Result<(Array, Array), Exception> {
+    fn update_in_place(&mut self, keys: &Array, values: &Array) -> Result<(Array, Array), Exception> {
         let (b, h, s, kd) = (keys.dim(0), keys.dim(1), keys.dim(2), keys.dim(3));
         let prev = self.offset;
         let grow = match &self.keys {
@@ -195,10 +169,7 @@ impl RotatingKvCache {
             }
             self.idx = prev;
         }
-        let (k, v) = (
-            self.keys.as_mut().expect("allocated above"),
-            self.values.as_mut().expect("allocated above"),
-        );
+        let (k, v) = (self.keys.as_mut().expect("allocated above"), self.values.as_mut().expect("allocated above"));
         let trim_size = k.dim(2) - self.max_size;
         if trim_size > 0 {
             *k = Self::trim(trim_size, k, None)?;
@@ -213,21 +184,14 @@ impl RotatingKvCache {
         self.offset += s;
         self.idx += s;
         if self.offset < k.dim(2) {
-            Ok((
-                k.try_index((Ellipsis, ..self.offset, ..))?,
-                v.try_index((Ellipsis, ..self.offset, ..))?,
-            ))
+            Ok((k.try_index((Ellipsis, ..self.offset, ..))?, v.try_index((Ellipsis, ..self.offset, ..))?))
         } else {
             Ok((k.clone(), v.clone()))
         }
     }
 
     /// `update_and_fetch`: one token in place, several by concatenation.
-    pub fn update_and_fetch(
-        &mut self,
-        keys: &Array,
-        values: &Array,
-    ) -> Result<(Array, Array), Exception> {
+    pub fn update_and_fetch(&mut self, keys: &Array, values: &Array) -> Result<(Array, Array), Exception> {
         if keys.dim(2) == 1 {
             self.update_in_place(keys, values)
         } else {
@@ -253,9 +217,7 @@ impl LayerCache {
     pub fn new(kind: CacheKind) -> Self {
         match kind {
             CacheKind::Standard => LayerCache::Standard(KvCache::new()),
-            CacheKind::Rotating { max_size } => {
-                LayerCache::Rotating(RotatingKvCache::new(max_size))
-            }
+            CacheKind::Rotating { max_size } => LayerCache::Rotating(RotatingKvCache::new(max_size)),
         }
     }
 
@@ -275,11 +237,7 @@ impl LayerCache {
         k.iter().chain(v.iter())
     }
 
-    pub fn update_and_fetch(
-        &mut self,
-        keys: &Array,
-        values: &Array,
-    ) -> Result<(Array, Array), Exception> {
+    pub fn update_and_fetch(&mut self, keys: &Array, values: &Array) -> Result<(Array, Array), Exception> {
         match self {
             LayerCache::Standard(c) => c.update_and_fetch(keys, values),
             LayerCache::Rotating(c) => c.update_and_fetch(keys, values),
@@ -319,11 +277,7 @@ impl LayerCache {
 /// `linds < rinds + window` with a window.
 pub fn causal_mask(n: i32, offset: i32, window: Option<i32>) -> Result<Array, Exception> {
     let rinds = arange::<_, i32>(0, offset + n, 1)?;
-    let linds = if offset != 0 {
-        arange::<_, i32>(offset, offset + n, 1)?
-    } else {
-        rinds.clone()
-    };
+    let linds = if offset != 0 { arange::<_, i32>(offset, offset + n, 1)? } else { rinds.clone() };
     let linds = linds.try_index((.., NewAxis))?;
     let rinds = rinds.try_index(NewAxis)?;
     let mask = linds.ge(&rinds)?;
@@ -335,12 +289,7 @@ pub fn causal_mask(n: i32, offset: i32, window: Option<i32>) -> Result<Array, Ex
 
 /// `buf[..., start..stop, :] = update` for `[B, H, S, D]` buffers: MLX's `slice_update` with
 /// the update as given (`[B, H, stop - start, D]`), on the current default stream.
-fn slice_update_seq(
-    buf: &Array,
-    update: &Array,
-    start: i32,
-    stop: i32,
-) -> Result<Array, Exception> {
+fn slice_update_seq(buf: &Array, update: &Array, start: i32, stop: i32) -> Result<Array, Exception> {
     let shape = buf.shape();
     if shape.len() != 4 || update.shape() != [shape[0], shape[1], stop - start, shape[3]] {
         return Err(Exception::custom(format!(
@@ -370,9 +319,7 @@ fn slice_update_seq(
         );
         if rc != 0 {
             mlx_sys::mlx_array_free(res);
-            return Err(Exception::custom(format!(
-                "slice_update of the cache at positions {start}..{stop} failed"
-            )));
+            return Err(Exception::custom(format!("slice_update of the cache at positions {start}..{stop} failed")));
         }
         Ok(Array::from_ptr(res))
     }

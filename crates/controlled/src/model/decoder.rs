@@ -18,8 +18,7 @@ use super::layers::{gelu_approx, rms_norm, scalar, swiglu, Embedding, Linear};
 use super::moe::SparseMoe;
 use super::rope::Rope;
 use crate::config::{
-    self, Block as BlockKind, ConfigError, Head as HeadKind, Llama4Scaling, ModelConfig, Norm,
-    QkNorm, Qkv,
+    self, Block as BlockKind, ConfigError, Head as HeadKind, Llama4Scaling, ModelConfig, Norm, QkNorm, Qkv,
 };
 use crate::weights::{Weights, WeightsError};
 
@@ -60,20 +59,9 @@ struct Attention {
 }
 
 enum Mlp {
-    SwiGlu {
-        gate: Linear,
-        up: Linear,
-        down: Linear,
-    },
-    Fused {
-        gate_up: Linear,
-        down: Linear,
-    },
-    Gelu {
-        gate: Linear,
-        up: Linear,
-        down: Linear,
-    },
+    SwiGlu { gate: Linear, up: Linear, down: Linear },
+    Fused { gate_up: Linear, down: Linear },
+    Gelu { gate: Linear, up: Linear, down: Linear },
     Sparse(SparseMoe),
 }
 
@@ -127,46 +115,27 @@ impl Attention {
             Projections::Separate { q, k, v } => (q.forward(x)?, k.forward(x)?, v.forward(x)?),
             Projections::Fused(qkv) => {
                 let query_pos = self.n_heads * self.head_dim;
-                let parts = split_at_indices(
-                    qkv.forward(x)?,
-                    &[query_pos, query_pos + self.n_kv_heads * self.head_dim],
-                    -1,
-                )?;
-                let [q, k, v]: [Array; 3] = parts
-                    .try_into()
-                    .map_err(|_| Exception::custom("qkv split"))?;
+                let parts =
+                    split_at_indices(qkv.forward(x)?, &[query_pos, query_pos + self.n_kv_heads * self.head_dim], -1)?;
+                let [q, k, v]: [Array; 3] = parts.try_into().map_err(|_| Exception::custom("qkv split"))?;
                 (q, k, v)
             }
         };
         let t = |a: &Array| transpose_axes(a, &[0, 2, 1, 3]);
         let (mut queries, mut keys, values) = match (&self.qk_norm, self.qk_norm_after_transpose) {
             (Some((q_norm, k_norm)), false) => {
-                let queries = rms_norm(
-                    &queries.reshape(&[b, l, self.n_heads, -1])?,
-                    q_norm,
-                    self.eps,
-                )?;
-                let keys = rms_norm(
-                    &keys.reshape(&[b, l, self.n_kv_heads, -1])?,
-                    k_norm,
-                    self.eps,
-                )?;
-                (
-                    t(&queries)?,
-                    t(&keys)?,
-                    t(&values.reshape(&[b, l, self.n_kv_heads, -1])?)?,
-                )
+                let queries = rms_norm(&queries.reshape(&[b, l, self.n_heads, -1])?, q_norm, self.eps)?;
+                let keys = rms_norm(&keys.reshape(&[b, l, self.n_kv_heads, -1])?, k_norm, self.eps)?;
+                (t(&queries)?, t(&keys)?, t(&values.reshape(&[b, l, self.n_kv_heads, -1])?)?)
             }
             (norms, _) => {
                 let queries = t(&queries.reshape(&[b, l, self.n_heads, -1])?)?;
                 let keys = t(&keys.reshape(&[b, l, self.n_kv_heads, -1])?)?;
                 let values = t(&values.reshape(&[b, l, self.n_kv_heads, -1])?)?;
                 match norms {
-                    Some((q_norm, k_norm)) => (
-                        rms_norm(&queries, q_norm, self.eps)?,
-                        rms_norm(&keys, k_norm, self.eps)?,
-                        values,
-                    ),
+                    Some((q_norm, k_norm)) => {
+                        (rms_norm(&queries, q_norm, self.eps)?, rms_norm(&keys, k_norm, self.eps)?, values)
+                    }
                     None => (queries, keys, values),
                 }
             }
@@ -198,9 +167,7 @@ impl Attention {
 impl Mlp {
     fn forward(&self, x: &Array) -> Result<Array, Exception> {
         match self {
-            Mlp::SwiGlu { gate, up, down } => {
-                down.forward(&swiglu(&gate.forward(x)?, &up.forward(x)?)?)
-            }
+            Mlp::SwiGlu { gate, up, down } => down.forward(&swiglu(&gate.forward(x)?, &up.forward(x)?)?),
             Mlp::Fused { gate_up, down } => {
                 let [gate, x]: [Array; 2] = gate_up
                     .forward(x)?
@@ -209,9 +176,7 @@ impl Mlp {
                     .map_err(|_| Exception::custom("gate_up split"))?;
                 down.forward(&swiglu(&gate, &x)?)
             }
-            Mlp::Gelu { gate, up, down } => {
-                down.forward(&gelu_approx(&gate.forward(x)?)?.multiply(up.forward(x)?)?)
-            }
+            Mlp::Gelu { gate, up, down } => down.forward(&gelu_approx(&gate.forward(x)?)?.multiply(up.forward(x)?)?),
             Mlp::Sparse(moe) => moe.forward(x),
         }
     }
@@ -223,9 +188,7 @@ fn clip_residual(x: &Array, y: &Array) -> Result<Array, Exception> {
         return x.add(y);
     }
     let bound = 65504.0f32;
-    let sum = x
-        .as_dtype(Dtype::Float32)?
-        .add(y.as_dtype(Dtype::Float32)?)?;
+    let sum = x.as_dtype(Dtype::Float32)?.add(y.as_dtype(Dtype::Float32)?)?;
     clip(&sum, (Array::from_f32(-bound), Array::from_f32(bound)))?.as_dtype(Dtype::Float16)
 }
 
@@ -239,9 +202,7 @@ impl Block {
         eps: f32,
     ) -> Result<Array, Exception> {
         let n = &self.norms;
-        let r = self
-            .self_attn
-            .forward(&rms_norm(x, &n.input, eps)?, mask, attn_scale, cache)?;
+        let r = self.self_attn.forward(&rms_norm(x, &n.input, eps)?, mask, attn_scale, cache)?;
         match &n.feedforward {
             None => {
                 let h = x.add(&r)?;
@@ -259,17 +220,10 @@ impl Block {
 
 /// ministral3's `_get_llama_4_attn_scale(L, offset).astype(dtype)`:
 /// `1 + beta * log(1 + floor((arange(L) + offset) / original_max_position_embeddings))`, `[L, 1]`.
-fn llama4_attn_scale(
-    s: Llama4Scaling,
-    l: i32,
-    offset: i32,
-    dtype: Dtype,
-) -> Result<Array, Exception> {
+fn llama4_attn_scale(s: Llama4Scaling, l: i32, offset: i32, dtype: Dtype) -> Result<Array, Exception> {
     let one = || Array::from_f32(1.0);
     let positions = arange::<_, i32>(0, l, 1)?.add(Array::from_int(offset))?;
-    let floor = positions
-        .divide(Array::from_f32(s.original_max_position_embeddings as f32))?
-        .floor()?;
+    let floor = positions.divide(Array::from_f32(s.original_max_position_embeddings as f32))?.floor()?;
     let scaling = one().add(Array::from_f32(s.beta as f32).multiply(one().add(&floor)?.log()?)?)?;
     scaling.reshape(&[l, 1])?.as_dtype(dtype)
 }
@@ -282,16 +236,10 @@ impl Model {
         let mut weights = Weights::load(dir)?;
         let model = Self::from_weights(config, &mut weights).map_err(|e| match e {
             BuildError::Weights(e) => LoadError::Weights(e),
-            BuildError::Mlx(source) => LoadError::Mlx {
-                path: dir.to_owned(),
-                source,
-            },
+            BuildError::Mlx(source) => LoadError::Mlx { path: dir.to_owned(), source },
         })?;
         weights.finish()?;
-        mlx_rs::transforms::eval(model.arrays()).map_err(|source| LoadError::Mlx {
-            path: dir.to_owned(),
-            source,
-        })?;
+        mlx_rs::transforms::eval(model.arrays()).map_err(|source| LoadError::Mlx { path: dir.to_owned(), source })?;
         Ok(model)
     }
 
@@ -322,9 +270,7 @@ impl Model {
                     k: linear(w, "self_attn.k_proj", kvd, d, bias)?,
                     v: linear(w, "self_attn.v_proj", kvd, d, bias)?,
                 },
-                Qkv::Fused => {
-                    Projections::Fused(linear(w, "self_attn.qkv_proj", qd + 2 * kvd, d, false)?)
-                }
+                Qkv::Fused => Projections::Fused(linear(w, "self_attn.qkv_proj", qd + 2 * kvd, d, false)?),
             };
             let qk_norm = match c.qk_norm {
                 QkNorm::None => None,
@@ -340,10 +286,7 @@ impl Model {
                 qk_norm_after_transpose: c.qk_norm == QkNorm::AfterTranspose,
                 rope: spec.rope.as_ref().map(Rope::new).transpose()?,
                 sinks: if c.attention_sinks {
-                    Some(w.take(
-                        &format!("{p}.self_attn.sinks"),
-                        Some(&[c.num_attention_heads]),
-                    )?)
+                    Some(w.take(&format!("{p}.self_attn.sinks"), Some(&[c.num_attention_heads]))?)
                 } else {
                     None
                 },
@@ -382,12 +325,7 @@ impl Model {
                     )),
                 },
             };
-            layers.push(Block {
-                self_attn,
-                mlp,
-                norms,
-                sliding: spec.sliding,
-            });
+            layers.push(Block { self_attn, mlp, norms, sliding: spec.sliding });
         }
         let norm = norm_weight(w, &format!("{m}.norm.weight"), d)?;
         let head_weight = format!("{}.weight", c.head_prefix);
@@ -405,13 +343,7 @@ impl Model {
         } else {
             Head::Own(Linear::load(w, c.head_prefix, c.vocab_size, d, false, q)?)
         };
-        Ok(Model {
-            config,
-            embed_tokens,
-            layers,
-            norm,
-            head,
-        })
+        Ok(Model { config, embed_tokens, layers, norm, head })
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -420,11 +352,7 @@ impl Model {
 
     /// A fresh cache: each layer's kind from the architecture's `make_cache`.
     pub fn new_cache(&self) -> Vec<LayerCache> {
-        self.config
-            .layers
-            .iter()
-            .map(|l| LayerCache::new(l.cache))
-            .collect()
+        self.config.layers.iter().map(|l| LayerCache::new(l.cache)).collect()
     }
 
     /// The inner model's `__call__`: embeddings (scaled for gemma3), each mask once from the
@@ -435,22 +363,14 @@ impl Model {
         let mut h = self.embed_tokens.forward(ids)?;
         if c.embed_scale {
             // h *= mx.array(hidden_size ** 0.5, mx.bfloat16).astype(h.dtype)
-            let s = Array::from_f32((c.hidden_size as f64).sqrt() as f32)
-                .as_dtype(Dtype::Bfloat16)?
-                .as_dtype(h.dtype())?;
+            let s =
+                Array::from_f32((c.hidden_size as f64).sqrt() as f32).as_dtype(Dtype::Bfloat16)?.as_dtype(h.dtype())?;
             h = h.multiply(&s)?;
         }
         let l = h.dim(1);
         let full = cache[c.masks.full].make_mask(l, None)?;
-        let sliding = c
-            .masks
-            .sliding
-            .map(|(i, window)| cache[i].make_mask(l, Some(window)))
-            .transpose()?;
-        let attn_scale = c
-            .llama4_scaling
-            .map(|s| llama4_attn_scale(s, l, cache[0].offset(), h.dtype()))
-            .transpose()?;
+        let sliding = c.masks.sliding.map(|(i, window)| cache[i].make_mask(l, Some(window))).transpose()?;
+        let attn_scale = c.llama4_scaling.map(|s| llama4_attn_scale(s, l, cache[0].offset(), h.dtype())).transpose()?;
         for (layer, lc) in self.layers.iter().zip(cache.iter_mut()) {
             let mask = match (&sliding, layer.sliding) {
                 (Some(m), true) => m,
@@ -493,9 +413,7 @@ impl Model {
             };
             linears.push(&a.o_proj);
             match &b.mlp {
-                Mlp::SwiGlu { gate, up, down } | Mlp::Gelu { gate, up, down } => {
-                    linears.extend([gate, up, down])
-                }
+                Mlp::SwiGlu { gate, up, down } | Mlp::Gelu { gate, up, down } => linears.extend([gate, up, down]),
                 Mlp::Fused { gate_up, down } => linears.extend([gate_up, down]),
                 Mlp::Sparse(moe) => v.extend(moe.arrays()),
             }

@@ -62,22 +62,15 @@ fn packing(
     if let Some(entry) = q.modules.get(prefix) {
         return Ok(*entry);
     }
-    let (Some(weight), Some(scales)) = (
-        w.peek(&format!("{prefix}.weight")),
-        w.peek(&format!("{prefix}.scales")),
-    ) else {
+    let (Some(weight), Some(scales)) = (w.peek(&format!("{prefix}.weight")), w.peek(&format!("{prefix}.scales")))
+    else {
         return Ok(None);
     };
     let (ws, ss) = (weight.shape(), scales.shape());
-    let error = |reason: String| WeightsError::Quantized {
-        name: format!("{prefix}.weight"),
-        dir: w.dir().to_owned(),
-        reason,
-    };
+    let error =
+        |reason: String| WeightsError::Quantized { name: format!("{prefix}.weight"), dir: w.dir().to_owned(), reason };
     let (Some(&packed), Some(&groups)) = (ws.last(), ss.last()) else {
-        return Err(error(format!(
-            "unexpected packed shapes weight {ws:?} scales {ss:?}"
-        )));
+        return Err(error(format!("unexpected packed shapes weight {ws:?} scales {ss:?}")));
     };
     if groups == 0 {
         return Err(error("scales with no groups".into()));
@@ -91,19 +84,16 @@ fn packing(
             (4, 16) => QuantMode::Nvfp4,
             (4, 32) => QuantMode::Mxfp4,
             (8, 32) => QuantMode::Mxfp8,
-            _ => return Err(error(format!("cannot infer the mode of {bits} bits with group size {group_size} and uint8 scales"))),
+            _ => {
+                return Err(error(format!(
+                    "cannot infer the mode of {bits} bits with group size {group_size} and uint8 scales"
+                )))
+            }
         }
     };
-    let params = QuantParams {
-        group_size,
-        bits,
-        mode,
-    };
-    check_packing(params).map_err(|(key, found)| {
-        error(format!(
-            "inferred {key} {found} is not a packing mlx implements"
-        ))
-    })?;
+    let params = QuantParams { group_size, bits, mode };
+    check_packing(params)
+        .map_err(|(key, found)| error(format!("inferred {key} {found} is not a packing mlx implements")))?;
     Ok(Some(params))
 }
 
@@ -130,50 +120,26 @@ pub fn load_stacked(
     let name = format!("{prefix}.weight");
     let shape = |last: &[i32]| [lead, &[out_dims], last].concat();
     let Some(params) = packing(w, prefix, in_dims, quant)? else {
-        return Ok(LinearWeight::Dense(
-            w.take(&name, Some(&shape(&[in_dims])))?,
-        ));
+        return Ok(LinearWeight::Dense(w.take(&name, Some(&shape(&[in_dims])))?));
     };
     let dir = w.dir().to_owned();
-    let quant_error = |reason: String| WeightsError::Quantized {
-        name: name.clone(),
-        dir: dir.clone(),
-        reason,
-    };
+    let quant_error = |reason: String| WeightsError::Quantized { name: name.clone(), dir: dir.clone(), reason };
     if in_dims % params.group_size != 0 {
-        return Err(quant_error(format!(
-            "in_dims {in_dims} is not a multiple of group_size {}",
-            params.group_size
-        )));
+        return Err(quant_error(format!("in_dims {in_dims} is not a multiple of group_size {}", params.group_size)));
     }
     let biases_expected = params.mode == QuantMode::Affine;
     let biases_name = format!("{prefix}.biases");
     if biases_expected && !w.contains(&biases_name) {
-        return Err(quant_error(format!(
-            "affine quantization needs {biases_name}"
-        )));
+        return Err(quant_error(format!("affine quantization needs {biases_name}")));
     }
     let weight = w.take(&name, Some(&shape(&[in_dims * params.bits / 32])))?;
     let groups = shape(&[in_dims / params.group_size]);
     let scales = w.take(&format!("{prefix}.scales"), Some(&groups))?;
-    let biases = if biases_expected {
-        Some(w.take(&biases_name, Some(&groups))?)
-    } else {
-        None
-    };
+    let biases = if biases_expected { Some(w.take(&biases_name, Some(&groups))?) } else { None };
     if biases_expected == (scales.dtype() == Dtype::Uint8) {
-        return Err(quant_error(format!(
-            "{:?} scales do not fit mode {:?}",
-            scales.dtype(),
-            params.mode
-        )));
+        return Err(quant_error(format!("{:?} scales do not fit mode {:?}", scales.dtype(), params.mode)));
     }
-    Ok(LinearWeight::Quantized(Packed {
-        weight,
-        scales,
-        biases,
-        params,
-    }))
+    Ok(LinearWeight::Quantized(Packed { weight, scales, biases, params }))
 }
 
 /// `mx.quantized_matmul(x, w, scales, biases, transpose=True, group_size, bits, mode)`
@@ -183,10 +149,7 @@ fn quantized_matmul(x: &Array, p: &Packed) -> Result<Array, Exception> {
     // SAFETY: every pointer is valid for the call (a null array handle stands for "no
     // biases"); `res` is owned by the returned Array on success and freed on failure.
     unsafe {
-        let biases = p
-            .biases
-            .as_ref()
-            .map_or_else(|| mlx_sys::mlx_array_new(), |b| b.as_ptr());
+        let biases = p.biases.as_ref().map_or_else(|| mlx_sys::mlx_array_new(), |b| b.as_ptr());
         let mut res = mlx_sys::mlx_array_new();
         let rc = mlx_sys::mlx_quantized_matmul(
             &mut res,
@@ -205,12 +168,7 @@ fn quantized_matmul(x: &Array, p: &Packed) -> Result<Array, Exception> {
 }
 
 /// `mx.dequantize(w, scales, biases, group_size, bits, mode)` on gathered rows.
-fn dequantize(
-    w: &Array,
-    scales: &Array,
-    biases: Option<&Array>,
-    q: QuantParams,
-) -> Result<Array, Exception> {
+fn dequantize(w: &Array, scales: &Array, biases: Option<&Array>, q: QuantParams) -> Result<Array, Exception> {
     let stream = Stream::thread_local_or_default();
     // SAFETY: as in quantized_matmul; null biases, global scale and dtype take mlx's defaults.
     unsafe {
@@ -226,10 +184,7 @@ fn dequantize(
             some_int(q.bits),
             q.mode.c_name().as_ptr(),
             none,
-            mlx_sys::mlx_optional_dtype {
-                value: mlx_sys::mlx_dtype__MLX_FLOAT32,
-                has_value: false,
-            },
+            mlx_sys::mlx_optional_dtype { value: mlx_sys::mlx_dtype__MLX_FLOAT32, has_value: false },
             stream.as_ptr(),
         );
         finish(rc, res, "dequantize")
@@ -238,19 +193,12 @@ fn dequantize(
 
 /// A set optional int of the C API (a packing's group size or bits).
 pub(crate) fn some_int(value: i32) -> mlx_sys::mlx_optional_int {
-    mlx_sys::mlx_optional_int {
-        value,
-        has_value: true,
-    }
+    mlx_sys::mlx_optional_int { value, has_value: true }
 }
 
 /// # Safety
 /// `res` must be a fresh array the op filled on success.
-pub(crate) unsafe fn finish(
-    rc: i32,
-    res: mlx_sys::mlx_array,
-    op: &str,
-) -> Result<Array, Exception> {
+pub(crate) unsafe fn finish(rc: i32, res: mlx_sys::mlx_array, op: &str) -> Result<Array, Exception> {
     if rc != 0 {
         mlx_sys::mlx_array_free(res);
         return Err(Exception::custom(format!("{op} failed")));
@@ -268,20 +216,10 @@ impl Linear {
         quant: Option<&Quantization>,
     ) -> Result<Self, WeightsError> {
         let weight = load_matrix(w, prefix, out_dims, in_dims, quant)?;
-        let bias = if bias {
-            Some(w.take(&format!("{prefix}.bias"), Some(&[out_dims]))?)
-        } else {
-            None
-        };
-        let weight_t = dense_transpose(&weight).map_err(|source| WeightsError::Transpose {
-            name: format!("{prefix}.weight"),
-            source,
-        })?;
-        Ok(Linear {
-            weight,
-            weight_t,
-            bias,
-        })
+        let bias = if bias { Some(w.take(&format!("{prefix}.bias"), Some(&[out_dims]))?) } else { None };
+        let weight_t = dense_transpose(&weight)
+            .map_err(|source| WeightsError::Transpose { name: format!("{prefix}.weight"), source })?;
+        Ok(Linear { weight, weight_t, bias })
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array, Exception> {
@@ -320,10 +258,7 @@ fn dense_transpose(w: &LinearWeight) -> Result<Option<Array>, Exception> {
 pub(crate) fn weight_arrays(w: &LinearWeight) -> Vec<&Array> {
     match w {
         LinearWeight::Dense(w) => vec![w],
-        LinearWeight::Quantized(p) => [&p.weight, &p.scales]
-            .into_iter()
-            .chain(p.biases.as_ref())
-            .collect(),
+        LinearWeight::Quantized(p) => [&p.weight, &p.scales].into_iter().chain(p.biases.as_ref()).collect(),
     }
 }
 
@@ -343,10 +278,8 @@ impl Embedding {
         quant: Option<&Quantization>,
     ) -> Result<Self, WeightsError> {
         let weight = load_matrix(w, prefix, vocab, dims, quant)?;
-        let weight_t = dense_transpose(&weight).map_err(|source| WeightsError::Transpose {
-            name: format!("{prefix}.weight"),
-            source,
-        })?;
+        let weight_t = dense_transpose(&weight)
+            .map_err(|source| WeightsError::Transpose { name: format!("{prefix}.weight"), source })?;
         Ok(Embedding { weight, weight_t })
     }
 
@@ -355,17 +288,8 @@ impl Embedding {
         match &self.weight {
             LinearWeight::Dense(w) => take_axis(w, ids, 0),
             LinearWeight::Quantized(p) => {
-                let biases = p
-                    .biases
-                    .as_ref()
-                    .map(|b| take_axis(b, ids, 0))
-                    .transpose()?;
-                dequantize(
-                    &take_axis(&p.weight, ids, 0)?,
-                    &take_axis(&p.scales, ids, 0)?,
-                    biases.as_ref(),
-                    p.params,
-                )
+                let biases = p.biases.as_ref().map(|b| take_axis(b, ids, 0)).transpose()?;
+                dequantize(&take_axis(&p.weight, ids, 0)?, &take_axis(&p.scales, ids, 0)?, biases.as_ref(), p.params)
             }
         }
     }
@@ -406,7 +330,5 @@ pub fn gelu_approx(x: &Array) -> Result<Array, Exception> {
     let cube = x.power(scalar(3.0, x)?)?;
     let inner = x.add(scalar(0.044715, x)?.multiply(&cube)?)?;
     let t = tanh(scalar((2.0 / std::f64::consts::PI).sqrt(), x)?.multiply(&inner)?)?;
-    scalar(0.5, x)?
-        .multiply(x)?
-        .multiply(scalar(1.0, x)?.add(&t)?)
+    scalar(0.5, x)?.multiply(x)?.multiply(scalar(1.0, x)?.add(&t)?)
 }

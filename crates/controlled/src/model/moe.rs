@@ -15,14 +15,12 @@
 use mlx_rs::error::Exception;
 use mlx_rs::ops::indexing::{take_along_axis, take_axis, Ellipsis, TryIndexOp};
 use mlx_rs::ops::{
-    argpartition_axis, argsort_axis, clip, expand_dims, expand_dims_axes, flatten, gather_mm,
-    minimum, sigmoid, softmax_axis, stack, swap_axes,
+    argpartition_axis, argsort_axis, clip, expand_dims, expand_dims_axes, flatten, gather_mm, minimum, sigmoid,
+    softmax_axis, stack, swap_axes,
 };
 use mlx_rs::{Array, Dtype, Stream};
 
-use super::layers::{
-    finish, load_stacked, scalar, some_int, swiglu, weight_arrays, Linear, LinearWeight, Packed,
-};
+use super::layers::{finish, load_stacked, scalar, some_int, swiglu, weight_arrays, Linear, LinearWeight, Packed};
 use crate::config::{ExpertActivation, Moe, Quantization, Router};
 use crate::weights::{Weights, WeightsError};
 
@@ -49,34 +47,20 @@ impl SwitchLinear {
     ) -> Result<Self, WeightsError> {
         let weight = load_stacked(w, prefix, &[experts], out_dims, in_dims, quant)?;
         let weight_t = match &weight {
-            LinearWeight::Dense(a) => {
-                Some(
-                    swap_axes(a, -1, -2).map_err(|source| WeightsError::Transpose {
-                        name: format!("{prefix}.weight"),
-                        source,
-                    })?,
-                )
-            }
+            LinearWeight::Dense(a) => Some(
+                swap_axes(a, -1, -2)
+                    .map_err(|source| WeightsError::Transpose { name: format!("{prefix}.weight"), source })?,
+            ),
             LinearWeight::Quantized(_) => None,
         };
-        let bias = if bias {
-            Some(w.take(&format!("{prefix}.bias"), Some(&[experts, out_dims]))?)
-        } else {
-            None
-        };
-        Ok(SwitchLinear {
-            weight,
-            weight_t,
-            bias,
-        })
+        let bias = if bias { Some(w.take(&format!("{prefix}.bias"), Some(&[experts, out_dims]))?) } else { None };
+        Ok(SwitchLinear { weight, weight_t, bias })
     }
 
     fn forward(&self, x: &Array, indices: &Array, sorted: bool) -> Result<Array, Exception> {
         let y = match (&self.weight_t, &self.weight) {
             (Some(wt), _) => gather_mm(x, wt, None, indices, sorted)?,
-            (None, LinearWeight::Dense(w)) => {
-                gather_mm(x, swap_axes(w, -1, -2)?, None, indices, sorted)?
-            }
+            (None, LinearWeight::Dense(w)) => gather_mm(x, swap_axes(w, -1, -2)?, None, indices, sorted)?,
             (_, LinearWeight::Quantized(p)) => gather_qmm(x, p, indices, sorted)?,
         };
         match &self.bias {
@@ -167,10 +151,7 @@ impl SwitchGlu {
     }
 
     fn arrays(&self) -> Vec<&Array> {
-        [&self.gate, &self.up, &self.down]
-            .into_iter()
-            .flat_map(SwitchLinear::arrays)
-            .collect()
+        [&self.gate, &self.up, &self.down].into_iter().flat_map(SwitchLinear::arrays).collect()
     }
 }
 
@@ -210,15 +191,7 @@ impl SparseMoe {
             stack_experts(w, &format!("{prefix}.{per_expert}"), &experts, e)?;
         }
         let linear = |w: &mut Weights, name: &str, out_dims: i32, in_dims: i32| {
-            SwitchLinear::load(
-                w,
-                &format!("{experts}.{name}"),
-                e,
-                out_dims,
-                in_dims,
-                spec.bias,
-                quant,
-            )
+            SwitchLinear::load(w, &format!("{experts}.{name}"), e, out_dims, in_dims, spec.bias, quant)
         };
         let switch = SwitchGlu {
             gate: linear(w, "gate_proj", ff, dims)?,
@@ -226,26 +199,14 @@ impl SparseMoe {
             down: linear(w, "down_proj", dims, ff)?,
             activation: spec.activation,
         };
-        let router = Linear::load(
-            w,
-            &format!("{prefix}.{}", spec.router_name),
-            e,
-            dims,
-            spec.bias,
-            quant,
-        )?;
-        Ok(SparseMoe {
-            router,
-            experts: switch,
-            spec,
-        })
+        let router = Linear::load(w, &format!("{prefix}.{}", spec.router_name), e, dims, spec.bias, quant)?;
+        Ok(SparseMoe { router, experts: switch, spec })
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array, Exception> {
         let (k, e) = (self.spec.top_k, self.spec.num_experts);
-        let top_k = |a: &Array| -> Result<Array, Exception> {
-            argpartition_axis(a, -k, -1)?.try_index((Ellipsis, e - k..))
-        };
+        let top_k =
+            |a: &Array| -> Result<Array, Exception> { argpartition_axis(a, -k, -1)?.try_index((Ellipsis, e - k..)) };
         match self.spec.router {
             Router::SoftmaxTopK { norm_topk_prob } => {
                 let gates = softmax_axis(self.router.forward(x)?, -1, true)?;
@@ -256,9 +217,7 @@ impl SparseMoe {
                 }
                 let y = self.experts.forward(x, &inds)?;
                 let dtype: Dtype = y.dtype();
-                y.multiply(expand_dims(&scores, -1)?)?
-                    .sum_axis(-2, false)?
-                    .as_dtype(dtype)
+                y.multiply(expand_dims(&scores, -1)?)?.sum_axis(-2, false)?.as_dtype(dtype)
             }
             Router::TopKSoftmax => {
                 let g = self.router.forward(x)?;
@@ -284,14 +243,10 @@ fn stack_experts(w: &mut Weights, from: &str, to: &str, experts: i32) -> Result<
         return Ok(());
     }
     for proj in ["up_proj", "down_proj", "gate_proj"] {
-        let parts = (0..experts)
-            .map(|e| w.take(&format!("{from}.{e}.{proj}.weight"), None))
-            .collect::<Result<Vec<_>, _>>()?;
+        let parts =
+            (0..experts).map(|e| w.take(&format!("{from}.{e}.{proj}.weight"), None)).collect::<Result<Vec<_>, _>>()?;
         let name = format!("{to}.{proj}.weight");
-        let stacked = stack(&parts, 0).map_err(|source| WeightsError::Stack {
-            name: name.clone(),
-            source,
-        })?;
+        let stacked = stack(&parts, 0).map_err(|source| WeightsError::Stack { name: name.clone(), source })?;
         w.insert(name, stacked);
     }
     Ok(())
@@ -306,11 +261,7 @@ mod tests {
     fn dense(experts: i32, out_dims: i32, in_dims: i32, key: u64) -> SwitchLinear {
         let key = mlx_rs::random::key(key).unwrap();
         let w = normal::<f32>(&[experts, out_dims, in_dims], None, None, &key).unwrap();
-        SwitchLinear {
-            weight_t: Some(swap_axes(&w, -1, -2).unwrap()),
-            weight: LinearWeight::Dense(w),
-            bias: None,
-        }
+        SwitchLinear { weight_t: Some(swap_axes(&w, -1, -2).unwrap()), weight: LinearWeight::Dense(w), bias: None }
     }
 
     fn values<T: mlx_rs::ArrayElement + Copy>(a: &Array) -> Vec<T> {
@@ -320,10 +271,7 @@ mod tests {
 
     fn routes(tokens: i32, k: i32, experts: i32) -> Array {
         let key = mlx_rs::random::key(7).unwrap();
-        randint::<_, i32>(0, experts, &[1, tokens, k], &key)
-            .unwrap()
-            .as_dtype(Dtype::Uint32)
-            .unwrap()
+        randint::<_, i32>(0, experts, &[1, tokens, k], &key).unwrap().as_dtype(Dtype::Uint32).unwrap()
     }
 
     /// `_gather_sort`: indices in expert order, each row the token of its entry, and an inverse
@@ -351,10 +299,7 @@ mod tests {
         let got: Vec<f32> = values(&sorted_x.reshape(&[-1]).unwrap());
         for (i, &o) in rows.iter().enumerate() {
             let t = (o / k as u32) as usize;
-            assert_eq!(
-                &got[i * d as usize..][..d as usize],
-                &xs[t * d as usize..][..d as usize]
-            );
+            assert_eq!(&got[i * d as usize..][..d as usize], &xs[t * d as usize..][..d as usize]);
         }
     }
 
@@ -382,17 +327,8 @@ mod tests {
                 &glu.up.forward(&xe, &indices, false).unwrap(),
             )
             .unwrap();
-            let plain = glu
-                .down
-                .forward(&h, &indices, false)
-                .unwrap()
-                .squeeze_axes(&[-2])
-                .unwrap();
-            assert_eq!(
-                values::<f32>(&ours),
-                values::<f32>(&plain),
-                "{tokens} tokens"
-            );
+            let plain = glu.down.forward(&h, &indices, false).unwrap().squeeze_axes(&[-2]).unwrap();
+            assert_eq!(values::<f32>(&ours), values::<f32>(&plain), "{tokens} tokens");
         }
     }
 }

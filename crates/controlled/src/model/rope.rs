@@ -37,14 +37,7 @@ impl Rope {
         let (dims, base) = (config.dims, config.base);
         let precomputed = |freqs: Array, input_scale: Option<f32>| -> Result<Rope, Exception> {
             freqs.eval()?;
-            Ok(Rope {
-                dims,
-                traditional: config.traditional,
-                base: None,
-                scale: 1.0,
-                freqs: Some(freqs),
-                input_scale,
-            })
+            Ok(Rope { dims, traditional: config.traditional, base: None, scale: 1.0, freqs: Some(freqs), input_scale })
         };
         match &config.scaling {
             RopeScaling::Plain { scale } => Ok(Rope {
@@ -60,25 +53,15 @@ impl Rope {
                 low_freq_factor,
                 high_freq_factor,
                 original_max_position_embeddings: old,
-            } => precomputed(
-                llama3_freqs(dims, base, factor, low_freq_factor, high_freq_factor, old)?,
-                None,
-            ),
-            RopeScaling::SuScaled {
-                long_factor,
-                scalar,
-                scale,
-            } => {
+            } => precomputed(llama3_freqs(dims, base, factor, low_freq_factor, high_freq_factor, old)?, None),
+            RopeScaling::SuScaled { long_factor, scalar, scale } => {
                 let factors: Vec<f32> = long_factor.iter().map(|&v| v as f32).collect();
                 let factors = if *scalar {
                     Array::from_f32(factors[0])
                 } else {
                     Array::from_slice(&factors, &[factors.len() as i32])
                 };
-                precomputed(
-                    factors.multiply(base_freqs(dims, base)?)?,
-                    Some(*scale as f32),
-                )
+                precomputed(factors.multiply(base_freqs(dims, base)?)?, Some(*scale as f32))
             }
             &RopeScaling::Yarn {
                 factor,
@@ -113,15 +96,7 @@ impl Rope {
             }
             None => x,
         };
-        mlx_rs::fast::rope(
-            x,
-            self.dims,
-            self.traditional,
-            self.base,
-            self.scale,
-            offset,
-            self.freqs.as_ref(),
-        )
+        mlx_rs::fast::rope(x, self.dims, self.traditional, self.base, self.scale, offset, self.freqs.as_ref())
     }
 
     pub fn arrays(&self) -> impl Iterator<Item = &Array> {
@@ -141,33 +116,16 @@ fn multiply_leading(x: &Array, dims: i32, s: f32) -> Result<Array, Exception> {
 }
 
 /// mlx_lm `Llama3RoPE.__init__`, op for op.
-fn llama3_freqs(
-    dims: i32,
-    base: f32,
-    factor: f64,
-    low: f64,
-    high: f64,
-    old: f64,
-) -> Result<Array, Exception> {
+fn llama3_freqs(dims: i32, base: f32, factor: f64, low: f64, high: f64, old: f64) -> Result<Array, Exception> {
     let low_freq_wavelen = old / low;
     let high_freq_wavelen = old / high;
     // base ** (mx.arange(0, dims, 2) / dims)
     let exponents = arange::<_, i32>(0, dims, 2)?.divide(Array::from_int(dims))?;
     let freqs = Array::from_f32(base).power(&exponents)?;
     let wavelens = f(2.0 * std::f64::consts::PI).multiply(&freqs)?;
-    let freqs = select(
-        wavelens.gt(f(low_freq_wavelen))?,
-        freqs.multiply(f(factor))?,
-        &freqs,
-    )?;
-    let is_medium = logical_and(
-        wavelens.gt(f(high_freq_wavelen))?,
-        wavelens.lt(f(low_freq_wavelen))?,
-    )?;
-    let smooth = f(old)
-        .divide(&wavelens)?
-        .subtract(f(low))?
-        .divide(f(high - low))?;
+    let freqs = select(wavelens.gt(f(low_freq_wavelen))?, freqs.multiply(f(factor))?, &freqs)?;
+    let is_medium = logical_and(wavelens.gt(f(high_freq_wavelen))?, wavelens.lt(f(low_freq_wavelen))?)?;
+    let smooth = f(old).divide(&wavelens)?.subtract(f(low))?.divide(f(high - low))?;
     let denom = f(1.0).subtract(&smooth)?.divide(f(factor))?.add(&smooth)?;
     let smooth_freqs = freqs.divide(&denom)?;
     select(&is_medium, &smooth_freqs, &freqs)
@@ -186,9 +144,7 @@ fn yarn(
     mscale_all_dim: f64,
 ) -> Result<(Array, f64), Exception> {
     use std::f64::consts::PI;
-    let correction_dim = |rotations: f64| {
-        (dims as f64 * (original / (rotations * 2.0 * PI)).ln()) / (2.0 * base.ln())
-    };
+    let correction_dim = |rotations: f64| (dims as f64 * (original / (rotations * 2.0 * PI)).ln()) / (2.0 * base.ln());
     let low = correction_dim(beta_fast).floor().max(0.0);
     let high = correction_dim(beta_slow).ceil().min((dims - 1) as f64);
     let get_mscale = |scale: f64, m: f64| {
@@ -201,20 +157,12 @@ fn yarn(
     let input_scale = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim);
     let freq_extra = base_freqs(dims, base as f32)?;
     let freq_inter = f(factor).multiply(&freq_extra)?;
-    let (min_val, max_val) = if low == high {
-        (low, high + 0.001)
-    } else {
-        (low, high)
-    };
-    let ramp = arange::<_, f32>(0.0, (dims / 2) as f32, 1.0)?
-        .subtract(f(min_val))?
-        .divide(f(max_val - min_val))?;
+    let (min_val, max_val) = if low == high { (low, high + 0.001) } else { (low, high) };
+    let ramp = arange::<_, f32>(0.0, (dims / 2) as f32, 1.0)?.subtract(f(min_val))?.divide(f(max_val - min_val))?;
     let ramp = clip(&ramp, (f(0.0), f(1.0)))?;
     let freq_mask = f(1.0).subtract(&ramp)?;
     let num = freq_inter.multiply(&freq_extra)?;
-    let den = freq_inter
-        .multiply(&freq_mask)?
-        .add(freq_extra.multiply(f(1.0).subtract(&freq_mask)?)?)?;
+    let den = freq_inter.multiply(&freq_mask)?.add(freq_extra.multiply(f(1.0).subtract(&freq_mask)?)?)?;
     let freqs = num.divide(&den)?;
     debug_assert_eq!(freqs.dtype(), Dtype::Float32);
     Ok((freqs, input_scale))

@@ -27,11 +27,7 @@ impl CancelFlag {
         let flag = Self::new();
         for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
             // Registered first so it sees the flag as the previous signal left it.
-            signal_hook::flag::register_conditional_shutdown(
-                signal,
-                ExitCode::Cancelled.code(),
-                Arc::clone(&flag.0),
-            )?;
+            signal_hook::flag::register_conditional_shutdown(signal, ExitCode::Cancelled.code(), Arc::clone(&flag.0))?;
             signal_hook::flag::register(signal, Arc::clone(&flag.0))?;
         }
         Ok(flag)

@@ -30,9 +30,9 @@ pub fn claim(out: &OutDir) -> Result<Marker, ClaimError> {
     let marker = Marker::now();
     match create_exclusive(&path, &marker) {
         Ok(()) => Ok(marker),
-        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(
-            ClaimError::AlreadyClaimed { path: out.path().to_owned(), file: super::outdir::CLAIM_FILE },
-        ),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(ClaimError::AlreadyClaimed { path: out.path().to_owned(), file: super::outdir::CLAIM_FILE })
+        }
         Err(source) => Err(ClaimError::Io { path, source }),
     }
 }

@@ -53,11 +53,8 @@ impl Gate {
             .and_then(|()| {
                 // Read and write: the worker holds a writer itself, so the FIFO never reads as
                 // hung up between the launcher's writes.
-                let file = std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .custom_flags(nix::libc::O_NONBLOCK)
-                    .open(&path);
+                let file =
+                    std::fs::OpenOptions::new().read(true).write(true).custom_flags(nix::libc::O_NONBLOCK).open(&path);
                 if file.is_err() {
                     let _ = std::fs::remove_file(&path);
                 }

@@ -117,16 +117,13 @@ impl Hooks {
     /// Reads the hook from the environment.
     pub fn from_env(dir: &Path) -> Result<Self, HookError> {
         let site = match std::env::var(HOOK_ENV) {
-            Ok(name) if !name.is_empty() => Site::ALL
-                .into_iter()
-                .find(|s| s.name() == name)
-                .ok_or(HookError::UnknownSite(name))?,
+            Ok(name) if !name.is_empty() => {
+                Site::ALL.into_iter().find(|s| s.name() == name).ok_or(HookError::UnknownSite(name))?
+            }
             _ => return Ok(Self::none(dir)),
         };
         let request = match std::env::var(HOOK_REQUEST_ENV) {
-            Ok(text) if !text.is_empty() => {
-                text.parse().map_err(|_| HookError::BadRequest(text))?
-            }
+            Ok(text) if !text.is_empty() => text.parse().map_err(|_| HookError::BadRequest(text))?,
             _ => 0,
         };
         Ok(Self { armed: Some((site, request)), spent: AtomicBool::new(false), dir: dir.to_owned() })
@@ -213,11 +210,8 @@ mod tests {
     #[test]
     fn cancel_releases_a_held_worker() {
         let tmp = tempfile::tempdir().unwrap();
-        let hooks = Hooks {
-            armed: Some((Site::AfterReady, 0)),
-            spent: AtomicBool::new(false),
-            dir: tmp.path().to_owned(),
-        };
+        let hooks =
+            Hooks { armed: Some((Site::AfterReady, 0)), spent: AtomicBool::new(false), dir: tmp.path().to_owned() };
         let cancel = CancelFlag::new();
         std::thread::scope(|scope| {
             let held = scope.spawn(|| hooks.reach(Site::AfterReady, None, &cancel, None));

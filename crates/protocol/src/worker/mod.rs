@@ -22,14 +22,12 @@ pub use gate::{signal_done, DoneError, Gate, GATE_POLL, GATE_WAKE_TIMEOUT};
 pub use hooks::{HookError, Hooks, Site, HOOK_ENV, HOOK_REQUEST_ENV};
 pub use marker::Marker;
 pub use outdir::{
-    OutDir, OutDirError, CLAIM_FILE, JOB_FILE, LAUNCHER_MESSAGE, READY_FILE, REPORT_FILE,
-    REPORT_TEMP_PREFIX, REQUEST_FILE_PREFIX, GATE_FIFO,
+    OutDir, OutDirError, CLAIM_FILE, GATE_FIFO, JOB_FILE, LAUNCHER_MESSAGE, READY_FILE, REPORT_FILE,
+    REPORT_TEMP_PREFIX, REQUEST_FILE_PREFIX,
 };
 pub use ready::{signal_ready, ReadyError};
 pub use report_write::{write_once, ReportWriteError, WriteOutcome};
-pub use run::{
-    request_plan, run_worker, Driver, Interrupt, Refusal, RequestContext, RequestError, RequestSpec,
-};
+pub use run::{request_plan, run_worker, Driver, Interrupt, Refusal, RequestContext, RequestError, RequestSpec};
 pub use slowdown::{Slowdown, SlowdownError, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV};
 pub use utc::utc_now_rfc3339;
 pub use validate::{

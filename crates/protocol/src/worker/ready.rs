@@ -29,9 +29,7 @@ pub fn signal_ready(out: &OutDir) -> Result<Marker, ReadyError> {
     let marker = Marker::now();
     match create_exclusive(&path, &marker) {
         Ok(()) => Ok(marker),
-        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-            Err(ReadyError::AlreadyExists { path })
-        }
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(ReadyError::AlreadyExists { path }),
         Err(source) => Err(ReadyError::Io { path, source }),
     }
 }

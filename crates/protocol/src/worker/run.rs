@@ -26,8 +26,8 @@ use super::{
     watchdog::Watchdog,
 };
 use crate::{
-    Adapter, ExitCode, Identity, Mode, Phase, RequestRecord, Status, WorkerJob, WorkerReport,
-    REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
+    Adapter, ExitCode, Identity, Mode, Phase, RequestRecord, Status, WorkerJob, WorkerReport, REPORT_SCHEMA_VERSION,
+    WORKER_JOB_SCHEMA_VERSION,
 };
 
 /// A refused job: the field at fault (dotted, as in the job or manifest) and why.
@@ -107,11 +107,7 @@ pub fn request_plan(job: &WorkerJob) -> Vec<RequestSpec> {
         }
     };
     let n = phases.len();
-    phases
-        .into_iter()
-        .enumerate()
-        .map(|(i, phase)| RequestSpec { index: i as u32, phase, last: i + 1 == n })
-        .collect()
+    phases.into_iter().enumerate().map(|(i, phase)| RequestSpec { index: i as u32, phase, last: i + 1 == n }).collect()
 }
 
 /// What a request's decode loop polls.
@@ -190,7 +186,13 @@ fn exit_code_of(status: Status) -> ExitCode {
 
 /// Fills in the end state, writes the report once and returns the process's exit code.
 /// Returns `None` if the other party already took over.
-fn finish(out: &OutDir, slot: &SharedSlot, status: Status, error: Option<String>, before_write: impl FnOnce()) -> Option<ExitCode> {
+fn finish(
+    out: &OutDir,
+    slot: &SharedSlot,
+    status: Status,
+    error: Option<String>,
+    before_write: impl FnOnce(),
+) -> Option<ExitCode> {
     let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
     if guard.taken {
         return None;
@@ -210,7 +212,11 @@ fn finish(out: &OutDir, slot: &SharedSlot, status: Status, error: Option<String>
                 "worker: {} already exists and was left untouched; this run's report (status {}) \
                  was not recorded, so the run ends failed",
                 out.report().display(),
-                if status == Status::Ok { "ok, downgraded to failed".to_owned() } else { format!("{status:?}").to_lowercase() }
+                if status == Status::Ok {
+                    "ok, downgraded to failed".to_owned()
+                } else {
+                    format!("{status:?}").to_lowercase()
+                }
             );
             Some(ExitCode::Failed)
         }
@@ -367,8 +373,13 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
 
     let mut end: Option<(Status, Option<String>)> = None;
     for spec in request_plan(&job) {
-        let ctx =
-            RequestContext { index: spec.index, cancel: &cancel, watchdog: &watchdog, hooks: &hooks, slowdown: &slowdown };
+        let ctx = RequestContext {
+            index: spec.index,
+            cancel: &cancel,
+            watchdog: &watchdog,
+            hooks: &hooks,
+            slowdown: &slowdown,
+        };
         let gate = || wake.as_ref().map_or(Ok(()), |gate| gate.wait(&out, spec.index, &cancel, &watchdog));
         if let Err(interrupt) = ctx.check().and_then(|()| gate()) {
             end = Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
@@ -383,7 +394,10 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
                 slot.lock().unwrap_or_else(|e| e.into_inner()).report.requests.push(record);
                 if job.gate {
                     if let Err(err) = signal_done(&out, spec.index) {
-                        end = Some((Status::Failed, Some(format!("request {}: {err}: {}", spec.index, err_source(&err)))));
+                        end = Some((
+                            Status::Failed,
+                            Some(format!("request {}: {err}: {}", spec.index, err_source(&err))),
+                        ));
                         break;
                     }
                 }
@@ -437,17 +451,14 @@ fn common_checks(job: &WorkerJob, adapter: Adapter) -> Result<(), Refusal> {
     if job.adapter != adapter {
         return Err(Refusal::mismatch("adapter", adapter.as_str(), job.adapter.as_str()));
     }
-    job.run_policy
-        .validate()
-        .map_err(|err| Refusal::new(format!("run_policy.{}", err.field), err.to_string()))?;
+    job.run_policy.validate().map_err(|err| Refusal::new(format!("run_policy.{}", err.field), err.to_string()))?;
     match (job.mode, &job.continuation) {
         (Mode::FixedContinuation, None) => {
             Err(Refusal::new("continuation", "required in fixed_continuation mode, found null"))
         }
-        (Mode::Headline | Mode::ReferencePair, Some(_)) => Err(Refusal::new(
-            "continuation",
-            format!("must be null in {} mode", job.mode.as_str()),
-        )),
+        (Mode::Headline | Mode::ReferencePair, Some(_)) => {
+            Err(Refusal::new("continuation", format!("must be null in {} mode", job.mode.as_str())))
+        }
         _ => Ok(()),
     }
 }
@@ -489,7 +500,12 @@ mod tests {
             Ok(())
         }
 
-        fn run_request(&mut self, job: &WorkerJob, spec: RequestSpec, ctx: &RequestContext<'_>) -> Result<RequestRecord, RequestError> {
+        fn run_request(
+            &mut self,
+            job: &WorkerJob,
+            spec: RequestSpec,
+            ctx: &RequestContext<'_>,
+        ) -> Result<RequestRecord, RequestError> {
             ctx.poll(Site::BeforePrefillChunk)?;
             ctx.poll(Site::BeforeSeedForward)?;
             let l = job.prompt_ids.len() as u32;
@@ -497,7 +513,16 @@ mod tests {
             for s in 1..job.run_policy.max_new_tokens {
                 ctx.poll(Site::BeforeDecodeStep)?;
                 self.polls += 1;
-                steps.push(StepRecord { position: l + s, argmax: 1, t_ns: u64::from(s) + 1, dur_ns: 1, build_ns: None, eval_ns: None, margin: None, tie: None });
+                steps.push(StepRecord {
+                    position: l + s,
+                    argmax: 1,
+                    t_ns: u64::from(s) + 1,
+                    dur_ns: 1,
+                    build_ns: None,
+                    eval_ns: None,
+                    margin: None,
+                    tie: None,
+                });
             }
             Ok(RequestRecord {
                 index: spec.index,
@@ -516,7 +541,13 @@ mod tests {
     }
 
     fn small_job() -> serde_json::Value {
-        let policy = RunPolicy { first_requests: 1, warmup_requests: 1, measured_requests: 1, max_new_tokens: 4, ..RunPolicy::frozen() };
+        let policy = RunPolicy {
+            first_requests: 1,
+            warmup_requests: 1,
+            measured_requests: 1,
+            max_new_tokens: 4,
+            ..RunPolicy::frozen()
+        };
         serde_json::json!({
             "schema_version": 1, "run_id": "r", "adapter": "stock", "mode": "headline",
             "repo_root": "/r", "manifest_path": "/r/workloads.json",
@@ -537,7 +568,8 @@ mod tests {
         let mut fake = Fake { polls: 0 };
         assert_eq!(run_worker(tmp.path(), &mut fake), ExitCode::Ok);
         assert_eq!(fake.polls, 3 * 3);
-        let report: WorkerReport = serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
+        let report: WorkerReport =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
         assert_eq!((report.status, report.exit_code, report.requests.len()), (Status::Ok, 0, 3));
         assert_eq!(report.pid, std::process::id());
         let phases: Vec<_> = report.requests.iter().map(|r| r.phase).collect();
@@ -567,7 +599,8 @@ mod tests {
         std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
         std::fs::write(tmp.path().join("worker-ready"), b"seeded").unwrap();
         assert_eq!(run_worker(tmp.path(), &mut Fake { polls: 0 }), ExitCode::Failed);
-        let report: WorkerReport = serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
+        let report: WorkerReport =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
         assert_eq!(report.status, Status::Failed);
         assert!(report.error.unwrap().contains("worker-ready"));
         assert!(report.requests.is_empty());

@@ -77,7 +77,10 @@ mod tests {
         assert_eq!(slowed.micros(), Some(25));
         assert_eq!(Slowdown::parse(some("25"), some("controlled"), Adapter::Stock).unwrap().micros(), None);
         assert_eq!(Slowdown::parse(None, None, Adapter::Stock).unwrap(), Slowdown::default());
-        assert_eq!(Slowdown::parse(some("x"), some("stock"), Adapter::Stock), Err(SlowdownError::BadMicros("x".into())));
+        assert_eq!(
+            Slowdown::parse(some("x"), some("stock"), Adapter::Stock),
+            Err(SlowdownError::BadMicros("x".into()))
+        );
         assert_eq!(Slowdown::parse(some("5"), None, Adapter::Stock), Err(SlowdownError::Half));
         assert_eq!(Slowdown::parse(None, some("stock"), Adapter::Stock), Err(SlowdownError::Half));
 

@@ -14,12 +14,7 @@ pub fn format_unix(secs: u64, micros: u32) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
 /// Howard Hinnant's `civil_from_days`: days since 1970-01-01 to (year, month, day).

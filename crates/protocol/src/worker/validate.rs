@@ -80,7 +80,9 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
     }
     pins::verify_pin(&job.manifest_path, &bytes).map_err(|err| refusal(&err, "manifest_sha256"))?;
     let (manifest, _) = pins::load_manifest(&job.manifest_path).map_err(|err| match err {
-        PinError::SchemaVersion { expected, actual, .. } => Refusal::mismatch("manifest.schema_version", expected, actual),
+        PinError::SchemaVersion { expected, actual, .. } => {
+            Refusal::mismatch("manifest.schema_version", expected, actual)
+        }
         other => refusal(&other, "manifest_path"),
     })?;
 
@@ -91,7 +93,11 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
         .ok_or_else(|| Refusal::new("case_id", format!("{:?} is not a case of the manifest", job.case_id)))?;
     let case_dir = pins::case_dir(&repo, &job.case_id, case).map_err(|err| refusal(&err, "model_dir"))?;
     if canonical(&job.model_dir) != canonical(&case_dir) {
-        return Err(Refusal::mismatch("model_dir", format!("the case folder {}", case_dir.display()), job.model_dir.display()));
+        return Err(Refusal::mismatch(
+            "model_dir",
+            format!("the case folder {}", case_dir.display()),
+            job.model_dir.display(),
+        ));
     }
     first(pins::check_case(&repo, &job.case_id, case), "model_dir")?;
 
@@ -119,7 +125,10 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
     }
     if let (Mode::FixedContinuation, Some(continuation)) = (job.mode, &job.continuation) {
         if *continuation != prompt.continuation {
-            return Err(Refusal::new("continuation", format!("differs from prompts[{:?}].continuation", job.prompt_id)));
+            return Err(Refusal::new(
+                "continuation",
+                format!("differs from prompts[{:?}].continuation", job.prompt_id),
+            ));
         }
         let steps = manifest.run_policy.fixed_continuation_steps as usize;
         if continuation.len() != steps {
@@ -140,17 +149,29 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
 
     // Policy and environment pins: the job's must be the manifest's.
     let by_field = |value: serde_json::Value| value.as_object().cloned().unwrap_or_default();
-    let (found, expected) = (by_field(serde_json::to_value(&job.run_policy).unwrap()), by_field(serde_json::to_value(&manifest.run_policy).unwrap()));
+    let (found, expected) = (
+        by_field(serde_json::to_value(&job.run_policy).unwrap()),
+        by_field(serde_json::to_value(&manifest.run_policy).unwrap()),
+    );
     for (name, want) in &expected {
         if found.get(name) != Some(want) {
-            return Err(Refusal::mismatch(format!("run_policy.{name}"), format!("{want} (the manifest's)"), found.get(name).cloned().unwrap_or_default()));
+            return Err(Refusal::mismatch(
+                format!("run_policy.{name}"),
+                format!("{want} (the manifest's)"),
+                found.get(name).cloned().unwrap_or_default(),
+            ));
         }
     }
     let pinned = pins::selected_pins(&manifest).map_err(|err| refusal(&err, "environments"))?;
-    let (found, expected) = (by_field(serde_json::to_value(&job.environment).unwrap()), by_field(serde_json::to_value(pinned).unwrap()));
+    let (found, expected) =
+        (by_field(serde_json::to_value(&job.environment).unwrap()), by_field(serde_json::to_value(pinned).unwrap()));
     for (name, want) in &expected {
         if found.get(name) != Some(want) {
-            return Err(Refusal::mismatch(format!("environment.{name}"), format!("{want} (the manifest's)"), found.get(name).cloned().unwrap_or_default()));
+            return Err(Refusal::mismatch(
+                format!("environment.{name}"),
+                format!("{want} (the manifest's)"),
+                found.get(name).cloned().unwrap_or_default(),
+            ));
         }
     }
 
@@ -202,7 +223,11 @@ pub fn check_mapped_libmlx(job: &WorkerJob, mapped: &Path) -> Result<Sha256Diges
     let field = "environment.libmlx_sha256";
     let actual = Sha256Digest::of_file(mapped).map_err(|err| Refusal::new(field, err.to_string()))?;
     if actual != job.environment.libmlx_sha256 {
-        return Err(Refusal::mismatch(field, job.environment.libmlx_sha256, format!("{actual} for {}", mapped.display())));
+        return Err(Refusal::mismatch(
+            field,
+            job.environment.libmlx_sha256,
+            format!("{actual} for {}", mapped.display()),
+        ));
     }
     Ok(actual)
 }
@@ -277,7 +302,8 @@ mod tests {
     fn source_digest_is_the_freeze_of_the_pinned_map() {
         let a = Sha256Digest::of_bytes(b"a");
         let b = Sha256Digest::of_bytes(b"b");
-        let map: BTreeMap<String, Sha256Digest> = [("tools/stock/z.py".to_owned(), b), ("tools/stock/a.py".to_owned(), a)].into();
+        let map: BTreeMap<String, Sha256Digest> =
+            [("tools/stock/z.py".to_owned(), b), ("tools/stock/a.py".to_owned(), a)].into();
         let expected = Sha256Digest::of_bytes(format!("tools/stock/a.py\0{a}\ntools/stock/z.py\0{b}\n").as_bytes());
         assert_eq!(worker_sources_sha256(&map), expected);
     }

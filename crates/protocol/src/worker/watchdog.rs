@@ -46,7 +46,12 @@ impl Watchdog {
     /// Starts the thread; `deadline` counts from now.
     pub fn start(deadline: Duration, poll: Duration, grace: Duration, backstop: Backstop) -> Self {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { deadline: Instant::now() + deadline, paused_since: None, fired: false, stopped: false }),
+            state: Mutex::new(State {
+                deadline: Instant::now() + deadline,
+                paused_since: None,
+                fired: false,
+                stopped: false,
+            }),
             changed: Condvar::new(),
             fired: AtomicBool::new(false),
         });
@@ -124,11 +129,7 @@ fn watch(shared: &Shared, poll: Duration, grace: Duration, backstop: Backstop) {
             backstop();
             return;
         }
-        state = shared
-            .changed
-            .wait_timeout(state, grace_end - now)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+        state = shared.changed.wait_timeout(state, grace_end - now).unwrap_or_else(|e| e.into_inner()).0;
     }
 }
 
@@ -171,7 +172,12 @@ mod tests {
 
     #[test]
     fn a_paused_deadline_does_not_fire_and_resumes_later() {
-        let dog = Watchdog::start(Duration::from_secs(3600), Duration::from_millis(1), Duration::from_secs(3600), Box::new(|| ()));
+        let dog = Watchdog::start(
+            Duration::from_secs(3600),
+            Duration::from_millis(1),
+            Duration::from_secs(3600),
+            Box::new(|| ()),
+        );
         dog.pause();
         dog.force_deadline();
         // Thirty polls pass while paused: a deadline that ran during the pause would fire.
