@@ -19,7 +19,7 @@ pub enum WorkerJobError {
     Environment {
         path: PathBuf,
         #[source]
-        source: decode_baseline_protocol::pins::PinError,
+        source: Box<decode_baseline_protocol::pins::PinError>,
     },
 }
 
@@ -65,7 +65,7 @@ pub fn build(
     })?;
     let model_dir = model_dir(case, repo);
     let environment = decode_baseline_protocol::pins::selected_pins(manifest)
-        .map_err(|source| WorkerJobError::Environment { path: loaded.path.clone(), source })?
+        .map_err(|source| WorkerJobError::Environment { path: loaded.path.clone(), source: Box::new(source) })?
         .clone();
     Ok(WorkerJob {
         schema_version: WORKER_JOB_SCHEMA_VERSION,

@@ -65,7 +65,7 @@ impl PairedSample {
         for run in runs {
             for &(num, den) in run {
                 for (side, v) in [("numerator", num), ("denominator", den)] {
-                    if !(v > 0.0) || !v.is_finite() {
+                    if !v.is_finite() || v <= 0.0 {
                         return Err(StatsError::NotPositive { side, value: v });
                     }
                 }
