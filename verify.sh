@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Full verification, the README's test command: provisions the pinned Python environment (first
 # run only), builds everything, runs every test, and checks that the launcher, guard and compare
-# also build without MLX (into target/mlx-free), and that the code is formatted and
-# clippy-clean. Prints VERIFIED
-# at the end; any failure stops it with a non-zero exit.
+# also build without MLX (into target/mlx-free), and that the code is formatted and clippy-clean.
+# Prints VERIFIED at the end; any failure stops it with a non-zero exit.
 set -euo pipefail
 cd "$(dirname "$0")"
 
