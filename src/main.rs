@@ -12,6 +12,7 @@ mod launcher;
 mod manifest_cli;
 mod plot;
 mod report;
+mod safetensors_header;
 mod worker;
 
 fn main() {

@@ -15,7 +15,7 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     fs,
-    io::{Read, Write},
+    io::Write,
     path::{Path, PathBuf},
     process::Command,
 };
@@ -436,8 +436,8 @@ pub fn derive_dtype(config: &serde_json::Value, weights: &[PathBuf]) -> anyhow::
     }
     let mut dtypes = BTreeSet::new();
     for path in weights {
-        for dtype in safetensors_dtypes(path)? {
-            let name = match dtype.as_str() {
+        for tensor in crate::safetensors_header::read(path)?.into_values() {
+            let name = match tensor.dtype.as_str() {
                 "F32" => "float32",
                 "BF16" => "bfloat16",
                 "F16" => "float16",
@@ -449,25 +449,6 @@ pub fn derive_dtype(config: &serde_json::Value, weights: &[PathBuf]) -> anyhow::
     }
     ensure!(!dtypes.is_empty(), "no floating-point tensor in the safetensors files");
     Ok(dtypes.into_iter().collect::<Vec<_>>().join("+"))
-}
-
-/// The dtypes of the tensors of a safetensors file, from its header (an 8-byte little-endian
-/// length, then that much JSON: tensor name to `{dtype, shape, data_offsets}`).
-pub fn safetensors_dtypes(path: &Path) -> anyhow::Result<BTreeSet<String>> {
-    let mut file = fs::File::open(path).with_context(|| format!("failed to open {}", path.display()))?;
-    let mut len = [0u8; 8];
-    file.read_exact(&mut len).with_context(|| format!("failed to read the header length of {}", path.display()))?;
-    let len = u64::from_le_bytes(len);
-    ensure!(len <= 100 << 20, "{}: safetensors header of {len} bytes is implausible", path.display());
-    let mut header = vec![0u8; len as usize];
-    file.read_exact(&mut header).with_context(|| format!("failed to read the header of {}", path.display()))?;
-    let header: BTreeMap<String, serde_json::Value> =
-        serde_json::from_slice(&header).with_context(|| format!("failed to parse the header of {}", path.display()))?;
-    Ok(header
-        .iter()
-        .filter(|(name, _)| *name != "__metadata__")
-        .filter_map(|(_, tensor)| tensor["dtype"].as_str().map(str::to_owned))
-        .collect())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,6 +28,16 @@ pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
         println!("{}", file.display());
     }
     for roof in &written.rooflines {
+        let b = &roof.bytes;
+        let windows: String =
+            b.windowed.iter().map(|(bytes, w)| format!(", {bytes} B per position up to {w}")).collect();
+        println!(
+            "roofline {}: {:.3} MB of weights per step ({:.3} MB in the files), KV {} B per position{windows}",
+            roof.cell,
+            b.weight_bytes as f64 / 1e6,
+            b.file_bytes as f64 / 1e6,
+            b.kv_bytes_per_position,
+        );
         for a in &roof.adapters {
             println!(
                 "roofline {} {}: {:.2} % of the ceiling (median), {:.2} % max{}",

@@ -8,6 +8,7 @@ mod depth;
 mod distribution;
 mod error;
 mod roofline;
+mod step_bytes;
 mod steps;
 mod svg;
 mod write;

@@ -1,96 +1,22 @@
 //! The roofline figure: how close each adapter's decode comes to the memory-bandwidth ceiling.
 //!
-//! A decode step must read every weight once and the KV cache up to its position, so with a peak
-//! bandwidth `B` (bytes/s) a step at position `p` takes at least `bytes(p) / B`, and
-//! `ceiling(p) = B / bytes(p)` tokens/s, where
-//! `bytes(p) = W + 2 · layers · kv_heads · head_dim · e · p`: `W` the total size of the model's
-//! `*.safetensors` files, the factor 2 for keys and values, `e` the bytes per cache element
-//! (4 for float32, 2 for float16/bfloat16, from config.json's `torch_dtype`/`dtype`). Achieved
+//! A decode step must read the weights its forward uses once and the KV cache up to its position
+//! (`bytes(p)`, [`ModelBytes`]: the embedding's one row, `top_k` of a layer's experts, a sliding
+//! window's cache capped at the window), so with a peak bandwidth `B` (bytes/s) a step at
+//! position `p` takes at least `bytes(p) / B`, and `ceiling(p) = B / bytes(p)` tokens/s. Achieved
 //! tokens/s at a step is `1e9 / median step ns`; its fraction of the ceiling is how close the loop
 //! comes. A fraction above 100 % is impossible, so it marks the cell invalid: the bandwidth given
 //! is too low, or the byte count misses something (e.g. weights cached on chip).
 
-use std::path::{Path, PathBuf};
-
-use decode_baseline_protocol::{manifest::Manifest, Adapter};
+use decode_baseline_protocol::Adapter;
 use serde::Serialize;
 
+pub use super::step_bytes::ModelBytes;
 use super::{
-    error::PlotError,
     steps::{color, profile},
     svg::{legend, Axis, Frame, LegendEntry, Svg, FIGURE, INK, INVALID},
 };
 use crate::compare::CellData;
-
-/// What one token's step must move from memory, for one model.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ModelBytes {
-    /// Total size of the `*.safetensors` files.
-    pub weight_bytes: u64,
-    /// KV-cache bytes per cached position, over all layers (keys and values).
-    pub kv_bytes_per_position: u64,
-}
-
-impl ModelBytes {
-    pub fn at(&self, position: f64) -> f64 {
-        self.weight_bytes as f64 + self.kv_bytes_per_position as f64 * position
-    }
-
-    /// Reads the model folder of `case_id` from the manifest at `manifest_path`.
-    pub fn of_case(manifest_path: &Path, case_id: &str) -> Result<Self, PlotError> {
-        let model = |detail: String| PlotError::Model { path: manifest_path.to_owned(), detail };
-        let bytes = std::fs::read(manifest_path).map_err(|e| model(format!("unreadable: {e}")))?;
-        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| model(format!("unparsable: {e}")))?;
-        let case = manifest.cases.get(case_id).ok_or_else(|| model(format!("cases: no case `{case_id}`")))?;
-        let dir: PathBuf = if case.path.is_absolute() {
-            case.path.clone()
-        } else {
-            manifest_path.parent().unwrap_or(Path::new(".")).join(&case.path)
-        };
-        Self::of_dir(&dir)
-    }
-
-    /// Reads config.json and the `*.safetensors` sizes of a model folder.
-    pub fn of_dir(dir: &Path) -> Result<Self, PlotError> {
-        let err = |detail: String| PlotError::Model { path: dir.to_owned(), detail };
-        let config_path = dir.join("config.json");
-        let config: serde_json::Value = std::fs::read(&config_path)
-            .map_err(|e| err(format!("config.json unreadable: {e}")))
-            .and_then(|b| serde_json::from_slice(&b).map_err(|e| err(format!("config.json unparsable: {e}"))))?;
-        let int = |key: &str| config.get(key).and_then(serde_json::Value::as_u64);
-        let need =
-            |key: &str| int(key).ok_or_else(|| err(format!("config.json: `{key}`: expected a positive integer")));
-        let layers = need("num_hidden_layers")?;
-        let heads = need("num_attention_heads")?;
-        let kv_heads = int("num_key_value_heads").unwrap_or(heads);
-        let head_dim = match int("head_dim") {
-            Some(d) => d,
-            None => need("hidden_size")? / heads.max(1),
-        };
-        let dtype = config.get("torch_dtype").or_else(|| config.get("dtype")).and_then(|v| v.as_str()).unwrap_or("");
-        let element = match dtype {
-            "float32" => 4,
-            "float16" | "bfloat16" => 2,
-            other => {
-                return Err(err(format!(
-                    "config.json: `torch_dtype`: expected float32, float16 or bfloat16, got `{other}`"
-                )))
-            }
-        };
-        let mut weight_bytes = 0;
-        let entries = std::fs::read_dir(dir).map_err(|e| err(format!("unreadable: {e}")))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| err(format!("unreadable: {e}")))?;
-            if entry.file_name().to_string_lossy().ends_with(".safetensors") {
-                weight_bytes += entry.metadata().map_err(|e| err(format!("unreadable: {e}")))?.len();
-            }
-        }
-        if weight_bytes == 0 {
-            return Err(err("no *.safetensors file".to_owned()));
-        }
-        Ok(ModelBytes { weight_bytes, kv_bytes_per_position: 2 * layers * kv_heads * head_dim * element })
-    }
-}
 
 /// One adapter's place under the roof.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -114,7 +40,7 @@ pub struct CellRoof {
 }
 
 /// The figure and its numbers.
-pub fn figure(cell: &CellData, bytes: ModelBytes, peak_bandwidth_gbs: f64) -> Option<(String, CellRoof)> {
+pub fn figure(cell: &CellData, bytes: &ModelBytes, peak_bandwidth_gbs: f64) -> Option<(String, CellRoof)> {
     let bandwidth = peak_bandwidth_gbs * 1e9;
     let series: Vec<(Adapter, Vec<f64>, Vec<f64>)> = cell
         .adapters
@@ -139,7 +65,7 @@ pub fn figure(cell: &CellData, bytes: ModelBytes, peak_bandwidth_gbs: f64) -> Op
         });
     }
     let invalid = adapters.iter().any(|a| a.max_fraction > 1.0);
-    let roof = CellRoof { cell: cell.cell.clone(), bytes, peak_bandwidth_gbs, adapters, invalid };
+    let roof = CellRoof { cell: cell.cell.clone(), bytes: bytes.clone(), peak_bandwidth_gbs, adapters, invalid };
 
     let positions = series.iter().flat_map(|(_, p, _)| p.iter().copied());
     let (x_lo, x_hi) = (positions.clone().fold(f64::INFINITY, f64::min), positions.fold(0.0, f64::max));
@@ -198,19 +124,4 @@ pub fn figure(cell: &CellData, bytes: ModelBytes, peak_bandwidth_gbs: f64) -> Op
     }
     legend(&mut svg, (w - 36.0, frame.y.map(y_lo) - 20.0 - entries.len() as f64 * 18.0), &entries);
     Some((svg.finish(), roof))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_of_the_fixture_model() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tiny-qwen3");
-        let b = ModelBytes::of_dir(&dir).unwrap();
-        // 2 (K, V) · 2 layers · 2 kv heads · 16 head_dim · 4 bytes (float32) = 512 bytes/position.
-        assert_eq!(b.kv_bytes_per_position, 512);
-        assert_eq!(b.weight_bytes, std::fs::metadata(dir.join("model.safetensors")).unwrap().len());
-        assert_eq!(b.at(10.0), b.weight_bytes as f64 + 5120.0);
-    }
 }

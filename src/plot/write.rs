@@ -52,7 +52,7 @@ pub fn write_plots(session: &SessionReport, dir: &Path, options: PlotOptions) ->
     if let Some(gbs) = options.peak_bandwidth_gbs {
         for cell in &compare::cells(session, &dir.join("session.json"))? {
             let bytes = ModelBytes::of_case(&session.manifest_path, &cell.case_id)?;
-            if let Some((svg, roof)) = roofline::figure(cell, bytes, gbs) {
+            if let Some((svg, roof)) = roofline::figure(cell, &bytes, gbs) {
                 figures.push(Figure { name: format!("{}.roofline", cell.cell), svg });
                 written.rooflines.push(roof);
             }

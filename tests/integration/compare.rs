@@ -1001,12 +1001,20 @@ fn plot_roofline_fraction_and_invalid_cell() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = Synth::new("roof", vec![(HEADLINE, 600_000.0, 620_000.0)]).write(tmp.path());
     let out = tmp.path().join("figures");
-    let weights =
-        std::fs::metadata(util::repo_root().join("fixtures/tiny-qwen3/model.safetensors")).unwrap().len() as f64;
-    // At 10 GB/s the ceiling at position p is 1e10 / (W + 512 p) tokens/s (about 14 700 in the
-    // middle of the 40 steps, p = 36.5); 600 µs a step is 1666.7 tokens/s, about 11.3 %.
+    // A step reads every tensor but the untied embedding, of which it reads one row.
+    let file = std::fs::read(util::repo_root().join("fixtures/tiny-qwen3/model.safetensors")).unwrap();
+    let header_len = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&file[8..8 + header_len]).unwrap();
+    let embed = &header["model.embed_tokens.weight"];
+    let (offsets, vocab) = (&embed["data_offsets"], embed["shape"][0].as_f64().unwrap());
+    let embed_bytes = offsets[1].as_f64().unwrap() - offsets[0].as_f64().unwrap();
+    let weights = (file.len() - 8 - header_len) as f64 - embed_bytes + embed_bytes / vocab;
+    // At 10 GB/s the ceiling at position p is 1e10 / (W + 512 p) tokens/s (about 16 000 in the
+    // middle of the 40 steps, p = 36.5); 600 µs a step is 1666.7 tokens/s, about 10 %.
     let run = plot(&[&dir, &"--out", &out, &"--peak-bandwidth-gbs", &"10"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+    let bytes_line = format!("roofline {HEADLINE}: {:.3} MB of weights per step", weights / 1e6);
+    assert!(run.stdout.contains(&bytes_line), "{bytes_line:?} in {}", run.stdout);
     let svg = std::fs::read_to_string(out.join(format!("{HEADLINE}.roofline.svg"))).unwrap();
     assert!(svg.contains("decode against the memory-bandwidth roofline"), "{svg}");
     let expected = 1e9 / 600_000.0 / (1e10 / (weights + 512.0 * 36.5)) * 100.0;
@@ -1208,7 +1216,9 @@ fn recorded_session_plots() {
         .map(|l| l.split("points=\"").nth(1).unwrap().split_whitespace().count())
         .collect();
     assert_eq!(medians, vec![127, 127]);
-    assert_eq!(run.stdout.lines().filter(|l| l.starts_with("roofline ")).count(), 6);
+    let rooflines: Vec<&str> = run.stdout.lines().filter(|l| l.starts_with("roofline ")).collect();
+    assert_eq!(rooflines.iter().filter(|l| l.contains("of the ceiling")).count(), 6, "{rooflines:?}");
+    assert_eq!(rooflines.iter().filter(|l| l.contains("of weights per step")).count(), 3, "{rooflines:?}");
     assert!(!run.stdout.contains("INVALID"), "{}", run.stdout);
 }
 

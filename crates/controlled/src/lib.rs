@@ -4,8 +4,7 @@
 //! the decoder written after mlx_lm's, [`decode`] the controlled loop and [`contract`] the
 //! per-step invariants it keeps, [`worker`] the driver the shared protocol runtime runs.
 
-pub mod arch;
-pub mod config;
+pub use decode_baseline_model_config::{arch, config};
 pub mod contract;
 pub mod decode;
 pub mod identity;

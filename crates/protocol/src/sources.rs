@@ -3,11 +3,11 @@
 //! The sets are defined by a rule, not a list, so that adding or removing a file is detected:
 //!
 //! * **stock**: every member (see [`crate::freeze`]) of the tree `tools/stock/`.
-//! * **controlled**: every member of the trees `crates/controlled/`, `crates/protocol/` and
-//!   `crates/mlx-sys/` whose name ends in `.rs` or is `Cargo.toml` (build scripts are `.rs`),
-//!   every member of `crates/mlx-sys/native/`, `src/worker.rs` and every `.rs` member of
-//!   `src/worker/` (the worker entry point of the root package), and `Cargo.lock` (the resolved
-//!   versions the controlled worker is built from, mlx-rs among them).
+//! * **controlled**: every member of the trees `crates/controlled/`, `crates/model-config/`,
+//!   `crates/protocol/` and `crates/mlx-sys/` whose name ends in `.rs` or is `Cargo.toml` (build
+//!   scripts are `.rs`), every member of `crates/mlx-sys/native/`, `src/worker.rs` and every `.rs`
+//!   member of `src/worker/` (the worker entry point of the root package), and `Cargo.lock` (the
+//!   resolved versions the controlled worker is built from, mlx-rs among them).
 //!
 //! A folder of a rule that does not exist contributes nothing; an empty set is an error of the
 //! guard, not of the rule. Keys are repository-relative, `/`-separated paths.
@@ -19,7 +19,8 @@ use crate::freeze::{list_tree, TreeError};
 /// The folder of the stock worker's files.
 pub const STOCK_ROOT: &str = "tools/stock";
 /// Crates whose `.rs` files and `Cargo.toml` are controlled-worker sources.
-pub const CONTROLLED_CRATES: &[&str] = &["crates/controlled", "crates/protocol", "crates/mlx-sys"];
+pub const CONTROLLED_CRATES: &[&str] =
+    &["crates/controlled", "crates/model-config", "crates/protocol", "crates/mlx-sys"];
 /// Folders whose every file is a controlled-worker source.
 pub const CONTROLLED_WHOLE_TREES: &[&str] = &["crates/mlx-sys/native"];
 /// Folders whose `.rs` files are controlled-worker sources.

@@ -1,7 +1,7 @@
 //! The model folder's `config.json`, read the way mlx_lm's `ModelArgs` classes read it, and
 //! resolved into one [`ModelConfig`]: the decoder's shape and the variant of every part (norm,
-//! attention, MLP, RoPE per layer, cache per layer, head) that the one decoder in
-//! [`crate::model`] implements.
+//! attention, MLP, RoPE per layer, cache per layer, head) that the controlled worker's one
+//! decoder implements.
 //!
 //! What each `model_type` reads, with which defaults, lives in its own file under
 //! [`crate::arch`]; this module holds what they share: typed field access with errors naming the
