@@ -187,7 +187,11 @@ summary() {
   local session; session=$(ls -d "$out"/sessions/*/ | tail -n 1)
   { echo "session $session"; cat "$out/steps.tsv"; echo; suite compare "$session" || true; } > "$out/summary.txt"
   local gbs; gbs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["read_gbs"])' "$out/bandwidth.json" 2>/dev/null)
-  suite plot "$session" --out "$out/figures" ${gbs:+--peak-bandwidth-gbs "$gbs"} || true
+  # With the measured bandwidth, plot prints each cell's bytes per step and each adapter's share
+  # of the roofline; they go into the summary.
+  { echo; echo "peak read bandwidth: ${gbs:-not measured} GB/s"
+    suite plot "$session" --out "$out/figures" ${gbs:+--peak-bandwidth-gbs "$gbs"} | grep '^roofline ' || true
+  } >> "$out/summary.txt"
   cat "$out/summary.txt"
 }
 
