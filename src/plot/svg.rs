@@ -321,21 +321,8 @@ pub fn legend(svg: &mut Svg, (right, y): (f64, f64), entries: &[LegendEntry<'_>]
     }
 }
 
-/// Type-7 quantile of sorted values; a single value is every quantile of itself.
-pub fn quantile(sorted: &[f64], p: f64) -> f64 {
-    match sorted.len() {
-        0 => f64::NAN,
-        1 => sorted[0],
-        n => {
-            let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
-            let lo = h.floor() as usize;
-            if lo + 1 >= n {
-                return sorted[n - 1];
-            }
-            sorted[lo] + (h - lo as f64) * (sorted[lo + 1] - sorted[lo])
-        }
-    }
-}
+/// The suite's one quantile (type 7, of sorted values), as the statistics compute it.
+pub use decode_baseline::stats::quantile_sorted as quantile;
 
 #[cfg(test)]
 mod tests {

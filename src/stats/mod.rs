@@ -22,7 +22,7 @@ pub use error::StatsError;
 pub use outliers::{TukeyOutliers, MILD_IQR, SEVERE_IQR};
 pub use paired::{PairedSample, MIN_PAIRS};
 pub use ratio::RatioEstimate;
-pub use sample::{ClusteredSample, Sample, MIN_CLUSTERS, MIN_OBSERVATIONS};
+pub use sample::{quantile_sorted, ClusteredSample, Sample, MIN_CLUSTERS, MIN_OBSERVATIONS};
 pub use summary::{StabilityWarning, Summary, WarningKind, MAX_STABLE_CI_HALF_WIDTH, MAX_STABLE_CV, MIN_STABLE_UNITS};
 pub use verdict::{
     Comparison, NoiseBound, NoiseThreshold, ThresholdSource, Verdict, DEFAULT_NOISE_THRESHOLD, MIN_NOISE_THRESHOLD,

@@ -156,9 +156,12 @@ impl ClusteredSample {
     }
 }
 
-/// Type-7 quantile of already sorted, non-empty data; `p` clamped to [0, 1].
-pub(crate) fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
-    debug_assert!(!sorted.is_empty());
+/// Type-7 quantile of already sorted data; `p` clamped to [0, 1]; NaN for no data. The one
+/// quantile of the suite: statistics and figures alike.
+pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
     let h = (sorted.len() - 1) as f64 * p.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
     let frac = h - lo as f64;
