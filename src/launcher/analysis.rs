@@ -286,6 +286,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         "\n{:<w$} {:<10} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
         "cell", "adapter", "per token", "95% CI", "p90", "CV", "prefill"
     );
+    for (adapter, argv) in &report.replaced_programs {
+        out.push_str(&format!("{}\n", replaced_line(*adapter, argv)));
+    }
     for cell in &analysis.cells {
         for (adapter, stats) in &cell.adapters {
             let s = &stats.per_token_ns;
@@ -362,6 +365,18 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         human_ns(report.launcher_overhead_ns as f64)
     ));
     out
+}
+
+/// The line the table (and the launcher's stderr) prints for an adapter whose program was
+/// replaced.
+pub fn replaced_line(adapter: Adapter, argv: &[String]) -> String {
+    format!(
+        "unpinned: the {adapter} worker program was replaced ({}={}): this session is unpinned, and compare \
+         refuses to set it beside a pinned one",
+        super::plan::replacement_variable(adapter),
+        argv.join(" "),
+        adapter = adapter.as_str()
+    )
 }
 
 #[cfg(test)]
