@@ -166,7 +166,8 @@ fn the_reference_report_is_valid() {
 #[test]
 fn an_identity_other_than_the_pins_is_caught_naming_the_field() {
     let forged = digest("other sources");
-    let cases: Vec<(&str, Box<dyn Fn(&mut Identity)>, String)> = vec![
+    type Edit = Box<dyn Fn(&mut Identity)>;
+    let cases: Vec<(&str, Edit, String)> = vec![
         (
             "worker_sources_sha256",
             Box::new(move |i| i.worker_sources_sha256 = forged),
