@@ -56,6 +56,13 @@ pub struct CompareArgs {
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = load_session(&args.a)?;
+    if args.b.is_none() && a.report.unpinned {
+        eprintln!(
+            "decode-baseline: note: session A ({}) is {}: its rows measure the replaced program, not the pinned worker",
+            args.a.display(),
+            super::identity::pinning(&a.report)
+        );
+    }
     let report = match &args.b {
         None => estimate::compare_within(&a, args.threshold, args.allow_mismatch)?,
         Some(b) => estimate::compare_across(

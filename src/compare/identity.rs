@@ -167,7 +167,7 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
 
 /// `pinned`, or `unpinned` with the adapters whose program was replaced, e.g. `unpinned (the
 /// stock program was replaced by /x/worker.sh)`.
-fn pinning(session: &SessionReport) -> String {
+pub fn pinning(session: &SessionReport) -> String {
     if !session.unpinned {
         return "pinned".to_owned();
     }

@@ -707,6 +707,10 @@ fn an_unpinned_session_is_compared_only_with_another_unpinned_one() {
         assert!(run.stderr.contains(&named), "expected `{named}` in\n{}", run.stderr);
         assert_eq!(mismatch_fields(&compare(&[a, b, &"--format", &"json"])), ["pinned"], "the one difference");
     }
+    let alone = compare(&[&unpinned]);
+    assert_ne!(alone.code, REFUSED, "one session is compared with itself: {}", alone.stderr);
+    assert!(alone.stderr.contains(&format!("note: session A ({}) is {why}", unpinned.display())), "{}", alone.stderr);
+    assert!(!compare(&[&pinned]).stderr.contains("unpinned"));
     let other_unpinned = session("unpinned-2", Some("/x/outside-worker --fast"));
     let run = compare(&[&unpinned, &other_unpinned]);
     assert_eq!(run.code, NO_DIFFERENCE, "{}{}", run.stdout, run.stderr);
