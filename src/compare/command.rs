@@ -56,6 +56,13 @@ pub struct CompareArgs {
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = load_session(&args.a)?;
+    if args.b.is_none() && a.report.unpinned {
+        eprintln!(
+            "decode-baseline: note: session A ({}) is {}: its rows measure the replaced program, not the pinned worker",
+            args.a.display(),
+            super::identity::pinning(&a.report)
+        );
+    }
     let report = match &args.b {
         None => estimate::compare_within(&a, args.threshold, args.allow_mismatch)?,
         Some(b) => estimate::compare_across(
@@ -84,6 +91,15 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             "decode-baseline: compare refused: {} difference(s); see the list above or --allow-mismatch",
             report.mismatches.len()
         );
+        for m in report.mismatches.iter().filter(|m| super::identity::is_pinning(m)) {
+            let (who, why) = if m.a == "pinned" { ("B", &m.b) } else { ("A", &m.a) };
+            let path = if who == "A" { Some(&args.a) } else { args.b.as_ref() };
+            eprintln!(
+                "decode-baseline: session {who} ({}) is {why}: an unpinned session is compared only with another \
+                 unpinned one",
+                path.map_or(String::new(), |p| p.display().to_string())
+            );
+        }
         if report.mismatches.iter().any(super::identity::is_device) {
             eprintln!(
                 "decode-baseline: the sessions ran on different backends or devices (see backend/device above): \

@@ -2,7 +2,7 @@
 //!
 //! Two sessions are alike when they share the manifest digest, the model files of every case both
 //! ran, the environment (MLX and mlx_lm versions, lock and libmlx digests), each adapter's worker
-//! source digest, and the host. Sessions on two pinned MLX environments differ in the environment
+//! source digest, whether they are pinned (no worker program replaced), and the host. Sessions on two pinned MLX environments differ in the environment
 //! alone; that difference is allowed when asked for (`--across-versions`) and named in the
 //! output. Within one session the controlled and stock workers must have loaded the same libmlx
 //! file (the whole point of the design: a difference is the loop, not the kernels); the rest is
@@ -150,6 +150,9 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
             differ(&format!("worker_sources_sha256 ({})", adapter.as_str()), joined(x), joined(y));
         }
     }
+    // Two unpinned sessions may be compared (a replaced worker against itself); one beside a
+    // pinned session may not: nothing says its reports came from the pinned programs.
+    differ("pinned", pinning(a), pinning(b));
     differ("host", hostname(a), hostname(b));
     // A session that recorded no device (before session version 4) is not a difference.
     if let (Some(x), Some(y)) = (&a.device, &b.device) {
@@ -160,6 +163,25 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
         out.extend(models(a, b, cases));
     }
     out
+}
+
+/// `pinned`, or `unpinned` with the adapters whose program was replaced, e.g. `unpinned (the
+/// stock program was replaced by /x/worker.sh)`.
+pub fn pinning(session: &SessionReport) -> String {
+    if !session.unpinned {
+        return "pinned".to_owned();
+    }
+    let replaced: Vec<String> = session
+        .replaced_programs
+        .iter()
+        .map(|(adapter, argv)| format!("the {} program was replaced by {}", adapter.as_str(), argv.join(" ")))
+        .collect();
+    format!("unpinned ({})", if replaced.is_empty() { "no program recorded".to_owned() } else { replaced.join("; ") })
+}
+
+/// Whether `mismatch` says one session is unpinned and the other is not.
+pub fn is_pinning(mismatch: &Mismatch) -> bool {
+    mismatch.field == "pinned"
 }
 
 /// The pinned files of the session's cases: recorded in the session, or else from its manifest

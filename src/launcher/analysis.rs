@@ -282,10 +282,13 @@ fn adapter_stats(
 pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
     // Cell names come from the manifest and can be long; the first column fits the longest.
     let w = analysis.cells.iter().map(|c| c.cell.len()).max().unwrap_or(0).max(4);
-    let mut out = format!(
+    // An unpinned session says so before its first figure.
+    let mut out: String =
+        report.replaced_programs.iter().map(|(adapter, argv)| format!("\n{}", replaced_line(*adapter, argv))).collect();
+    out.push_str(&format!(
         "\n{:<w$} {:<10} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
         "cell", "adapter", "per token", "95% CI", "p90", "CV", "prefill"
-    );
+    ));
     for cell in &analysis.cells {
         for (adapter, stats) in &cell.adapters {
             let s = &stats.per_token_ns;
@@ -364,6 +367,18 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
     out
 }
 
+/// The line the table (and the launcher's stderr) prints for an adapter whose program was
+/// replaced.
+pub fn replaced_line(adapter: Adapter, argv: &[String]) -> String {
+    format!(
+        "unpinned: the {adapter} worker program was replaced ({}={}): this session is unpinned, and compare \
+         refuses to set it beside a pinned one",
+        super::plan::replacement_variable(adapter),
+        argv.join(" "),
+        adapter = adapter.as_str()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,5 +435,22 @@ mod tests {
             human_ns(controlled.build_median_ns.unwrap()),
             human_ns(controlled.eval_median_ns.unwrap())
         )));
+    }
+
+    #[test]
+    fn the_table_of_an_unpinned_session_says_so_first() {
+        let mut session = recorded_with_split();
+        let body = analyze(&session.workers, &[], session.job.order).body;
+        assert!(!table(&session, &body).contains("unpinned"), "a pinned session says nothing of it");
+        session.replaced_programs.insert(Adapter::Stock, vec!["/x/python".into(), "/x/outside.py".into()]);
+        let table = table(&session, &body);
+        assert_eq!(
+            table.lines().nth(1),
+            Some(
+                "unpinned: the stock worker program was replaced (DECODE_BASELINE_WORKER_STOCK=/x/python \
+                 /x/outside.py): this session is unpinned, and compare refuses to set it beside a pinned one"
+            ),
+            "{table}"
+        );
     }
 }

@@ -76,25 +76,33 @@ pub fn groups(order: WorkerOrder, runs: &[PlannedRun]) -> Vec<std::ops::Range<us
     groups
 }
 
-/// The command line of a worker for `adapter`, writing into `out_dir`.
-///
-/// `DECODE_BASELINE_WORKER_CONTROLLED` / `DECODE_BASELINE_WORKER_STOCK` replace the program
-/// (whitespace-separated words; the launcher's tests use them for misbehaving workers). The
-/// command actually run is recorded in `session.json` either way.
-pub fn worker_command(adapter: Adapter, out_dir: &std::path::Path, repo: &std::path::Path) -> Vec<String> {
-    let var = match adapter {
+/// The variable that replaces `adapter`'s worker program.
+pub fn replacement_variable(adapter: Adapter) -> &'static str {
+    match adapter {
         Adapter::Controlled => "DECODE_BASELINE_WORKER_CONTROLLED",
         Adapter::Stock => "DECODE_BASELINE_WORKER_STOCK",
-    };
-    let mut argv: Vec<String> = match std::env::var(var) {
-        Ok(words) if !words.trim().is_empty() => words.split_whitespace().map(str::to_owned).collect(),
-        _ => match adapter {
-            Adapter::Controlled => vec![controlled_program().display().to_string(), "worker".into()],
-            Adapter::Stock => {
-                vec![venv_python(repo).display().to_string(), repo.join("tools/stock/worker.py").display().to_string()]
-            }
-        },
-    };
+    }
+}
+
+/// The program that replaces `adapter`'s pinned worker, when its [`replacement_variable`] is set
+/// and not blank: its whitespace-separated words (the launcher's tests use them for misbehaving
+/// workers). A session that runs one is unpinned (`req/session.md`).
+pub fn replacement(adapter: Adapter) -> Option<Vec<String>> {
+    let words = std::env::var(replacement_variable(adapter)).ok()?;
+    let argv: Vec<String> = words.split_whitespace().map(str::to_owned).collect();
+    (!argv.is_empty()).then_some(argv)
+}
+
+/// The command line of a worker for `adapter`, writing into `out_dir`: its [`replacement`] if
+/// there is one, else the pinned worker. The command actually run is recorded in
+/// `session.json` either way.
+pub fn worker_command(adapter: Adapter, out_dir: &std::path::Path, repo: &std::path::Path) -> Vec<String> {
+    let mut argv = replacement(adapter).unwrap_or_else(|| match adapter {
+        Adapter::Controlled => vec![controlled_program().display().to_string(), "worker".into()],
+        Adapter::Stock => {
+            vec![venv_python(repo).display().to_string(), repo.join("tools/stock/worker.py").display().to_string()]
+        }
+    });
     argv.extend(["--out-dir".to_owned(), out_dir.display().to_string()]);
     argv
 }
@@ -120,8 +128,7 @@ pub fn controlled_program() -> PathBuf {
 /// Whether the controlled worker is a separate program that the launcher must probe before it
 /// spawns it (see `preflight.rs`): no replacement program is set and this build links no MLX.
 pub fn controlled_needs_probe() -> bool {
-    !cfg!(feature = "controlled")
-        && std::env::var("DECODE_BASELINE_WORKER_CONTROLLED").map_or(true, |w| w.trim().is_empty())
+    !cfg!(feature = "controlled") && replacement(Adapter::Controlled).is_none()
 }
 
 /// The selected pinned environment's interpreter.

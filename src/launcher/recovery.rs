@@ -60,6 +60,10 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
                  marked incomplete by session {by_session}",
                 marker.pid
             )],
+            // The marker does not record the programs; the workers of an incomplete session are
+            // never used.
+            unpinned: false,
+            replaced_programs: Default::default(),
         };
         match output::write_session(&dir, &report) {
             Ok(()) => lines.push(format!(

@@ -1,6 +1,7 @@
 //! `decode-baseline run --job job.json`: the session from lease to `session.json`.
 
 use std::{
+    collections::BTreeMap,
     path::{Path, PathBuf},
     time::{Instant, SystemTime},
 };
@@ -147,6 +148,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let command = plan::worker_command(planned.adapter, &out_dir, &repo);
         prepared.push(Prepared { sequence: sequence as u32, planned: planned.clone(), out_dir, job, command });
     }
+    let replaced_programs = replaced_programs(&resolved.job.adapters);
+    for (adapter, argv) in &replaced_programs {
+        eprintln!("decode-baseline: {}", analysis::replaced_line(*adapter, argv));
+    }
     if args.dry_run {
         println!("session folder: {}", session_dir.display());
         for p in &prepared {
@@ -155,6 +160,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::Ok);
     }
 
+    // Taken once the session's folders exist, so that a session folder inside the repository
+    // already shows in `git status` when the workers take theirs.
+    let code_version = decode_baseline_protocol::worker::code_version(&repo);
+    let expected: BTreeMap<Adapter, validate::ExpectedIdentity> = resolved
+        .job
+        .adapters
+        .iter()
+        .map(|&a| (a, validate::ExpectedIdentity::new(&loaded.manifest, a, code_version.clone())))
+        .collect();
     let total_requests: u64 = prepared.iter().map(|p| expected_requests(&p.job) as u64).sum();
     let progress = ProgressBar::new(total_requests).with_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} requests, ~{eta} left  {msg}")
@@ -202,7 +216,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             progress.suspend(|| eprintln!("decode-baseline: {}: {note}", members[0].planned.cell.name()));
         }
         for (p, outcome) in members.iter().zip(outcomes) {
-            let mut run = record_run(p, outcome, &mut problems);
+            let mut run = record_run(p, &expected[&p.planned.adapter], outcome, &mut problems);
             run.host_activity = Some(activity.clone());
             workers.push(run);
         }
@@ -235,6 +249,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         workers,
         analysis: serde_json::to_value(&analysis.body)?,
         problems,
+        unpinned: !replaced_programs.is_empty(),
+        replaced_programs,
     };
     if let Err(err) = output::write_session(&session_dir, &report) {
         // The session ran and only its record is missing: not bad input. The worker folders stay
@@ -318,12 +334,17 @@ fn limits(policy: &decode_baseline_protocol::RunPolicy, members: u32) -> Limits 
 }
 
 /// Reads and validates the report of a finished worker and records what the launcher saw.
-fn record_run(p: &Prepared, outcome: supervise::Outcome, problems: &mut Vec<String>) -> WorkerRun {
+fn record_run(
+    p: &Prepared,
+    expected: &validate::ExpectedIdentity,
+    outcome: supervise::Outcome,
+    problems: &mut Vec<String>,
+) -> WorkerRun {
     let (job, out_dir) = (&p.job, &p.out_dir);
     let exit_code = supervise::exit_code(&outcome.status);
     let (report, validation_errors) = match validate::read_report(out_dir) {
         Ok(report) => {
-            let errors = validate::validate(&report, job, outcome.pid, exit_code, out_dir);
+            let errors = validate::validate(&report, job, expected, outcome.pid, exit_code, out_dir);
             (Some(report), errors)
         }
         Err(problem) => (None, vec![problem]),
@@ -351,6 +372,11 @@ fn record_run(p: &Prepared, outcome: supervise::Outcome, problems: &mut Vec<Stri
         host_activity: None,
         report,
     }
+}
+
+/// The adapters of the session whose worker program is replaced, with the replacing command.
+fn replaced_programs(adapters: &[Adapter]) -> BTreeMap<Adapter, Vec<String>> {
+    adapters.iter().filter_map(|&a| Some((a, plan::replacement(a)?))).collect()
 }
 
 /// With `--quiet-wait S`, waits for a quiet host for at most S seconds; returns a sentence when

@@ -1,12 +1,39 @@
 //! Validation of a worker's report against its job, its process and the manifest. A report that
 //! fails any check is not used for statistics; each problem is a sentence naming the field.
+//!
+//! The identity block is checked here, by the launcher, against the pins: a worker's own checks
+//! cannot be relied on (a worker that skips them would otherwise be measured as the pinned one).
 
 use std::path::Path;
 
 use decode_baseline_protocol::{
+    manifest::Manifest,
     report::{Phase, RequestRecord, Status, WorkerReport},
-    ExitCode, Mode, WorkerJob, REPORT_SCHEMA_VERSION,
+    worker::worker_sources_sha256,
+    Adapter, ExitCode, Mode, Sha256Digest, WorkerJob, REPORT_SCHEMA_VERSION,
 };
+
+/// What the launcher expects in an adapter's identity block beyond the job's own pins (the
+/// manifest digest and `environment`, which the job carries).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedIdentity {
+    pub adapter: Adapter,
+    /// The freeze digest of the manifest's `worker_sources.<adapter>` map.
+    pub worker_sources_sha256: Sha256Digest,
+    /// The code version of the repository the session runs from, taken as its workers start.
+    pub code_version: String,
+}
+
+impl ExpectedIdentity {
+    /// The expectation for `adapter` under `manifest`, with the session's `code_version`.
+    pub fn new(manifest: &Manifest, adapter: Adapter, code_version: String) -> Self {
+        Self {
+            adapter,
+            worker_sources_sha256: worker_sources_sha256(manifest.worker_sources.of(adapter)),
+            code_version,
+        }
+    }
+}
 
 /// Reads `report.json` from `out_dir`; `Err` holds the problem when it is missing or unreadable.
 pub fn read_report(out_dir: &Path) -> Result<WorkerReport, String> {
@@ -26,6 +53,7 @@ fn marker_pid(out_dir: &Path, name: &str) -> Option<u32> {
 pub fn validate(
     report: &WorkerReport,
     job: &WorkerJob,
+    expected: &ExpectedIdentity,
     pid: u32,
     exit_code: Option<i32>,
     out_dir: &Path,
@@ -67,13 +95,13 @@ pub fn validate(
         format!("exit_code: the process exited with {exit_code:?}, the report says {}", report.exit_code),
     );
     if report.status == Status::Ok {
-        check_identity(report, job, &mut problems);
+        check_identity(report, job, expected, &mut problems);
         check_requests(report, job, &mut problems);
     }
     problems
 }
 
-fn check_identity(report: &WorkerReport, job: &WorkerJob, problems: &mut Vec<String>) {
+fn check_identity(report: &WorkerReport, job: &WorkerJob, expected: &ExpectedIdentity, problems: &mut Vec<String>) {
     let Some(identity) = &report.identity else {
         problems.push("identity: missing in an ok report".to_owned());
         return;
@@ -87,6 +115,22 @@ fn check_identity(report: &WorkerReport, job: &WorkerJob, problems: &mut Vec<Str
     check(
         identity.manifest_sha256 == job.manifest_sha256,
         format!("identity.manifest_sha256: expected {}, found {}", job.manifest_sha256, identity.manifest_sha256),
+    );
+    check(
+        identity.worker_sources_sha256 == expected.worker_sources_sha256,
+        format!(
+            "identity.worker_sources_sha256: expected {} (the manifest's worker_sources.{}), found {}",
+            expected.worker_sources_sha256,
+            expected.adapter.as_str(),
+            identity.worker_sources_sha256
+        ),
+    );
+    check(
+        identity.code_version == expected.code_version,
+        format!(
+            "identity.code_version: expected {} (the repository the session runs from), found {}",
+            expected.code_version, identity.code_version
+        ),
     );
     check(
         identity.lock_sha256 == pins.lock_sha256,

@@ -189,6 +189,8 @@ struct Synth {
     aa: Vec<(&'static str, Adapter, (f64, f64))>,
     /// What the session ran on (`session.json`'s `device`).
     device: Option<DeviceIdentity>,
+    /// The command that replaced the stock worker's program; `Some` makes the session unpinned.
+    replaced_stock: Option<&'static str>,
 }
 
 /// A CPU device as the launcher records one.
@@ -235,6 +237,7 @@ impl Synth {
             cells,
             aa: vec![],
             device: Some(cpu_device()),
+            replaced_stock: None,
         }
     }
 
@@ -299,6 +302,12 @@ impl Synth {
             workers,
             analysis: json!({ "bootstrap": BootstrapConfig::default(), "cells": analysis_cells }),
             problems: vec![],
+            unpinned: self.replaced_stock.is_some(),
+            replaced_programs: self
+                .replaced_stock
+                .map(|command| (Adapter::Stock, command.split(' ').map(str::to_owned).collect()))
+                .into_iter()
+                .collect(),
         }
     }
 
@@ -625,6 +634,12 @@ fn across_sessions_refuses_every_kind_of_difference() {
         ),
         ("host", a.as_path(), Box::new(|s: &mut Synth| s.host = "bench-2"), "host: bench-1 vs bench-2"),
         (
+            "unpinned",
+            a.as_path(),
+            Box::new(|s: &mut Synth| s.replaced_stock = Some("/x/python /x/outside.py")),
+            "pinned: pinned vs unpinned (the stock program was replaced by /x/python /x/outside.py)",
+        ),
+        (
             "model",
             a_on_disk.as_path(),
             Box::new(move |s: &mut Synth| (s.manifest_path, s.manifest_sha256) = other_model.clone()),
@@ -667,6 +682,39 @@ fn across_sessions_refuses_every_kind_of_difference() {
         assert!(list < allowed.stdout.find("verdict: no difference").unwrap(), "{}", allowed.stdout);
         assert!(allowed.stdout.starts_with("mismatch allowed (--allow-mismatch)"), "{}", allowed.stdout);
     }
+}
+
+/// An unpinned session beside a pinned one is refused, the unpinned one named on stderr with its
+/// replaced program, whichever side it is on; two unpinned sessions (a replaced worker against
+/// itself) compare as usual.
+#[test]
+fn an_unpinned_session_is_compared_only_with_another_unpinned_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let session = |id, replaced| {
+        let mut s = Synth::new(id, vec![(HEADLINE, 600_000.0, 600_000.0)]).measured();
+        s.replaced_stock = replaced;
+        let dir = tmp.path().join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        s.write(&dir)
+    };
+    let pinned = session("pinned", None);
+    let unpinned = session("unpinned", Some("/x/outside-worker --fast"));
+    let why = "unpinned (the stock program was replaced by /x/outside-worker --fast)";
+    for (a, b, side) in [(&unpinned, &pinned, "A"), (&pinned, &unpinned, "B")] {
+        let run = compare(&[a, b]);
+        assert_eq!(run.code, REFUSED, "{}{}", run.stdout, run.stderr);
+        let named = format!("session {side} ({}) is {why}", unpinned.display());
+        assert!(run.stderr.contains(&named), "expected `{named}` in\n{}", run.stderr);
+        assert_eq!(mismatch_fields(&compare(&[a, b, &"--format", &"json"])), ["pinned"], "the one difference");
+    }
+    let alone = compare(&[&unpinned]);
+    assert_ne!(alone.code, REFUSED, "one session is compared with itself: {}", alone.stderr);
+    assert!(alone.stderr.contains(&format!("note: session A ({}) is {why}", unpinned.display())), "{}", alone.stderr);
+    assert!(!compare(&[&pinned]).stderr.contains("unpinned"));
+    let other_unpinned = session("unpinned-2", Some("/x/outside-worker --fast"));
+    let run = compare(&[&unpinned, &other_unpinned]);
+    assert_eq!(run.code, NO_DIFFERENCE, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains("unpinned"), "{}", run.stderr);
 }
 
 /// Sessions on two pinned MLX environments: refused by default with the version difference and
@@ -867,7 +915,7 @@ fn bad_input_is_exit_2_with_the_path_and_the_field() {
     std::fs::write(&future, value.to_string()).unwrap();
     let run = compare(&[&future]);
     assert_eq!(run.code, BAD_INPUT);
-    assert!(run.stderr.contains("schema_version: expected 1 or 2 or 3 or 4, got 99"), "{}", run.stderr);
+    assert!(run.stderr.contains("schema_version: expected 1 or 2 or 3 or 4 or 5, got 99"), "{}", run.stderr);
 
     let ok = Synth::new("ok", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
     let run = compare(&[&ok, &"--threshold", &"1.5"]);

@@ -91,16 +91,18 @@ impl Scratch {
     /// The launcher on this scratch; its output goes to files (nothing to drain, nothing to
     /// block on). `worker` replaces the adapter's program with a fixture script.
     fn launcher(&self, hook: Option<(&str, u32)>, worker: Option<&str>) -> Command {
+        let script = worker.map(|w| util::repo_root().join("tests/fixtures/workers").join(w).display().to_string());
+        self.launcher_replacing(hook, script.as_deref())
+    }
+
+    /// The launcher with the adapter's program replaced by `command` (whitespace-separated words).
+    fn launcher_replacing(&self, hook: Option<(&str, u32)>, command: Option<&str>) -> Command {
         let mut cmd = util::launcher_in(self.root());
         if let Some((site, request)) = hook {
             cmd.env(HOOK_ENV, site).env(HOOK_REQUEST_ENV, request.to_string());
         }
-        if let Some(script) = worker {
-            let var = match self.adapter {
-                Adapter::Stock => "DECODE_BASELINE_WORKER_STOCK",
-                Adapter::Controlled => "DECODE_BASELINE_WORKER_CONTROLLED",
-            };
-            cmd.env(var, util::repo_root().join("tests/fixtures/workers").join(script));
+        if let Some(command) = command {
+            cmd.env(replacement_variable(self.adapter), command);
         }
         cmd
     }
@@ -153,6 +155,14 @@ impl Scratch {
             assert!(start.elapsed() < BOUND, "{name} never appeared; stderr:\n{}", self.launcher_stderr());
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+}
+
+/// The variable that replaces `adapter`'s worker program (`src/launcher/plan.rs`).
+fn replacement_variable(adapter: Adapter) -> &'static str {
+    match adapter {
+        Adapter::Stock => "DECODE_BASELINE_WORKER_STOCK",
+        Adapter::Controlled => "DECODE_BASELINE_WORKER_CONTROLLED",
     }
 }
 
@@ -673,4 +683,86 @@ fn a_worker_killed_mid_report_write_leaves_only_its_temp() {
     let dir = s.worker_dir(&session_dir, 0);
     let temp = dir.join(format!("{REPORT_TEMP_PREFIX}{}", record["pid"]));
     assert_eq!(std::fs::read(&temp).unwrap(), br#"{"schema_version": 1, "run_id": "half a rep"#);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The launcher's own pin checks, and replaced programs
+// ---------------------------------------------------------------------------------------------
+
+/// The real stock worker, whose report claims a source digest other than the manifest's pin
+/// (`tests/fixtures/workers/forged_sources.py`): the launcher refuses the report naming the
+/// field, uses nothing of it, and the session fails validation.
+#[test]
+fn a_report_with_a_forged_source_digest_fails_validation_naming_the_field() {
+    let s = Scratch::new(Adapter::Stock, 1);
+    let forged = util::repo_root().join("tests/fixtures/workers/forged_sources.py");
+    let command = format!("{} {}", util::venv_python().display(), forged.display());
+    let status = wait_bounded(s.launcher_replacing(None, Some(&command)).spawn().unwrap(), BOUND);
+    assert_eq!(status.code(), Some(1), "validation failed; {}", s.launcher_stderr());
+    let session = assert_promises(&s.the_session_dir(), false);
+    assert_eq!(session["status"], "validation_failed");
+    let worker = the_worker(&session);
+    assert_eq!(worker["report"]["status"], "ok", "the worker itself ran to the end");
+    let pin = decode_baseline_protocol::worker::worker_sources_sha256(&s.fixture.manifest.worker_sources.stock);
+    let errors = worker["validation_errors"].as_array().unwrap();
+    assert_eq!(
+        errors,
+        &[json!(format!(
+            "identity.worker_sources_sha256: expected {pin} (the manifest's worker_sources.stock), found {}",
+            "f".repeat(64)
+        ))],
+        "the one thing wrong with the report"
+    );
+    assert!(s.launcher_stderr().contains("identity.worker_sources_sha256: expected"), "{}", s.launcher_stderr());
+    assert!(session["analysis"]["cells"][0]["adapters"].as_object().unwrap().is_empty(), "no statistics");
+    assert_eq!(session["unpinned"], true, "a replaced program, forged or not, unpins the session");
+}
+
+/// A replaced program (here the real stock worker, started by its command) runs and validates,
+/// but the session says it is unpinned: in `session.json`, in the table, and `compare` refuses it
+/// beside a pinned session of the same manifest (exit 12, naming the unpinned one).
+#[test]
+fn a_replaced_program_unpins_the_session_and_compare_refuses_it_beside_a_pinned_one() {
+    // Two measured requests: the fewest the statistics take, so that both sessions end `ok`.
+    let s = Scratch::with(Adapter::Stock, 1, |m, _| m.run_policy.measured_requests = 2);
+    let command =
+        format!("{} {}", util::venv_python().display(), util::repo_root().join("tools/stock/worker.py").display());
+    let status = wait_bounded(s.launcher_replacing(None, Some(&command)).spawn().unwrap(), BOUND);
+    assert_eq!(status.code(), Some(0), "{}", s.launcher_stderr());
+    let unpinned_dir = s.the_session_dir();
+    let session = read_json(&unpinned_dir.join("session.json"));
+    assert_eq!(session["status"], "ok");
+    assert_eq!(session["schema_version"], 5);
+    assert_eq!(session["unpinned"], true);
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(session["replaced_programs"], json!({ "stock": words }));
+    let table = std::fs::read_to_string(s.root().join("launcher.stdout")).unwrap();
+    let line = format!(
+        "unpinned: the stock worker program was replaced (DECODE_BASELINE_WORKER_STOCK={command}): this session \
+         is unpinned, and compare refuses to set it beside a pinned one"
+    );
+    assert!(table.contains(&line), "the table says so:\n{table}");
+
+    let status = s.run(None, None);
+    assert_eq!(status.code(), Some(0), "{}", s.launcher_stderr());
+    let pinned_dir = s.session_dirs().into_iter().find(|d| *d != unpinned_dir).unwrap();
+    let pinned = read_json(&pinned_dir.join("session.json"));
+    assert_eq!((pinned["unpinned"].clone(), pinned["replaced_programs"].clone()), (json!(false), json!({})));
+    let table = std::fs::read_to_string(s.root().join("launcher.stdout")).unwrap();
+    assert!(!table.contains("unpinned"), "a pinned session says nothing of it:\n{table}");
+
+    for (a, b, unpinned) in [(&unpinned_dir, &pinned_dir, "A"), (&pinned_dir, &unpinned_dir, "B")] {
+        let out = util::run(Command::new(util::binary()).args(["compare", "--format", "json"]).arg(a).arg(b));
+        let (stdout, stderr) = (util::stdout(&out), util::stderr(&out));
+        assert_eq!(out.status.code(), Some(12), "refused: {stdout}{stderr}");
+        let why = format!("unpinned (the stock program was replaced by {command})");
+        let path = if unpinned == "A" { a } else { b };
+        assert!(
+            stderr.contains(&format!("session {unpinned} ({}) is {why}", path.display())),
+            "names the unpinned session and why: {stderr}"
+        );
+        let (x, y) = if unpinned == "A" { (why.as_str(), "pinned") } else { ("pinned", why.as_str()) };
+        let report: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(report["mismatches"], json!([{ "field": "pinned", "a": x, "b": y }]), "the one difference");
+    }
 }

@@ -131,8 +131,18 @@ fn out_dir() -> tempfile::TempDir {
     dir
 }
 
+/// What the launcher expects of the identity beyond the job's pins: the manifest's source digest
+/// for stock and the session's code version, both as [`report`] has them.
+fn expected() -> validate::ExpectedIdentity {
+    validate::ExpectedIdentity {
+        adapter: Adapter::Stock,
+        worker_sources_sha256: digest("sources"),
+        code_version: "abc".into(),
+    }
+}
+
 fn problems(report: &WorkerReport) -> Vec<String> {
-    validate::validate(report, &job(), PID, Some(report.exit_code), out_dir().path())
+    validate::validate(report, &job(), &expected(), PID, Some(report.exit_code), out_dir().path())
 }
 
 fn assert_problem_at(found: &[String], field: &str) {
@@ -149,6 +159,49 @@ fn the_only_problem(report: &WorkerReport) -> String {
 #[test]
 fn the_reference_report_is_valid() {
     assert_eq!(problems(&report()), Vec::<String>::new());
+}
+
+/// The launcher checks every identity field against its pin itself: a worker that skipped its
+/// own checks is caught here, naming the field, the pin and what it reported.
+#[test]
+fn an_identity_other_than_the_pins_is_caught_naming_the_field() {
+    let forged = digest("other sources");
+    type Edit = Box<dyn Fn(&mut Identity)>;
+    let cases: Vec<(&str, Edit, String)> = vec![
+        (
+            "worker_sources_sha256",
+            Box::new(move |i| i.worker_sources_sha256 = forged),
+            format!(
+                "identity.worker_sources_sha256: expected {} (the manifest's worker_sources.stock), found {forged}",
+                digest("sources")
+            ),
+        ),
+        (
+            "code_version",
+            Box::new(|i| i.code_version = "abc+dirty".into()),
+            "identity.code_version: expected abc (the repository the session runs from), found abc+dirty".into(),
+        ),
+        (
+            "lock_sha256",
+            Box::new(move |i| i.lock_sha256 = forged),
+            format!("identity.lock_sha256: expected {}, found {forged}", environment().lock_sha256),
+        ),
+        (
+            "libmlx_sha256",
+            Box::new(move |i| i.libmlx_sha256 = forged),
+            format!("identity.libmlx_sha256: expected {}, found {forged}", environment().libmlx_sha256),
+        ),
+        (
+            "mlx_version",
+            Box::new(|i| i.mlx_version = "0.0.1".into()),
+            format!("identity.mlx_version: expected {}, found 0.0.1", environment().mlx_version),
+        ),
+    ];
+    for (field, edit, expected) in cases {
+        let mut r = report();
+        edit(r.identity.as_mut().unwrap());
+        assert_eq!(the_only_problem(&r), expected, "{field}");
+    }
 }
 
 #[test]
@@ -256,7 +309,7 @@ proptest! {
         let _ = validate::read_report(dir.path());
         std::fs::write(dir.path().join("report.json"), serde_json::to_vec(&json).unwrap()).unwrap();
         if let Ok(report) = validate::read_report(dir.path()) {
-            let _ = validate::validate(&report, &job(), PID, Some(0), dir.path());
+            let _ = validate::validate(&report, &job(), &expected(), PID, Some(0), dir.path());
         }
     }
 
@@ -267,7 +320,7 @@ proptest! {
         std::fs::write(dir.path().join("report.json"), &bytes).unwrap();
         match validate::read_report(dir.path()) {
             Ok(report) => {
-                let _ = validate::validate(&report, &job(), PID, exit, dir.path());
+                let _ = validate::validate(&report, &job(), &expected(), PID, exit, dir.path());
             }
             Err(problem) => prop_assert!(problem.contains("report.json"), "{problem}"),
         }

@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{job::EnvironmentPins, Mode, RunPolicy, Sha256Digest};
+use crate::{job::EnvironmentPins, Adapter, Mode, RunPolicy, Sha256Digest};
 
 /// The version of [`Manifest`] this code reads and writes.
 pub const MANIFEST_SCHEMA_VERSION: u32 = 1;
@@ -106,4 +106,14 @@ pub struct WorkerSources {
     pub stock: BTreeMap<String, Sha256Digest>,
     /// The Rust controlled worker's sources (the crates it is built from).
     pub controlled: BTreeMap<String, Sha256Digest>,
+}
+
+impl WorkerSources {
+    /// The pinned sources of `adapter`'s worker.
+    pub fn of(&self, adapter: Adapter) -> &BTreeMap<String, Sha256Digest> {
+        match adapter {
+            Adapter::Stock => &self.stock,
+            Adapter::Controlled => &self.controlled,
+        }
+    }
 }

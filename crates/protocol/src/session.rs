@@ -12,9 +12,9 @@ pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
 /// The version of [`SessionReport`] this code writes. Version 2 added `model_files`; version 3
 /// added `workers[].host_activity` and, for interleaved sessions, `analysis.cells[].paired` and
 /// `paired_aa`; version 4 added `device` (and the workers' `identity.backend` and
-/// `identity.device_info`); a reader of an older version refuses a newer one by its version
-/// rather than by an unknown field.
-pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 4;
+/// `identity.device_info`); version 5 added `unpinned` and `replaced_programs`; a reader of an
+/// older version refuses a newer one by its version rather than by an unknown field.
+pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 5;
 /// The oldest version of [`SessionReport`] this code still reads: version 1 is version 2 without
 /// `model_files` (read as `null`).
 pub const SESSION_REPORT_OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -166,6 +166,17 @@ pub struct SessionReport {
     pub analysis: serde_json::Value,
     /// Human-readable problems, in the order found.
     pub problems: Vec<String>,
+    /// `true` when some adapter's worker program was replaced (`replaced_programs` is not
+    /// empty): its reports passed the launcher's checks, but nothing pins the program that
+    /// wrote them, so `compare` refuses to set this session beside a pinned one. `false` in
+    /// sessions before version 5 and in sessions marked incomplete (which record no programs).
+    #[serde(default)]
+    pub unpinned: bool,
+    /// Per adapter whose program was replaced (`DECODE_BASELINE_WORKER_<ADAPTER>`), the command
+    /// that ran instead of the pinned worker, without the launcher's `--out-dir DIR`. Empty for
+    /// a pinned session and before version 5.
+    #[serde(default)]
+    pub replaced_programs: BTreeMap<Adapter, Vec<String>>,
 }
 
 /// `launcher.json`: written into a session folder when the session starts, so that a launcher

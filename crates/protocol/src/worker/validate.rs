@@ -18,7 +18,7 @@ use crate::{
     job::token_ids_sha256,
     manifest::{Cell, Manifest},
     pins::{self, PinError},
-    Adapter, DeviceKind, Identity, Mode, Sha256Digest, WorkerJob,
+    DeviceKind, Identity, Mode, Sha256Digest, WorkerJob,
 };
 
 /// What validation established, for the identity block.
@@ -274,14 +274,10 @@ pub struct Runtime {
 
 /// The identity block of a validated job.
 pub fn identity(job: &WorkerJob, validated: &Validated, runtime: &Runtime) -> Identity {
-    let sources = match job.adapter {
-        Adapter::Stock => &validated.manifest.worker_sources.stock,
-        Adapter::Controlled => &validated.manifest.worker_sources.controlled,
-    };
     Identity {
         manifest_sha256: validated.manifest_sha256,
         code_version: code_version(&job.repo_root),
-        worker_sources_sha256: worker_sources_sha256(sources),
+        worker_sources_sha256: worker_sources_sha256(validated.manifest.worker_sources.of(job.adapter)),
         lock_sha256: job.environment.lock_sha256,
         mlx_version: runtime.mlx_version.clone(),
         mlx_lm_version: job.environment.mlx_lm_version.clone(),
