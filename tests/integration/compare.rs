@@ -3,15 +3,18 @@
 //! launcher's output types, filled with deterministic step times) and on session reports
 //! recorded by the real launcher on the fixture (`tests/data/sessions/`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use decode_baseline::stats::{BootstrapConfig, Interval, RatioEstimate, Resampling};
 use decode_baseline_protocol::{
+    analysis::{Analysis, CellAnalysis},
     backend::DeviceIdentity,
     report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport},
     session::{
-        CaseFiles, SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun, SESSION_REPORT_SCHEMA_VERSION,
+        CaseFiles, HostFacts, LeaseFacts, SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun,
+        SESSION_REPORT_SCHEMA_VERSION,
     },
     Adapter, Backend, DeviceKind, Mode, Sha256Digest,
 };
@@ -153,6 +156,7 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
         cell: cell.to_owned(),
         adapter,
         repetition: 0,
+        aa: !suffix.is_empty(),
         sequence: 0,
         command: vec!["worker".to_owned()],
         pid: Some(1),
@@ -166,12 +170,11 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
     }
 }
 
-fn aa(lower: f64, upper: f64) -> serde_json::Value {
-    serde_json::to_value(RatioEstimate {
+fn aa(lower: f64, upper: f64) -> RatioEstimate {
+    RatioEstimate {
         ratio: (lower + upper) / 2.0,
         ci: Interval { lower, upper, bootstrap: BootstrapConfig::default(), resampling: Resampling::ByRequest },
-    })
-    .unwrap()
+    }
 }
 
 /// A synthetic session.
@@ -259,18 +262,26 @@ impl Synth {
         for &(cell, controlled, stock) in &self.cells {
             workers.push(worker(cell, Adapter::Controlled, controlled, "", &self.ids, self.manifest_sha256));
             workers.push(worker(cell, Adapter::Stock, stock, "", &self.ids, self.manifest_sha256));
-            let mut aa_ratios = serde_json::Map::new();
+            let mut aa_ratios = BTreeMap::new();
             for (c, adapter, (lo, hi)) in &self.aa {
                 if *c == cell {
-                    aa_ratios.insert(adapter.as_str().to_owned(), aa(*lo, *hi));
+                    aa_ratios.insert(*adapter, aa(*lo, *hi));
                     let level = if *adapter == Adapter::Controlled { controlled } else { stock };
                     workers.push(worker(cell, *adapter, level, "-aa", &self.ids, self.manifest_sha256));
                 }
             }
             // The launcher's analysis carries more per cell; compare reads only `aa_ratios`.
-            analysis_cells.push(
-                json!({ "cell": cell, "mode": mode_of(cell), "adapters": {}, "ratio": null, "aa_ratios": aa_ratios }),
-            );
+            analysis_cells.push(CellAnalysis {
+                cell: cell.to_owned(),
+                mode: mode_of(cell),
+                adapters: BTreeMap::new(),
+                ratio: None,
+                aa_ratios,
+                paired: BTreeMap::new(),
+                paired_aa: BTreeMap::new(),
+                argmax: None,
+                stream: None,
+            });
         }
         SessionReport {
             schema_version: SESSION_REPORT_SCHEMA_VERSION,
@@ -289,15 +300,21 @@ impl Synth {
             manifest_path: self.manifest_path.clone(),
             manifest_sha256: self.manifest_sha256,
             model_files: self.model_files.clone(),
-            host: json!({ "hostname": self.host, "os": "linux", "arch": "x86_64", "cpus": 2 }),
+            host: Some(HostFacts {
+                hostname: self.host.to_owned(),
+                os: "linux".to_owned(),
+                arch: "x86_64".to_owned(),
+                cpus: 2,
+                cpu_model: None,
+            }),
             device: self.device.clone(),
-            lease: json!({}),
+            lease: Some(LeaseFacts { path: None, waited_ns: None }),
             started_utc: "2026-01-01T00:00:00Z".to_owned(),
             finished_utc: "2026-01-01T00:01:00Z".to_owned(),
             wall_ns: 1,
             launcher_overhead_ns: 1,
             workers,
-            analysis: json!({ "bootstrap": BootstrapConfig::default(), "cells": analysis_cells }),
+            analysis: Some(Analysis { bootstrap: BootstrapConfig::default(), cells: analysis_cells }),
             problems: vec![],
         }
     }
@@ -796,11 +813,14 @@ fn recorded_model_files_are_compared_without_the_manifests_on_disk() {
     assert_eq!(allowed.code, NO_DIFFERENCE, "{}{}", allowed.stdout, allowed.stderr);
     assert!(!allowed.stdout.contains("model tiny-qwen3"), "{}", allowed.stdout);
 
-    // The same sessions as version 1 wrote them (no `model_files`) still load, and fall back to
-    // the manifests, which are gone: the model check is unknown.
+    // The same sessions as version 1 wrote them (no `model_files`, no `workers[].aa`) still load,
+    // and fall back to the manifests, which are gone: the model check is unknown.
     let legacy = |report: &SessionReport| {
         let mut value = serde_json::to_value(report).unwrap();
         value.as_object_mut().unwrap().remove("model_files").unwrap();
+        for worker in value["workers"].as_array_mut().unwrap() {
+            worker.as_object_mut().unwrap().remove("aa").unwrap();
+        }
         value["schema_version"] = json!(1);
         write_value(tmp.path(), &format!("v1-{}", report.session_id), &value)
     };
@@ -867,7 +887,7 @@ fn bad_input_is_exit_2_with_the_path_and_the_field() {
     std::fs::write(&future, value.to_string()).unwrap();
     let run = compare(&[&future]);
     assert_eq!(run.code, BAD_INPUT);
-    assert!(run.stderr.contains("schema_version: expected 1 or 2 or 3 or 4, got 99"), "{}", run.stderr);
+    assert!(run.stderr.contains("schema_version: expected 1 or 2 or 3 or 4 or 5, got 99"), "{}", run.stderr);
 
     let ok = Synth::new("ok", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
     let run = compare(&[&ok, &"--threshold", &"1.5"]);
