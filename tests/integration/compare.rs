@@ -1294,3 +1294,24 @@ fn two_sessions_on_the_same_device_or_one_without_a_record_are_not_refused_for_i
         assert!(mismatch_fields(&run).is_empty(), "{}", run.stdout);
     }
 }
+
+#[test]
+fn json_output_validates_against_the_committed_compare_schema() {
+    let path = util::repo_root().join("schemas/compare.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let (a, b) = (recorded("back-to-back-a"), recorded("back-to-back-b"));
+    for args in [vec![&a as &dyn AsRef<std::ffi::OsStr>], vec![&a, &b]] {
+        let run = compare(&[args.as_slice(), &[&"--format", &"json"]].concat());
+        let output = json_of(&run);
+        let errors: Vec<String> =
+            validator.iter_errors(&output).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        // Closed at every level: a key the types do not write is refused.
+        for pointer in ["", "/a", "/rows/0", "/rows/0/numerator", "/rows/0/outcome", "/rows/0/outcome/comparison"] {
+            let mut extra = output.clone();
+            extra.pointer_mut(pointer).unwrap().as_object_mut().unwrap().insert("surprise".into(), json!(1));
+            assert!(!validator.is_valid(&extra), "a new key at {pointer:?} is taken");
+        }
+    }
+}
