@@ -34,7 +34,7 @@ impl Default for BootstrapConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Resampling {
-    /// Whole requests (cluster bootstrap); the default, see the module docs.
+    /// Whole requests (cluster bootstrap); the default, see `src/stats/bootstrap.rs`.
     #[default]
     ByRequest,
     /// Individual observations.
