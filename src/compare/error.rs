@@ -25,8 +25,9 @@ pub enum CompareError {
         expected: String,
         actual: String,
     },
-    #[error("session report {path}: analysis.cells: {detail}")]
-    Analysis { path: PathBuf, detail: String },
+    /// A report of an older version whose content cannot be converted to the current one.
+    #[error("session report {path} (schema_version {version}): {detail}")]
+    Upgrade { path: PathBuf, version: u64, detail: String },
     #[error("invalid --threshold")]
     Threshold(#[source] decode_baseline::stats::StatsError),
     #[error("nothing to compare: {detail}")]

@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use decode_baseline::stats::{
-    against_yardstick, BootstrapConfig, Comparison, NoiseBound, NoiseThreshold, RatioEstimate, Resampling,
-    SessionRatio, Verdict,
+    against_yardstick, ratio_of_medians, BootstrapConfig, Comparison, NoiseBound, NoiseThreshold, RatioEstimate,
+    Resampling, SessionRatio, Verdict,
 };
 use decode_baseline_protocol::{session::SessionStatus, Adapter, ExitCode, Mode};
 use serde::Serialize;
@@ -27,7 +27,7 @@ use super::{
 pub const COMPARE_SCHEMA_VERSION: u32 = 2;
 
 /// What a row's ratio rests on, i.e. what it holds constant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Basis {
     /// One session, sequential order: ratio of the two adapters' pooled medians. The machine is
@@ -46,7 +46,7 @@ pub enum Basis {
 }
 
 /// What was compared with what.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// Controlled over stock, in one session.
@@ -56,7 +56,7 @@ pub enum Kind {
 }
 
 /// A session as the output names it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SessionRef {
     pub session_id: String,
     pub path: String,
@@ -64,7 +64,7 @@ pub struct SessionRef {
 }
 
 /// One side of a row: its label and per-token median.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Side {
     /// `controlled`, `stock`, `A` or `B`.
     pub label: String,
@@ -75,7 +75,7 @@ pub struct Side {
 }
 
 /// How a row ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "result")]
 pub enum RowResult {
     Compared {
@@ -89,7 +89,7 @@ pub enum RowResult {
 }
 
 /// One line of the comparison.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Row {
     pub cell: String,
     pub mode: Mode,
@@ -117,7 +117,7 @@ impl Row {
 }
 
 /// The MLX versions of two sessions.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Versions {
     /// Session A's, e.g. `mlx 0.32.2, mlx_lm 0.32.2`.
     pub a: String,
@@ -130,7 +130,7 @@ pub struct Versions {
 }
 
 /// Everything `compare` found; printed in each format, and as is for `--format json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CompareReport {
     /// Equals [`COMPARE_SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -203,7 +203,7 @@ fn of_medians(
     denominator: Result<decode_baseline::stats::ClusteredSample, String>,
 ) -> Result<RatioEstimate, String> {
     let (n, d) = (numerator?, denominator?);
-    RatioEstimate::of_medians(&n, &d, Resampling::ByRequest, &BootstrapConfig::default()).map_err(|e| e.to_string())
+    ratio_of_medians(&n, &d, Resampling::ByRequest, &BootstrapConfig::default()).map_err(|e| e.to_string())
 }
 
 /// A recorded A/A pair bounds the run-to-run variation (also when `--threshold` sets the band);
@@ -246,7 +246,7 @@ pub fn compare_within(
     allow_mismatch: bool,
 ) -> Result<CompareReport, CompareError> {
     let flag_t = flag_threshold(flag)?;
-    let cells = samples::cells(&a.report, &a.path)?;
+    let cells = samples::cells(&a.report);
     let mismatches = identity::within(&a.report);
     let refused = !mismatches.is_empty() && !allow_mismatch;
     let mut rows = Vec::new();
@@ -355,8 +355,8 @@ pub fn compare_across(
     raw: bool,
 ) -> Result<CompareReport, CompareError> {
     let flag_t = flag_threshold(flag)?;
-    let cells_a = samples::cells(&a.report, &a.path)?;
-    let cells_b = samples::cells(&b.report, &b.path)?;
+    let cells_a = samples::cells(&a.report);
+    let cells_b = samples::cells(&b.report);
     let names_b: BTreeSet<&str> = cells_b.iter().map(|c| c.cell.as_str()).collect();
     let names_a: BTreeSet<&str> = cells_a.iter().map(|c| c.cell.as_str()).collect();
     let shared_cases: BTreeSet<String> =

@@ -31,7 +31,7 @@ use serde::Serialize;
 
 /// One thing that differs. In a two-session comparison `a` and `b` are the sessions' values; in
 /// one session they are the controlled and the stock workers' values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Mismatch {
     /// What differs, e.g. `libmlx_sha256` or `model tiny-qwen3: model.safetensors`.
     pub field: String,
@@ -70,7 +70,7 @@ fn set_of(session: &SessionReport, adapter: Option<Adapter>, f: impl Fn(&Identit
 }
 
 fn hostname(session: &SessionReport) -> String {
-    session.host.get("hostname").and_then(|h| h.as_str()).unwrap_or("unknown").to_owned()
+    session.host.as_ref().map_or("unknown", |h| h.hostname.as_str()).to_owned()
 }
 
 /// Within one session: controlled and stock must share one libmlx digest.

@@ -6,7 +6,7 @@ use decode_baseline_protocol::session::{
     SessionReport, SESSION_REPORT_OLDEST_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
 };
 
-use super::error::CompareError;
+use super::{error::CompareError, upgrade};
 
 /// A parsed session report and where it was read from.
 #[derive(Debug, Clone)]
@@ -25,15 +25,22 @@ impl LoadedSession {
 
 /// Reads `arg`: a `session.json`, or a folder holding one. The schema version is checked before
 /// the strict parse, so a report from another version says so instead of naming a field. Every
-/// version from [`SESSION_REPORT_OLDEST_SCHEMA_VERSION`] on is read: version 1 lacks
-/// `model_files`, which then reads as `null`.
+/// version from [`SESSION_REPORT_OLDEST_SCHEMA_VERSION`] on is read: an older one is converted
+/// to the current version first (`upgrade`), then parsed by the same strict types.
 pub fn load_session(arg: &Path) -> Result<LoadedSession, CompareError> {
     let path = if arg.is_dir() { arg.join("session.json") } else { arg.to_owned() };
     let bytes = std::fs::read(&path).map_err(|source| CompareError::Read { path: path.clone(), source })?;
-    let value: serde_json::Value =
+    let mut value: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|source| CompareError::Parse { path: path.clone(), source })?;
     let readable = u64::from(SESSION_REPORT_OLDEST_SCHEMA_VERSION)..=u64::from(SESSION_REPORT_SCHEMA_VERSION);
     match value.get("schema_version").and_then(serde_json::Value::as_u64) {
+        Some(v) if v < u64::from(SESSION_REPORT_SCHEMA_VERSION) && readable.contains(&v) => {
+            upgrade::to_current(&mut value).map_err(|detail| CompareError::Upgrade {
+                path: path.clone(),
+                version: v,
+                detail,
+            })?;
+        }
         Some(v) if readable.contains(&v) => {}
         other => {
             return Err(CompareError::SchemaVersion {

@@ -10,7 +10,10 @@ mod identity;
 mod load;
 mod render;
 mod samples;
+#[cfg(test)]
+mod schema;
 mod threshold;
+mod upgrade;
 
 pub use command::{run, CompareArgs};
 pub use error::CompareError;

@@ -3,20 +3,18 @@
 //! recorded.
 //!
 //! Only worker runs that passed the launcher's validation and ended `ok` count, the same runs the
-//! launcher's own analysis uses; the extra run of an A/A pair (folder suffix `-aa`) is kept apart,
+//! launcher's own analysis uses; the extra run of an A/A pair (`workers[].aa`) is kept apart,
 //! because its only job is to measure the noise.
 
-use std::{collections::BTreeMap, path::Path};
+use std::collections::BTreeMap;
 
 use decode_baseline::stats::{ClusteredSample, PairedSample, RatioEstimate, Sample, StatsError};
 use decode_baseline_protocol::{
+    analysis::CellAnalysis,
     report::{Phase, RequestRecord, Status, WorkerReport},
     session::{SessionReport, WorkerOrder, WorkerRun},
     Adapter, Mode,
 };
-use serde::Deserialize;
-
-use super::error::CompareError;
 
 /// One measured request: its decode steps, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,10 +69,6 @@ impl CellData {
     }
 }
 
-pub fn is_aa(run: &WorkerRun) -> bool {
-    run.run_id.ends_with("-aa")
-}
-
 /// The report of a worker run that passed validation and ended ok.
 fn valid(run: &WorkerRun) -> Option<&WorkerReport> {
     run.report.as_ref().filter(|r| r.status == Status::Ok && run.validation_errors.is_empty())
@@ -99,11 +93,11 @@ pub fn request_pairs(
     let run = |adapter: Adapter, repetition: u32| {
         workers
             .iter()
-            .filter(|w| w.cell == cell && w.adapter == adapter && w.repetition == repetition && is_aa(w) == aa)
+            .filter(|w| w.cell == cell && w.adapter == adapter && w.repetition == repetition && w.aa == aa)
             .find_map(valid)
     };
     let mut repetitions: Vec<u32> =
-        workers.iter().filter(|w| w.cell == cell && is_aa(w) == aa).map(|w| w.repetition).collect();
+        workers.iter().filter(|w| w.cell == cell && w.aa == aa).map(|w| w.repetition).collect();
     repetitions.sort_unstable();
     repetitions.dedup();
     let measured = |r: &RequestRecord| matches!(r.phase, Some(Phase::Measured) | None);
@@ -126,9 +120,8 @@ pub fn request_pairs(
 }
 
 /// Every cell of `session` that has at least one valid run, in the order the session ran them.
-/// `path` names the report in errors about its analysis.
-pub fn cells(session: &SessionReport, path: &Path) -> Result<Vec<CellData>, CompareError> {
-    let recorded = recorded(session, path)?;
+pub fn cells(session: &SessionReport) -> Vec<CellData> {
+    let recorded = recorded(session);
     let mut out: Vec<CellData> = Vec::new();
     for run in &session.workers {
         let Some(report) = valid(run) else {
@@ -142,15 +135,15 @@ pub fn cells(session: &SessionReport, path: &Path) -> Result<Vec<CellData>, Comp
                     mode: report.mode,
                     case_id: report.case_id.clone(),
                     adapters: BTreeMap::new(),
-                    aa_ratios: recorded.get(&run.cell).map(|c| c.aa_ratios.clone()).unwrap_or_default(),
+                    aa_ratios: recorded.get(run.cell.as_str()).map(|c| c.aa_ratios.clone()).unwrap_or_default(),
                     runs: BTreeMap::new(),
                     pairs: BTreeMap::new(),
-                    paired_aa: recorded.get(&run.cell).map(|c| c.paired_aa.clone()).unwrap_or_default(),
+                    paired_aa: recorded.get(run.cell.as_str()).map(|c| c.paired_aa.clone()).unwrap_or_default(),
                 });
                 out.len() - 1
             }
         };
-        if is_aa(run) {
+        if run.aa {
             continue;
         }
         let requests = report
@@ -176,32 +169,11 @@ pub fn cells(session: &SessionReport, path: &Path) -> Result<Vec<CellData>, Comp
         }
     }
     out.retain(|c| !c.adapters.is_empty() || !c.aa_ratios.is_empty());
-    Ok(out)
+    out
 }
 
-/// The part of the launcher's analysis this module reads; the rest is ignored.
-#[derive(Deserialize)]
-struct AnalysisView {
-    #[serde(default)]
-    cells: Vec<CellView>,
-}
-
-#[derive(Deserialize)]
-struct CellView {
-    cell: String,
-    #[serde(default)]
-    aa_ratios: BTreeMap<Adapter, RatioEstimate>,
-    #[serde(default)]
-    paired_aa: BTreeMap<Adapter, RatioEstimate>,
-}
-
-/// `analysis.cells[].{aa_ratios, paired_aa}`, by cell. A session without an analysis (`null`)
+/// `analysis.cells[]` by cell name. A session without an analysis (`null`: marked incomplete)
 /// has none.
-fn recorded(session: &SessionReport, path: &Path) -> Result<BTreeMap<String, CellView>, CompareError> {
-    if session.analysis.is_null() {
-        return Ok(BTreeMap::new());
-    }
-    let view: AnalysisView = serde_json::from_value(session.analysis.clone())
-        .map_err(|err| CompareError::Analysis { path: path.to_owned(), detail: err.to_string() })?;
-    Ok(view.cells.into_iter().map(|c| (c.cell.clone(), c)).collect())
+fn recorded(session: &SessionReport) -> BTreeMap<&str, &CellAnalysis> {
+    session.analysis.iter().flat_map(|a| &a.cells).map(|c| (c.cell.as_str(), c)).collect()
 }

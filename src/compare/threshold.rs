@@ -12,7 +12,7 @@ use decode_baseline::stats::{NoiseThreshold, RatioEstimate, DEFAULT_NOISE_THRESH
 use serde::Serialize;
 
 /// Where a row's threshold came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ThresholdOrigin {
     /// `--threshold` on the command line.
@@ -26,7 +26,7 @@ pub enum ThresholdOrigin {
 }
 
 /// A row's threshold, its origin, and which A/A pairs were considered.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RowThreshold {
     pub threshold: NoiseThreshold,
     pub origin: ThresholdOrigin,

@@ -1,42 +1,8 @@
 //! Agreement between the adapters: fixed-continuation argmax step by step (zero mismatches
 //! required, exact ties listed), and reference-pair stream identity or first divergence.
 
+use decode_baseline_protocol::analysis::{ArgmaxAgreement, Mismatch, StreamAgreement};
 use decode_baseline_protocol::report::{RequestRecord, WorkerReport};
-use serde::Serialize;
-
-/// Fixed-continuation agreement of one cell.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ArgmaxAgreement {
-    pub steps_compared: usize,
-    /// Positions where the adapters' argmax differ.
-    pub mismatches: Vec<Mismatch>,
-    /// Positions where either adapter saw top-1 and top-2 exactly equal (lowest index won).
-    pub tie_positions: Vec<u32>,
-    /// Requests within one adapter whose argmax sequence differs from its first request.
-    pub unstable_requests: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Mismatch {
-    pub position: u32,
-    pub controlled: u32,
-    pub stock: u32,
-    pub controlled_margin: Option<f64>,
-    pub stock_margin: Option<f64>,
-}
-
-/// Reference-pair agreement of one cell.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StreamAgreement {
-    pub tokens_compared: usize,
-    pub identical: bool,
-    /// Position of the first differing token, with both tokens and margins there.
-    pub first_divergence: Option<Mismatch>,
-    /// Either adapter saw its top-1 and top-2 exactly equal at the first divergence (stock ranks
-    /// log-probabilities, whose rounding can make two close logits equal): both tokens are
-    /// greedy choices there, so the divergence is listed, not a problem.
-    pub diverged_at_tie: bool,
-}
 
 fn argmaxes(request: &RequestRecord) -> Vec<(u32, u32, Option<f64>, Option<bool>)> {
     request.steps.iter().map(|s| (s.position, s.argmax, s.margin, s.tie)).collect()

@@ -4,82 +4,21 @@
 
 use std::collections::BTreeMap;
 
+use super::agreement;
+use crate::compare::{human_ns, request_pairs};
+use decode_baseline::host;
+use decode_baseline::stats::{
+    drift_between_halves, ratio_of_medians, summarize, summarize_requests, BootstrapConfig, ClusteredSample,
+    PairedSample, RatioEstimate, Resampling, StatsError,
+};
+use decode_baseline_protocol::analysis::StreamAgreement;
 use decode_baseline_protocol::{
+    analysis::{AdapterStats, Analysis, CellAnalysis},
     manifest::Cell,
     report::{Phase, Status, WorkerReport},
     session::{SessionReport, WorkerOrder, WorkerRun},
     Adapter, Mode,
 };
-use serde::Serialize;
-
-use super::agreement::{self, ArgmaxAgreement, StreamAgreement};
-use crate::compare::{human_ns, request_pairs};
-use decode_baseline::host;
-use decode_baseline::stats::{BootstrapConfig, ClusteredSample, PairedSample, RatioEstimate, Resampling, Summary};
-
-/// Everything computed, keyed for `session.json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Analysis {
-    pub bootstrap: BootstrapConfig,
-    pub cells: Vec<CellAnalysis>,
-}
-
-/// One cell.
-#[derive(Debug, Clone, Serialize)]
-pub struct CellAnalysis {
-    pub cell: String,
-    pub mode: Mode,
-    /// Per adapter (`controlled`, `stock`).
-    pub adapters: BTreeMap<String, AdapterStats>,
-    /// Controlled over stock, per-token median, by-request bootstrap interval.
-    pub ratio: Option<RatioEstimate>,
-    /// Per adapter: its A/A pair (the extra run over the first), the spread `compare` uses.
-    pub aa_ratios: BTreeMap<String, RatioEstimate>,
-    /// Interleaved sessions, per adapter other than stock: its paired ratio against stock (the
-    /// median ratio of adjacent requests), by-pair or by-run-then-pair bootstrap interval.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub paired: BTreeMap<String, RatioEstimate>,
-    /// Interleaved sessions with an A/A group, per adapter other than stock: the A/A group's
-    /// paired ratio over the other groups', the noise threshold `compare` uses for it.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub paired_aa: BTreeMap<String, RatioEstimate>,
-    pub argmax: Option<ArgmaxAgreement>,
-    pub stream: Option<StreamAgreement>,
-}
-
-/// One adapter in one cell, over its measured requests (all repetitions, A/A run excluded).
-#[derive(Debug, Clone, Serialize)]
-pub struct AdapterStats {
-    /// Per-token decode step time, ns.
-    pub per_token_ns: Summary,
-    /// Prefill duration, ns (one value per request).
-    pub prefill_ns: Option<Summary>,
-    /// Request start to first token, ns.
-    pub first_token_ns: Option<Summary>,
-    /// Median graph-build part of a step (controlled only), ns.
-    pub build_median_ns: Option<f64>,
-    /// Median evaluation part of a step (controlled only), ns.
-    pub eval_median_ns: Option<f64>,
-    /// Host overhead (controlled only): the share of the measured step time outside MLX's
-    /// evaluation, `(Σ dur - Σ eval) / Σ dur` over every measured step.
-    pub host_overhead: Option<f64>,
-    /// Process start to worker-ready, ns, median over runs.
-    pub start_to_ready_ns: Option<f64>,
-    /// Unused forward passes per request (stock's look-ahead), from the first measured request.
-    pub unused_forwards: u32,
-    /// Model calls per request, from the first measured request.
-    pub model_calls: u32,
-    /// Early against late measured requests (per-request medians, first half against second).
-    pub drift: Option<decode_baseline::stats::Drift>,
-    /// The test-only slowdown the workers applied per decode step, µs (never in a real
-    /// measurement; `DECODE_BASELINE_TEST_SLOWDOWN_US`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub test_slowdown_us: Option<u32>,
-    /// Warnings about the host during this adapter's runs of the cell (busy, throttled), once
-    /// each (`src/host`, judged against `MAX_OTHER_CPUS` and `MAX_FREQ_DROP`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub host_warnings: Vec<String>,
-}
 
 /// The result and the problems it found (disagreement, statistics that could not be computed).
 pub struct Outcome {
@@ -109,7 +48,7 @@ fn valid_reports<'a>(workers: &'a [WorkerRun], cell: &str, adapter: Adapter, aa:
     workers
         .iter()
         .filter(|w| w.cell == cell && w.adapter == adapter && w.validation_errors.is_empty())
-        .filter(|w| w.run_id.ends_with("-aa") == aa)
+        .filter(|w| w.aa == aa)
         .filter_map(|w| w.report.as_ref())
         .filter(|r| r.status == Status::Ok)
         .collect()
@@ -132,7 +71,7 @@ fn paired(
     cell: &str,
     adapter: Adapter,
     config: &BootstrapConfig,
-) -> Result<(Option<RatioEstimate>, Option<RatioEstimate>), decode_baseline::stats::StatsError> {
+) -> Result<(Option<RatioEstimate>, Option<RatioEstimate>), StatsError> {
     let sample = |aa| {
         let pairs = request_pairs(workers, cell, adapter, Adapter::Stock, aa);
         (!pairs.is_empty()).then(|| PairedSample::from_medians(&pairs)).transpose()
@@ -159,7 +98,7 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Out
             match adapter_stats(&reports, &config) {
                 Ok((mut stats, sample)) => {
                     stats.host_warnings = host_warnings(workers, &name, adapter);
-                    adapters.insert(adapter.as_str().to_owned(), stats);
+                    adapters.insert(adapter, stats);
                     clusters.insert(adapter, sample);
                 }
                 Err(err) if cell.mode != Mode::ReferencePair => {
@@ -170,17 +109,17 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Out
             let aa = valid_reports(workers, &name, adapter, true);
             if let (Some(main), false) = (clusters.get(&adapter), aa.is_empty()) {
                 match ClusteredSample::new(step_clusters(&aa))
-                    .and_then(|second| RatioEstimate::of_medians(&second, main, Resampling::ByRequest, &config))
+                    .and_then(|second| ratio_of_medians(&second, main, Resampling::ByRequest, &config))
                 {
                     Ok(ratio) => {
-                        aa_ratios.insert(adapter.as_str().to_owned(), ratio);
+                        aa_ratios.insert(adapter, ratio);
                     }
                     Err(err) => problems.push(format!("{name} {} A/A: no ratio: {err}", adapter.as_str())),
                 }
             }
         }
         let ratio = match (clusters.get(&Adapter::Controlled), clusters.get(&Adapter::Stock)) {
-            (Some(c), Some(s)) => match RatioEstimate::of_medians(c, s, Resampling::ByRequest, &config) {
+            (Some(c), Some(s)) => match ratio_of_medians(c, s, Resampling::ByRequest, &config) {
                 Ok(ratio) => Some(ratio),
                 Err(err) => {
                     problems.push(format!("{name}: no controlled/stock ratio: {err}"));
@@ -193,8 +132,8 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Out
         if order == WorkerOrder::Interleaved && cell.mode != Mode::ReferencePair {
             match paired(workers, &name, Adapter::Controlled, &config) {
                 Ok((main, aa)) => {
-                    paired_ratios.extend(main.map(|r| (Adapter::Controlled.as_str().to_owned(), r)));
-                    paired_aa.extend(aa.map(|r| (Adapter::Controlled.as_str().to_owned(), r)));
+                    paired_ratios.extend(main.map(|r| (Adapter::Controlled, r)));
+                    paired_aa.extend(aa.map(|r| (Adapter::Controlled, r)));
                 }
                 Err(err) => problems.push(format!("{name}: no paired controlled/stock ratio: {err}")),
             }
@@ -241,15 +180,15 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Out
 fn adapter_stats(
     reports: &[&WorkerReport],
     config: &BootstrapConfig,
-) -> Result<(AdapterStats, ClusteredSample), decode_baseline::stats::StatsError> {
+) -> Result<(AdapterStats, ClusteredSample), StatsError> {
     let sample = ClusteredSample::new(step_clusters(reports))?;
-    let per_token_ns = Summary::of_requests(&sample, Resampling::ByRequest, config)?;
+    let per_token_ns = summarize_requests(&sample, Resampling::ByRequest, config)?;
     let measured: Vec<_> =
         reports.iter().flat_map(|r| &r.requests).filter(|q| matches!(q.phase, Some(Phase::Measured) | None)).collect();
     let per_request = |f: &dyn Fn(&decode_baseline_protocol::report::RequestRecord) -> f64| {
         decode_baseline::stats::Sample::new(measured.iter().map(|q| f(q)).collect())
             .ok()
-            .and_then(|s| Summary::of_sample(&s, config).ok())
+            .and_then(|s| summarize(&s, config).ok())
     };
     let steps: Vec<_> = measured.iter().flat_map(|q| &q.steps).collect();
     let median_of = |values: Vec<f64>| decode_baseline::stats::Sample::new(values).ok().map(|s| s.median());
@@ -259,7 +198,7 @@ fn adapter_stats(
     let host_overhead =
         eval.as_ref().filter(|_| total_dur > 0.0).map(|eval| (total_dur - eval.iter().sum::<f64>()) / total_dur);
     let request_medians = sample.cluster_medians();
-    let drift = decode_baseline::stats::Drift::between_halves(&request_medians, &Default::default()).ok();
+    let drift = drift_between_halves(&request_medians, &Default::default()).ok();
     let first_measured = measured.first();
     let stats = AdapterStats {
         per_token_ns,
@@ -295,7 +234,7 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
             out.push_str(&format!(
                 "{:<w$} {:<10} {:>11} {:>23} {:>10} {:>5.1}% {:>11}\n",
                 cell.cell,
-                adapter,
+                adapter.as_str(),
                 human_ns(s.median),
                 format!("[{}, {}]", human_ns(s.median_ci.lower), human_ns(s.median_ci.upper)),
                 human_ns(s.p90),
@@ -326,8 +265,11 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 ));
             }
         }
-        let ratios =
-            cell.paired.get("controlled").map(|r| ("c/s paired", r)).or(cell.ratio.as_ref().map(|r| ("c/s ratio", r)));
+        let ratios = cell
+            .paired
+            .get(&Adapter::Controlled)
+            .map(|r| ("c/s paired", r))
+            .or(cell.ratio.as_ref().map(|r| ("c/s ratio", r)));
         if let Some((label, r)) = ratios {
             out.push_str(&format!(
                 "{:<w$} {:<10} {:>11.3} {:>23}\n",
@@ -387,7 +329,7 @@ mod tests {
     /// build and evaluation split: build a fifth, evaluation three quarters of each step.
     fn recorded_with_split() -> SessionReport {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let mut session: SessionReport = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let mut session = crate::compare::load_session(&path).unwrap().report;
         for worker in session.workers.iter_mut().filter(|w| w.adapter == Adapter::Controlled) {
             for step in worker.report.as_mut().unwrap().requests.iter_mut().flat_map(|q| q.steps.iter_mut()) {
                 step.build_ns = Some(step.dur_ns / 5);
@@ -406,7 +348,7 @@ mod tests {
         .unwrap();
         let outcome = analyze(&session.workers, &[cell], WorkerOrder::Alternate);
         let stats = &outcome.body.cells[0].adapters;
-        let (controlled, stock) = (&stats["controlled"], &stats["stock"]);
+        let (controlled, stock) = (&stats[&Adapter::Controlled], &stats[&Adapter::Stock]);
 
         let steps: Vec<_> =
             valid_reports(&session.workers, "tiny-qwen3.tiny-qwen3-L16.headline", Adapter::Controlled, false)

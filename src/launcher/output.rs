@@ -77,7 +77,7 @@ mod tests {
     fn the_compact_session_reads_back_as_the_same_report_and_is_smaller() {
         let path =
             decode_baseline::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let mut report: SessionReport = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let mut report = crate::compare::load_session(&path).unwrap().report;
         // A worker without a report (it crashed) must stay without one.
         let mut crashed = report.workers[0].clone();
         crashed.report = None;

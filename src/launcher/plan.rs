@@ -22,10 +22,20 @@ pub struct PlannedRun {
 impl PlannedRun {
     /// The worker folder's name below the cell's folder, unique within the session.
     pub fn folder_name(&self) -> String {
-        let suffix = if self.aa { "-aa".to_owned() } else { String::new() };
+        let suffix = if self.aa { AA_SUFFIX } else { "" };
         format!("{}-{}{suffix}", self.adapter.as_str(), self.repetition)
     }
 }
+
+/// Whether a worker folder is the extra run of an A/A pair, by the name [`PlannedRun::folder_name`]
+/// gave it: for folders found on disk without their session's record (recovery), where the
+/// folder name is all there is.
+pub fn is_aa_folder(worker_dir: &std::path::Path) -> bool {
+    worker_dir.file_name().is_some_and(|name| name.to_string_lossy().ends_with(AA_SUFFIX))
+}
+
+/// The suffix of an A/A run's folder name.
+const AA_SUFFIX: &str = "-aa";
 
 /// Every run, cell by cell. With `alternate` and `interleaved`, repetition r lists the adapters
 /// in the job's order when r is even and reversed when odd (A B B A …); an A/A pair adds one more

@@ -15,7 +15,7 @@ use decode_baseline_protocol::session::{
     LauncherMarker, SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION,
 };
 
-use super::{output, validate};
+use super::{output, plan, validate};
 
 pub const MARKER: &str = "launcher.json";
 
@@ -46,15 +46,15 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             manifest_path: marker.manifest_path,
             manifest_sha256: marker.manifest_sha256,
             model_files: None,
-            host: serde_json::Value::Null,
+            host: None,
             device: None,
-            lease: serde_json::Value::Null,
+            lease: None,
             started_utc: marker.started_utc,
             finished_utc: finished_utc.to_owned(),
             wall_ns: 0,
             launcher_overhead_ns: 0,
             workers: abandoned_workers(&dir),
-            analysis: serde_json::Value::Null,
+            analysis: None,
             problems: vec![format!(
                 "the launcher (pid {}) ended without writing session.json (died, or could not write it); \
                  marked incomplete by session {by_session}",
@@ -101,6 +101,7 @@ fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
                 cell: cell.to_string_lossy().into_owned(),
                 adapter: job.adapter,
                 repetition: 0,
+                aa: plan::is_aa_folder(&worker_dir),
                 sequence: 0,
                 command: Vec::new(),
                 pid: report.as_ref().map(|r| r.pid),

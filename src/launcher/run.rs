@@ -12,8 +12,8 @@ use decode_baseline_protocol::{
     pins::{self, PinError},
     report::Status,
     session::{
-        CaseFiles, LauncherMarker, SessionReport, SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION,
-        SESSION_REPORT_SCHEMA_VERSION,
+        self, CaseFiles, HostFacts, InterventionReason, InterventionSignal, LauncherMarker, LeaseFacts, SessionReport,
+        SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
     },
     Adapter, ExitCode,
 };
@@ -236,18 +236,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         manifest_path: loaded.path.clone(),
         manifest_sha256: loaded.sha256,
         model_files: Some(model_files(&loaded, &cells)),
-        host: host_facts(),
+        host: Some(host_facts()),
         device: device::identify(&workers),
-        lease: serde_json::json!({
-            "path": lease.as_ref().map(|l| l.path.clone()),
-            "waited_ns": lease.as_ref().map(|l| l.waited.as_nanos() as u64),
+        lease: Some(LeaseFacts {
+            path: lease.as_ref().map(|l| l.path.clone()),
+            waited_ns: lease.as_ref().map(|l| l.waited.as_nanos() as u64),
         }),
         started_utc,
         finished_utc: utc_now(),
         wall_ns: wall.as_nanos() as u64,
         launcher_overhead_ns: (wall.as_nanos() as u64).saturating_sub(workers_wall),
         workers,
-        analysis: serde_json::to_value(&analysis.body)?,
+        analysis: Some(analysis.body.clone()),
         problems,
         unpinned: !replaced_programs.is_empty(),
         replaced_programs,
@@ -361,6 +361,7 @@ fn record_run(
         cell: p.planned.cell.name(),
         adapter: p.planned.adapter,
         repetition: p.planned.repetition,
+        aa: p.planned.aa,
         sequence: p.sequence,
         command: p.command.clone(),
         pid: Some(outcome.pid),
@@ -408,7 +409,7 @@ fn session_status(workers: &[WorkerRun], interrupts: &Interrupts, problems: &[St
     if interrupts.count() > 0 || statuses.contains(&Some(Status::Cancelled)) {
         SessionStatus::Cancelled
     } else if statuses.contains(&Some(Status::Timeout))
-        || workers.iter().any(|w| w.intervention.as_deref().is_some_and(|i| i.starts_with("past_deadline")))
+        || workers.iter().any(|w| w.intervention.is_some_and(|i| i.reason == InterventionReason::PastDeadline))
     {
         SessionStatus::Timeout
     } else if workers.iter().any(|w| w.report.is_none() || w.exit_code != Some(0) || w.intervention.is_some())
@@ -422,15 +423,21 @@ fn session_status(workers: &[WorkerRun], interrupts: &Interrupts, problems: &[St
     }
 }
 
-fn describe(intervention: Intervention, sent: Option<nix::sys::signal::Signal>) -> Option<String> {
-    let what = match intervention {
+/// The record of what the supervisor did; `None` when it only watched.
+fn describe(intervention: Intervention, sent: Option<nix::sys::signal::Signal>) -> Option<session::Intervention> {
+    let reason = match intervention {
         Intervention::None => return None,
-        Intervention::NeverReady => "never_ready",
-        Intervention::PastDeadline => "past_deadline",
-        Intervention::Cancelled => "cancelled",
-        Intervention::Killed => "killed",
+        Intervention::NeverReady => InterventionReason::NeverReady,
+        Intervention::PastDeadline => InterventionReason::PastDeadline,
+        Intervention::Cancelled => InterventionReason::Cancelled,
+        Intervention::Killed => InterventionReason::Killed,
     };
-    Some(format!("{what}: {}", sent.map_or("no signal".to_owned(), |s| s.to_string())))
+    let signal = sent.map(|s| match s {
+        nix::sys::signal::Signal::SIGTERM => InterventionSignal::Sigterm,
+        nix::sys::signal::Signal::SIGKILL => InterventionSignal::Sigkill,
+        other => unreachable!("the supervisor sends only SIGTERM and SIGKILL, not {other}"),
+    });
+    Some(session::Intervention { reason, signal })
 }
 
 fn expected_requests(job: &decode_baseline_protocol::WorkerJob) -> u32 {
@@ -474,15 +481,15 @@ fn utc_now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
-fn host_facts() -> serde_json::Value {
+fn host_facts() -> HostFacts {
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "unknown".to_owned());
-    serde_json::json!({
-        "hostname": hostname,
-        "os": std::env::consts::OS,
-        "arch": std::env::consts::ARCH,
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        "cpu_model": device::cpu_model(),
-    })
+    HostFacts {
+        hostname,
+        os: std::env::consts::OS.to_owned(),
+        arch: std::env::consts::ARCH.to_owned(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX)),
+        cpu_model: device::cpu_model(),
+    }
 }

@@ -48,9 +48,9 @@ pub fn write_plots(session: &SessionReport, dir: &Path, options: PlotOptions) ->
     }
     std::fs::create_dir_all(dir).map_err(|source| PlotError::Write { path: dir.to_owned(), source })?;
     let mut written = Written::default();
-    let mut figures = session_figures(session, &dir.join("session.json"))?;
+    let mut figures = session_figures(session);
     if let Some(gbs) = options.peak_bandwidth_gbs {
-        for cell in &compare::cells(session, &dir.join("session.json"))? {
+        for cell in &compare::cells(session) {
             let bytes = ModelBytes::of_case(&session.manifest_path, &cell.case_id)?;
             if let Some((svg, roof)) = roofline::figure(cell, &bytes, gbs) {
                 figures.push(Figure { name: format!("{}.roofline", cell.cell), svg });
@@ -75,10 +75,9 @@ pub struct Figure {
 
 /// Every figure a session gets without options: per case with two or more headline context
 /// lengths the decode time against context length (`<case>.context`), then per cell the step
-/// times by position (`<cell>.steps`) and the distribution (`<cell>.distribution`). `path`
-/// names the report in errors.
-pub fn session_figures(session: &SessionReport, path: &Path) -> Result<Vec<Figure>, PlotError> {
-    let cells = compare::cells(session, path)?;
+/// times by position (`<cell>.steps`) and the distribution (`<cell>.distribution`).
+pub fn session_figures(session: &SessionReport) -> Vec<Figure> {
+    let cells = compare::cells(session);
     let rows = crate::report::Rows::of(session);
     let mut out = Vec::new();
     for case in rows.cases() {
@@ -90,7 +89,7 @@ pub fn session_figures(session: &SessionReport, path: &Path) -> Result<Vec<Figur
         out.extend(steps::figure(cell).map(|svg| Figure { name: format!("{}.steps", cell.cell), svg }));
         out.extend(distribution::figure(cell).map(|svg| Figure { name: format!("{}.distribution", cell.cell), svg }));
     }
-    Ok(out)
+    out
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {

@@ -36,7 +36,7 @@ figcaption{font-size:.8em;color:#555}";
 fn render(session: &SessionReport, dir: &Path) -> anyhow::Result<String> {
     let rows = Rows::of(session);
     let bench = BenchRecord::read(dir)?;
-    let figures = crate::plot::session_figures(session, &dir.join("session.json"))?;
+    let figures = crate::plot::session_figures(session);
     let mut h = String::new();
     let _ = write!(
         h,
@@ -239,9 +239,11 @@ fn identity_section(h: &mut String, session: &SessionReport) {
     };
     item("manifest", &session.manifest_path.display().to_string());
     item("manifest sha256", &session.manifest_sha256.to_string());
-    let host =
-        |key: &str| session.host.get(key).map_or("?".to_owned(), |v| v.as_str().map_or(v.to_string(), str::to_owned));
-    item("host", &format!("{} ({} {}, {} CPUs)", host("hostname"), host("os"), host("arch"), host("cpus")));
+    let host = session
+        .host
+        .as_ref()
+        .map_or("? (? ?, ? CPUs)".to_owned(), |h| format!("{} ({} {}, {} CPUs)", h.hostname, h.os, h.arch, h.cpus));
+    item("host", &host);
     if let Some(device) = &session.device {
         item("device", &format!("{} on {} ({})", device.name, device.backend.as_str(), device.device.as_str()));
     }

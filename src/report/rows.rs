@@ -3,106 +3,19 @@
 //! prefill and time to first token with the prompt throughput, peak memory and the warnings;
 //! the controlled/stock ratios; agreement; the decode time against context length.
 //!
-//! They are read from `session.json`'s `analysis` and worker reports, so a page can be rebuilt
-//! from any session on disk. The analysis is read leniently (only the keys used here), so that
-//! figures the launcher adds later do not stop the page from being written.
+//! They are read from `session.json`'s typed `analysis` and worker reports, so a page can be
+//! rebuilt from any session on disk that `compare`'s loader reads (older versions are converted
+//! when loaded).
 
 use std::collections::BTreeMap;
 
 use decode_baseline_protocol::{
     report::{Phase, Status},
     session::SessionReport,
+    Adapter,
 };
-use serde::Deserialize;
 
 use crate::compare::human_ns;
-
-#[derive(Debug, Clone, Default, Deserialize)]
-struct AnalysisView {
-    #[serde(default)]
-    cells: Vec<CellView>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-struct CellView {
-    cell: String,
-    mode: String,
-    #[serde(default)]
-    adapters: BTreeMap<String, AdapterView>,
-    #[serde(default)]
-    ratio: Option<RatioView>,
-    /// Interleaved sessions: the paired ratios, per adapter other than stock.
-    #[serde(default)]
-    paired: BTreeMap<String, RatioView>,
-    #[serde(default)]
-    argmax: Option<ArgmaxView>,
-    #[serde(default)]
-    stream: Option<StreamView>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct AdapterView {
-    per_token_ns: SummaryView,
-    #[serde(default)]
-    prefill_ns: Option<SummaryView>,
-    #[serde(default)]
-    first_token_ns: Option<SummaryView>,
-    #[serde(default)]
-    build_median_ns: Option<f64>,
-    #[serde(default)]
-    eval_median_ns: Option<f64>,
-    #[serde(default)]
-    host_overhead: Option<f64>,
-    #[serde(default)]
-    host_warnings: Vec<String>,
-    #[serde(default)]
-    test_slowdown_us: Option<u32>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct SummaryView {
-    median: f64,
-    p90: f64,
-    #[serde(default)]
-    cv: Option<f64>,
-    median_ci: IntervalView,
-    #[serde(default)]
-    warnings: Vec<WarningView>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct IntervalView {
-    lower: f64,
-    upper: f64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct WarningView {
-    message: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RatioView {
-    ratio: f64,
-    ci: IntervalView,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct ArgmaxView {
-    steps_compared: usize,
-    #[serde(default)]
-    mismatches: Vec<serde_json::Value>,
-    #[serde(default)]
-    tie_positions: Vec<u32>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct StreamView {
-    tokens_compared: usize,
-    identical: bool,
-    #[serde(default)]
-    first_divergence: Option<serde_json::Value>,
-}
 
 /// One cell and adapter.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,21 +75,20 @@ pub struct Rows {
 
 impl Rows {
     pub fn of(session: &SessionReport) -> Rows {
-        let analysis: AnalysisView = serde_json::from_value(session.analysis.clone()).unwrap_or_default();
         let mut out = Rows::default();
-        for cell in &analysis.cells {
-            for (adapter, stats) in &cell.adapters {
+        for cell in session.analysis.iter().flat_map(|a| &a.cells) {
+            for (&adapter, stats) in &cell.adapters {
                 let (case, prompt_len, peak) = measured_facts(session, &cell.cell, adapter);
                 if let Some(peak) = peak {
-                    let entry = out.peak_memory.entry(adapter.clone()).or_insert(0);
+                    let entry = out.peak_memory.entry(adapter.as_str().to_owned()).or_insert(0);
                     *entry = (*entry).max(peak);
                 }
                 let s = &stats.per_token_ns;
                 out.rows.push(Row {
                     cell: cell.cell.clone(),
                     case,
-                    mode: cell.mode.clone(),
-                    adapter: adapter.clone(),
+                    mode: cell.mode.as_str().to_owned(),
+                    adapter: adapter.as_str().to_owned(),
                     prompt_len,
                     per_token_ns: s.median,
                     ci_ns: (s.median_ci.lower, s.median_ci.upper),
@@ -202,7 +114,7 @@ impl Rows {
                         .collect(),
                 });
             }
-            if let Some(r) = cell.paired.get("controlled").or(cell.ratio.as_ref()) {
+            if let Some(r) = cell.paired.get(&Adapter::Controlled).or(cell.ratio.as_ref()) {
                 out.ratios.push((cell.cell.clone(), r.ratio, r.ci.lower, r.ci.upper));
             }
             if let Some(a) = &cell.argmax {
@@ -218,7 +130,7 @@ impl Rows {
                 let verdict = if s.identical {
                     "identical".to_owned()
                 } else {
-                    format!("diverge: {}", s.first_divergence.as_ref().map_or("?".into(), |d| d.to_string()))
+                    format!("diverge: {}", s.first_divergence.as_ref().map_or("?".into(), divergence))
                 };
                 out.agreement
                     .push(format!("{}: reference streams over {} tokens, {verdict}", cell.cell, s.tokens_compared));
@@ -314,11 +226,16 @@ impl Rows {
 
 /// The case, the prompt length and the largest peak memory of the measured requests of one cell
 /// and adapter, over the worker runs that passed validation.
-fn measured_facts(session: &SessionReport, cell: &str, adapter: &str) -> (Option<String>, Option<u32>, Option<u64>) {
+/// The first divergence as the page has always shown it: its JSON, keys sorted.
+fn divergence(mismatch: &decode_baseline_protocol::analysis::Mismatch) -> String {
+    serde_json::to_value(mismatch).map_or_else(|_| "?".to_owned(), |v| v.to_string())
+}
+
+fn measured_facts(session: &SessionReport, cell: &str, adapter: Adapter) -> (Option<String>, Option<u32>, Option<u64>) {
     let reports: Vec<_> = session
         .workers
         .iter()
-        .filter(|w| w.cell == cell && w.adapter.as_str() == adapter && w.validation_errors.is_empty())
+        .filter(|w| w.cell == cell && w.adapter == adapter && w.validation_errors.is_empty())
         .filter_map(|w| w.report.as_ref())
         .filter(|r| r.status == Status::Ok)
         .collect();

@@ -28,97 +28,27 @@
 use super::error::StatsError;
 use super::paired::PairedSample;
 use super::sample::{median_in_place, quantile_sorted, ClusteredSample, Sample};
+use decode_baseline_protocol::stats::{BootstrapConfig, Interval, Resampling};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
-/// Number of bootstrap resamples unless configured otherwise.
-pub const DEFAULT_RESAMPLES: usize = 2000;
-/// Confidence level unless configured otherwise.
-pub const DEFAULT_CONFIDENCE: f64 = 0.95;
-/// The pinned seed: the ASCII bytes of "decode-b" read as a big-endian u64.
-pub const DEFAULT_SEED: u64 = 0x6465_636f_6465_2d62;
-
-/// How a bootstrap is run; recorded next to every interval it produced.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BootstrapConfig {
-    /// Number of resamples `B` (at least 100).
-    pub resamples: usize,
-    /// Confidence level `1 - α`, strictly between 0 and 1.
-    pub confidence: f64,
-    /// Seed of the ChaCha8 stream.
-    pub seed: u64,
-}
-
-impl Default for BootstrapConfig {
-    fn default() -> Self {
-        BootstrapConfig { resamples: DEFAULT_RESAMPLES, confidence: DEFAULT_CONFIDENCE, seed: DEFAULT_SEED }
+/// Refuses fewer than 100 resamples and a confidence level outside (0, 1).
+pub fn validate(config: &BootstrapConfig) -> Result<(), StatsError> {
+    if config.resamples < 100 {
+        return Err(StatsError::InvalidSetting {
+            field: "resamples",
+            expected: "at least 100",
+            actual: config.resamples.to_string(),
+        });
     }
-}
-
-impl BootstrapConfig {
-    /// Refuses fewer than 100 resamples and a confidence level outside (0, 1).
-    pub fn validate(&self) -> Result<(), StatsError> {
-        if self.resamples < 100 {
-            return Err(StatsError::InvalidSetting {
-                field: "resamples",
-                expected: "at least 100",
-                actual: self.resamples.to_string(),
-            });
-        }
-        if !(self.confidence > 0.0 && self.confidence < 1.0) {
-            return Err(StatsError::InvalidSetting {
-                field: "confidence",
-                expected: "strictly between 0 and 1",
-                actual: self.confidence.to_string(),
-            });
-        }
-        Ok(())
+    if !(config.confidence > 0.0 && config.confidence < 1.0) {
+        return Err(StatsError::InvalidSetting {
+            field: "confidence",
+            expected: "strictly between 0 and 1",
+            actual: config.confidence.to_string(),
+        });
     }
-}
-
-/// What the bootstrap draws.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Resampling {
-    /// Whole requests (cluster bootstrap); the default, see the module docs.
-    #[default]
-    ByRequest,
-    /// Individual observations.
-    ByPoint,
-    /// Pairs of adjacent requests of one worker run each (interleaved order), drawn as points:
-    /// each pair is one observation of the ratio.
-    ByPair,
-    /// Whole worker runs, then pairs within each drawn run (a two-level bootstrap): the interval
-    /// carries run-to-run variation as well as pair-to-pair.
-    ByRunThenPair,
-}
-
-/// A bootstrap confidence interval and how it was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Interval {
-    /// Lower bound.
-    pub lower: f64,
-    /// Upper bound.
-    pub upper: f64,
-    /// Confidence level, resamples and seed used.
-    pub bootstrap: BootstrapConfig,
-    /// What was resampled.
-    pub resampling: Resampling,
-}
-
-impl Interval {
-    /// Half the width of the interval.
-    pub fn half_width(&self) -> f64 {
-        (self.upper - self.lower) / 2.0
-    }
-
-    /// Whether `x` lies in the closed interval.
-    pub fn contains(&self, x: f64) -> bool {
-        self.lower <= x && x <= self.upper
-    }
+    Ok(())
 }
 
 /// Something the bootstrap can draw from: plain observations or requests of observations.
@@ -180,7 +110,7 @@ impl<'a> Source<'a> {
 
 /// Percentile-bootstrap interval of the median of `source`.
 pub(crate) fn median_interval(source: Source<'_>, config: &BootstrapConfig) -> Result<Interval, StatsError> {
-    config.validate()?;
+    validate(config)?;
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut buf = Vec::new();
     let estimates = (0..config.resamples).map(|_| source.resampled_median(&mut rng, &mut buf)).collect();
@@ -232,7 +162,7 @@ pub(crate) fn quotient_interval(
     denominator: Statistic<'_>,
     config: &BootstrapConfig,
 ) -> Result<Interval, StatsError> {
-    config.validate()?;
+    validate(config)?;
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut buf = Vec::new();
     let estimates = (0..config.resamples)
@@ -287,11 +217,11 @@ mod tests {
     fn config_validation_names_the_field() {
         let bad = BootstrapConfig { resamples: 10, ..BootstrapConfig::default() };
         assert_eq!(
-            bad.validate().unwrap_err().to_string(),
+            validate(&bad).unwrap_err().to_string(),
             "invalid setting `resamples`: expected at least 100, got 10"
         );
         let bad = BootstrapConfig { confidence: 1.0, ..BootstrapConfig::default() };
-        assert!(matches!(bad.validate(), Err(StatsError::InvalidSetting { field: "confidence", .. })));
+        assert!(matches!(validate(&bad), Err(StatsError::InvalidSetting { field: "confidence", .. })));
     }
 
     #[test]

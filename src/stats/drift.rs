@@ -17,113 +17,57 @@
 
 use super::error::StatsError;
 use super::sample::median_in_place;
-use serde::{Deserialize, Serialize};
+use decode_baseline_protocol::stats::{Drift, DriftConfig};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// At least this many per-request figures (two per half).
 pub const MIN_REQUESTS: usize = 4;
-/// Default significance level.
-pub const DEFAULT_ALPHA: f64 = 0.05;
-/// Default relative change that matters.
-pub const DEFAULT_DRIFT_THRESHOLD: f64 = 0.02;
-
-/// When drift is flagged.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DriftConfig {
-    /// Significance level of the Mann-Whitney test, in (0, 1).
-    pub alpha: f64,
-    /// Smallest |relative change| that counts, ≥ 0.
-    pub threshold: f64,
-}
-
-impl Default for DriftConfig {
-    fn default() -> Self {
-        DriftConfig { alpha: DEFAULT_ALPHA, threshold: DEFAULT_DRIFT_THRESHOLD }
+/// Compares the early and late halves of `per_request` (positive, finite, in run order).
+pub fn drift_between_halves(per_request: &[f64], config: &DriftConfig) -> Result<Drift, StatsError> {
+    if !(config.alpha > 0.0 && config.alpha < 1.0) {
+        return Err(StatsError::InvalidSetting {
+            field: "alpha",
+            expected: "strictly between 0 and 1",
+            actual: config.alpha.to_string(),
+        });
     }
-}
-
-/// Early against late measured requests.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Drift {
-    /// Requests in each half.
-    pub half: usize,
-    /// Median of the early half.
-    pub early_median: f64,
-    /// Median of the late half.
-    pub late_median: f64,
-    /// `late_median / early_median - 1`: positive means the late requests were slower.
-    pub relative_change: f64,
-    /// Mann-Whitney U of the early half.
-    pub mann_whitney_u: f64,
-    /// Two-sided p-value (normal approximation).
-    pub p_value: f64,
-    /// The settings used.
-    pub config: DriftConfig,
-    /// `p_value < alpha && |relative_change| > threshold`.
-    pub drifting: bool,
-}
-
-impl Drift {
-    /// Compares the early and late halves of `per_request` (positive, finite, in run order).
-    pub fn between_halves(per_request: &[f64], config: &DriftConfig) -> Result<Self, StatsError> {
-        if !(config.alpha > 0.0 && config.alpha < 1.0) {
-            return Err(StatsError::InvalidSetting {
-                field: "alpha",
-                expected: "strictly between 0 and 1",
-                actual: config.alpha.to_string(),
-            });
-        }
-        if !(config.threshold >= 0.0 && config.threshold.is_finite()) {
-            return Err(StatsError::InvalidSetting {
-                field: "threshold",
-                expected: "a finite number >= 0",
-                actual: config.threshold.to_string(),
-            });
-        }
-        if let Some((index, &value)) = per_request.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(StatsError::NotFinite { index, value });
-        }
-        if let Some(&value) = per_request.iter().find(|&&v| v <= 0.0) {
-            return Err(StatsError::NotPositive { side: "per-request figures", value });
-        }
-        if per_request.len() < MIN_REQUESTS {
-            return Err(StatsError::TooFew {
-                what: "per-request figures",
-                expected: MIN_REQUESTS,
-                actual: per_request.len(),
-            });
-        }
-        let half = per_request.len() / 2;
-        let early = &per_request[..half];
-        let late = &per_request[per_request.len() - half..];
-        let early_median = median_in_place(&mut early.to_vec());
-        let late_median = median_in_place(&mut late.to_vec());
-        let relative_change = late_median / early_median - 1.0;
-        let (mann_whitney_u, p_value) = mann_whitney(early, late);
-        Ok(Drift {
-            half,
-            early_median,
-            late_median,
-            relative_change,
-            mann_whitney_u,
-            p_value,
-            config: *config,
-            drifting: p_value < config.alpha && relative_change.abs() > config.threshold,
-        })
+    if !(config.threshold >= 0.0 && config.threshold.is_finite()) {
+        return Err(StatsError::InvalidSetting {
+            field: "threshold",
+            expected: "a finite number >= 0",
+            actual: config.threshold.to_string(),
+        });
     }
-
-    /// A sentence for the terminal.
-    pub fn describe(&self) -> String {
-        let direction = if self.relative_change > 0.0 { "slower" } else { "faster" };
-        format!(
-            "late requests were {:.1} % {direction} than early ones (p = {:.3}){}",
-            100.0 * self.relative_change.abs(),
-            self.p_value,
-            if self.drifting { ": the machine drifted during measurement" } else { "" }
-        )
+    if let Some((index, &value)) = per_request.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(StatsError::NotFinite { index, value });
     }
+    if let Some(&value) = per_request.iter().find(|&&v| v <= 0.0) {
+        return Err(StatsError::NotPositive { side: "per-request figures", value });
+    }
+    if per_request.len() < MIN_REQUESTS {
+        return Err(StatsError::TooFew {
+            what: "per-request figures",
+            expected: MIN_REQUESTS,
+            actual: per_request.len(),
+        });
+    }
+    let half = per_request.len() / 2;
+    let early = &per_request[..half];
+    let late = &per_request[per_request.len() - half..];
+    let early_median = median_in_place(&mut early.to_vec());
+    let late_median = median_in_place(&mut late.to_vec());
+    let relative_change = late_median / early_median - 1.0;
+    let (mann_whitney_u, p_value) = mann_whitney(early, late);
+    Ok(Drift {
+        half,
+        early_median,
+        late_median,
+        relative_change,
+        mann_whitney_u,
+        p_value,
+        config: *config,
+        drifting: p_value < config.alpha && relative_change.abs() > config.threshold,
+    })
 }
 
 /// `(U of x, two-sided p)`, see the module docs.
@@ -185,7 +129,7 @@ mod tests {
     fn a_steady_slowdown_is_flagged_and_noise_is_not() {
         // 20 requests: the first ten at ~1000, the last ten at ~1100 (+10 %).
         let slowing: Vec<f64> = (0..20).map(|i| if i < 10 { 1000.0 } else { 1100.0 } + f64::from(i % 3)).collect();
-        let d = Drift::between_halves(&slowing, &DriftConfig::default()).unwrap();
+        let d = drift_between_halves(&slowing, &DriftConfig::default()).unwrap();
         assert_eq!(d.half, 10);
         // Early: 1000 + i % 3 for i < 10 → four 1000s, three 1001s, three 1002s → median 1001.
         // Late: 1100 + i % 3 for i ≥ 10 → 1101, 1102, 1100, … → three 1100s, four 1101s,
@@ -198,7 +142,7 @@ mod tests {
 
         // Alternating values: no trend.
         let steady: Vec<f64> = (0..20).map(|i| 1000.0 + f64::from(i % 2) * 30.0).collect();
-        let d = Drift::between_halves(&steady, &DriftConfig::default()).unwrap();
+        let d = drift_between_halves(&steady, &DriftConfig::default()).unwrap();
         assert!(!d.drifting, "{d:?}");
         assert_eq!(d.relative_change, 0.0);
     }
@@ -207,26 +151,26 @@ mod tests {
     fn significant_but_tiny_change_is_not_drift() {
         // +0.5 %, perfectly separated: significant, but under the 2 % threshold.
         let v: Vec<f64> = (0..20).map(|i| if i < 10 { 1000.0 } else { 1005.0 } + f64::from(i) * 0.01).collect();
-        let d = Drift::between_halves(&v, &DriftConfig::default()).unwrap();
+        let d = drift_between_halves(&v, &DriftConfig::default()).unwrap();
         assert!(d.p_value < 0.05);
         assert!(!d.drifting);
     }
 
     #[test]
     fn odd_length_drops_the_middle_request_and_bad_input_is_refused() {
-        let d = Drift::between_halves(&[1.0, 1.0, 50.0, 2.0, 2.0], &DriftConfig::default()).unwrap();
+        let d = drift_between_halves(&[1.0, 1.0, 50.0, 2.0, 2.0], &DriftConfig::default()).unwrap();
         assert_eq!((d.half, d.early_median, d.late_median), (2, 1.0, 2.0));
         assert_eq!(
-            Drift::between_halves(&[1.0, 2.0, 3.0], &DriftConfig::default()),
+            drift_between_halves(&[1.0, 2.0, 3.0], &DriftConfig::default()),
             Err(StatsError::TooFew { what: "per-request figures", expected: 4, actual: 3 })
         );
         assert!(matches!(
-            Drift::between_halves(&[1.0, 2.0, 0.0, 3.0], &DriftConfig::default()),
+            drift_between_halves(&[1.0, 2.0, 0.0, 3.0], &DriftConfig::default()),
             Err(StatsError::NotPositive { value, .. }) if value == 0.0
         ));
         let bad = DriftConfig { alpha: 0.0, ..DriftConfig::default() };
         assert!(matches!(
-            Drift::between_halves(&[1.0, 2.0, 3.0, 4.0], &bad),
+            drift_between_halves(&[1.0, 2.0, 3.0, 4.0], &bad),
             Err(StatsError::InvalidSetting { field: "alpha", .. })
         ));
     }

@@ -9,58 +9,33 @@
 //! step that took three times as long is a fact about the loop.
 
 use super::sample::Sample;
-use serde::{Deserialize, Serialize};
+use decode_baseline_protocol::stats::TukeyOutliers;
 
 /// Multiple of the IQR beyond the quartiles for a mild outlier.
 pub const MILD_IQR: f64 = 1.5;
 /// Multiple of the IQR beyond the quartiles for a severe outlier.
 pub const SEVERE_IQR: f64 = 3.0;
 
-/// Outlier counts by Tukey's fences.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TukeyOutliers {
-    /// First quartile (type 7).
-    pub q1: f64,
-    /// Third quartile (type 7).
-    pub q3: f64,
-    /// Below `q1 - 3 IQR`.
-    pub low_severe: usize,
-    /// In `[q1 - 3 IQR, q1 - 1.5 IQR)`.
-    pub low_mild: usize,
-    /// In `(q3 + 1.5 IQR, q3 + 3 IQR]`.
-    pub high_mild: usize,
-    /// Above `q3 + 3 IQR`.
-    pub high_severe: usize,
-}
-
-impl TukeyOutliers {
-    /// Counts the outliers of `sample`.
-    pub fn of(sample: &Sample) -> Self {
-        let q1 = sample.quantile(0.25);
-        let q3 = sample.quantile(0.75);
-        let iqr = q3 - q1;
-        let (low_severe_fence, low_mild_fence) = (q1 - SEVERE_IQR * iqr, q1 - MILD_IQR * iqr);
-        let (high_mild_fence, high_severe_fence) = (q3 + MILD_IQR * iqr, q3 + SEVERE_IQR * iqr);
-        let mut counts = TukeyOutliers { q1, q3, low_severe: 0, low_mild: 0, high_mild: 0, high_severe: 0 };
-        for &x in sample.sorted() {
-            if x < low_severe_fence {
-                counts.low_severe += 1;
-            } else if x < low_mild_fence {
-                counts.low_mild += 1;
-            } else if x > high_severe_fence {
-                counts.high_severe += 1;
-            } else if x > high_mild_fence {
-                counts.high_mild += 1;
-            }
+/// Counts the outliers of `sample`.
+pub fn tukey_outliers(sample: &Sample) -> TukeyOutliers {
+    let q1 = sample.quantile(0.25);
+    let q3 = sample.quantile(0.75);
+    let iqr = q3 - q1;
+    let (low_severe_fence, low_mild_fence) = (q1 - SEVERE_IQR * iqr, q1 - MILD_IQR * iqr);
+    let (high_mild_fence, high_severe_fence) = (q3 + MILD_IQR * iqr, q3 + SEVERE_IQR * iqr);
+    let mut counts = TukeyOutliers { q1, q3, low_severe: 0, low_mild: 0, high_mild: 0, high_severe: 0 };
+    for &x in sample.sorted() {
+        if x < low_severe_fence {
+            counts.low_severe += 1;
+        } else if x < low_mild_fence {
+            counts.low_mild += 1;
+        } else if x > high_severe_fence {
+            counts.high_severe += 1;
+        } else if x > high_mild_fence {
+            counts.high_mild += 1;
         }
-        counts
     }
-
-    /// All outliers, mild and severe, both sides.
-    pub fn total(&self) -> usize {
-        self.low_severe + self.low_mild + self.high_mild + self.high_severe
-    }
+    counts
 }
 
 #[cfg(test)]
@@ -77,14 +52,14 @@ mod tests {
         // -20 is low severe; 14 is inside; 30 is high severe.
         let mut x: Vec<f64> = (1..=9).map(f64::from).collect();
         x.extend([-20.0, 14.0, 30.0]);
-        let o = TukeyOutliers::of(&Sample::new(x).unwrap());
+        let o = tukey_outliers(&Sample::new(x).unwrap());
         assert_eq!((o.q1, o.q3), (2.75, 8.25));
         assert_eq!((o.low_severe, o.low_mild, o.high_mild, o.high_severe), (1, 0, 0, 1));
 
         // Replace 30 by 20: above 16.5, below 24.75 → high mild.
         let mut x: Vec<f64> = (1..=9).map(f64::from).collect();
         x.extend([-20.0, 14.0, 20.0]);
-        let o = TukeyOutliers::of(&Sample::new(x).unwrap());
+        let o = tukey_outliers(&Sample::new(x).unwrap());
         assert_eq!((o.low_severe, o.low_mild, o.high_mild, o.high_severe), (1, 0, 1, 0));
         assert_eq!(o.total(), 2);
     }
@@ -93,7 +68,7 @@ mod tests {
     fn a_point_on_the_fence_is_not_an_outlier() {
         // [0, 0, 0, 1, 1, 1, 2.5]: h = 6 p; Q1 = x[1.5] = 0, Q3 = x[4.5] = 1, IQR 1;
         // the high mild fence is 2.5 exactly.
-        let o = TukeyOutliers::of(&Sample::new(vec![0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.5]).unwrap());
+        let o = tukey_outliers(&Sample::new(vec![0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.5]).unwrap());
         assert_eq!(o.total(), 0);
     }
 }

@@ -20,10 +20,11 @@
 //! The median of the pair ratios rather than their mean keeps one disturbed pair (a hog that
 //! started between the two requests of a pair) from moving the estimate.
 
-use super::bootstrap::{median_interval, ratio_interval, BootstrapConfig, Source};
+use super::bootstrap::{median_interval, ratio_interval, Source};
 use super::error::StatsError;
-use super::ratio::RatioEstimate;
 use super::sample::median_in_place;
+use decode_baseline_protocol::stats::BootstrapConfig;
+use decode_baseline_protocol::stats::RatioEstimate;
 
 /// Pair ratios `r_k`, grouped by worker run; at least two pairs in all, every one finite and
 /// positive, no run empty.

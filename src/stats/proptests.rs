@@ -1,7 +1,7 @@
 //! Property tests of the statistics module (proptest): invariants that must hold for any input,
 //! not just the hand-checked examples next to each function.
 
-use super::bootstrap::{median_interval, BootstrapConfig, Resampling, Source};
+use super::bootstrap::{median_interval, Source};
 use super::*;
 use proptest::prelude::*;
 
@@ -81,7 +81,7 @@ proptest! {
     #[test]
     fn request_bootstrap_interval_contains_the_pooled_median(groups in requests()) {
         let c = ClusteredSample::new(groups).unwrap();
-        let sum = Summary::of_requests(&c, Resampling::ByRequest, &quick()).unwrap();
+        let sum = summarize_requests(&c, Resampling::ByRequest, &quick()).unwrap();
         prop_assert!(sum.median_ci.lower <= sum.median_ci.upper);
         prop_assert!(sum.min <= sum.median_ci.lower && sum.median_ci.upper <= sum.max);
         prop_assert!(sum.min <= sum.median && sum.median <= sum.max);
@@ -91,7 +91,7 @@ proptest! {
     fn ratio_of_identical_samples_is_one_with_an_interval_containing_one(groups in requests()) {
         let c = ClusteredSample::new(groups).unwrap();
         for resampling in [Resampling::ByRequest, Resampling::ByPoint] {
-            let r = RatioEstimate::of_medians(&c, &c, resampling, &BootstrapConfig::default()).unwrap();
+            let r = ratio_of_medians(&c, &c, resampling, &BootstrapConfig::default()).unwrap();
             prop_assert_eq!(r.ratio, 1.0);
             prop_assert!(r.ci.contains(1.0), "{:?}", r);
             // And an A/A verdict is never a difference, whatever the band.
@@ -105,18 +105,18 @@ proptest! {
     #[test]
     fn same_seed_same_interval_and_the_seed_matters(groups in requests()) {
         let c = ClusteredSample::new(groups).unwrap();
-        let a = Summary::of_requests(&c, Resampling::ByRequest, &quick()).unwrap();
-        let b = Summary::of_requests(&c, Resampling::ByRequest, &quick()).unwrap();
+        let a = summarize_requests(&c, Resampling::ByRequest, &quick()).unwrap();
+        let b = summarize_requests(&c, Resampling::ByRequest, &quick()).unwrap();
         prop_assert_eq!(a.median_ci, b.median_ci);
-        let r1 = RatioEstimate::of_medians(&c, &c, Resampling::ByRequest, &quick()).unwrap();
-        let r2 = RatioEstimate::of_medians(&c, &c, Resampling::ByRequest, &quick()).unwrap();
+        let r1 = ratio_of_medians(&c, &c, Resampling::ByRequest, &quick()).unwrap();
+        let r2 = ratio_of_medians(&c, &c, Resampling::ByRequest, &quick()).unwrap();
         prop_assert_eq!(r1, r2);
     }
 
     #[test]
     fn outlier_counts_never_exceed_the_sample(values in times(60)) {
         let s = Sample::new(values).unwrap();
-        let o = TukeyOutliers::of(&s);
+        let o = tukey_outliers(&s);
         prop_assert!(o.total() <= s.len());
         prop_assert!(o.q1 <= s.median() && s.median() <= o.q3);
     }

@@ -10,43 +10,31 @@
 //! Both sides must be strictly positive (they are times), so every ratio is finite. A ratio of
 //! times below 1 means the numerator is faster.
 
-use super::bootstrap::{ratio_interval, BootstrapConfig, Interval, Resampling, Source};
+use super::bootstrap::{ratio_interval, Source};
 use super::error::StatsError;
 use super::sample::ClusteredSample;
-use serde::{Deserialize, Serialize};
+use decode_baseline_protocol::stats::{BootstrapConfig, RatioEstimate, Resampling};
 
-/// `median(numerator) / median(denominator)` with its bootstrap interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RatioEstimate {
-    /// The ratio of the two medians.
-    pub ratio: f64,
-    /// Bootstrap confidence interval of the ratio.
-    pub ci: Interval,
-}
-
-impl RatioEstimate {
-    /// Ratio of the medians of `numerator` and `denominator` (both positive).
-    pub fn of_medians(
-        numerator: &ClusteredSample,
-        denominator: &ClusteredSample,
-        resampling: Resampling,
-        config: &BootstrapConfig,
-    ) -> Result<Self, StatsError> {
-        for (side, sample) in [("numerator", numerator), ("denominator", denominator)] {
-            let min = sample.pooled().min();
-            if min <= 0.0 {
-                return Err(StatsError::NotPositive { side, value: min });
-            }
+/// Ratio of the medians of `numerator` and `denominator` (both positive).
+pub fn ratio_of_medians(
+    numerator: &ClusteredSample,
+    denominator: &ClusteredSample,
+    resampling: Resampling,
+    config: &BootstrapConfig,
+) -> Result<RatioEstimate, StatsError> {
+    for (side, sample) in [("numerator", numerator), ("denominator", denominator)] {
+        let min = sample.pooled().min();
+        if min <= 0.0 {
+            return Err(StatsError::NotPositive { side, value: min });
         }
-        let ci = ratio_interval(
-            Source::of_clustered(numerator, resampling),
-            Source::of_clustered(denominator, resampling),
-            config,
-        )?;
-        let ratio = numerator.pooled().median() / denominator.pooled().median();
-        Ok(RatioEstimate { ratio, ci })
     }
+    let ci = ratio_interval(
+        Source::of_clustered(numerator, resampling),
+        Source::of_clustered(denominator, resampling),
+        config,
+    )?;
+    let ratio = numerator.pooled().median() / denominator.pooled().median();
+    Ok(RatioEstimate { ratio, ci })
 }
 
 #[cfg(test)]
@@ -70,7 +58,7 @@ mod tests {
     fn ten_percent_faster_numerator_gives_ratio_near_point_nine() {
         let fast = requests(900.0, 0.01);
         let slow = requests(1000.0, 0.01);
-        let r = RatioEstimate::of_medians(&fast, &slow, Resampling::default(), &BootstrapConfig::default()).unwrap();
+        let r = ratio_of_medians(&fast, &slow, Resampling::default(), &BootstrapConfig::default()).unwrap();
         // Medians: 900 + 3 and 1000 + 3 (steps add 0..6, median 3; request levels symmetric).
         assert!((r.ratio - 903.0 / 1003.0).abs() < 1e-3, "ratio {}", r.ratio);
         assert!(r.ci.upper < 0.95 && r.ci.lower > 0.85, "{r:?}");
@@ -82,7 +70,7 @@ mod tests {
         let ok = requests(1000.0, 0.01);
         let zero = ClusteredSample::new(vec![vec![0.0, 1.0], vec![2.0]]).unwrap();
         assert_eq!(
-            RatioEstimate::of_medians(&ok, &zero, Resampling::default(), &BootstrapConfig::default()),
+            ratio_of_medians(&ok, &zero, Resampling::default(), &BootstrapConfig::default()),
             Err(StatsError::NotPositive { side: "denominator", value: 0.0 })
         );
     }

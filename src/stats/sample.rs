@@ -150,7 +150,7 @@ impl ClusteredSample {
     }
 
     /// The median of each request, in input order (a one-observation request is its own
-    /// median): the per-request figures that `Drift::between_halves` takes.
+    /// median): the per-request figures that `drift_between_halves` takes.
     pub fn cluster_medians(&self) -> Vec<f64> {
         (0..self.clusters()).map(|i| median_in_place(&mut self.cluster(i).to_vec())).collect()
     }

@@ -22,11 +22,11 @@
 //! - `wide_median_interval`: the median interval's half-width exceeds `MAX_STABLE_CI_HALF_WIDTH`
 //!   of the median.
 
-use super::bootstrap::{median_interval, BootstrapConfig, Interval, Resampling, Source};
+use super::bootstrap::{median_interval, Source};
 use super::error::StatsError;
-use super::outliers::TukeyOutliers;
+use super::outliers::tukey_outliers;
 use super::sample::{ClusteredSample, Sample};
-use serde::{Deserialize, Serialize};
+use decode_baseline_protocol::stats::{BootstrapConfig, Interval, Resampling, StabilityWarning, Summary, WarningKind};
 
 /// Fewer independent units than this draws a `too_few_units` warning.
 pub const MIN_STABLE_UNITS: usize = 10;
@@ -36,112 +36,47 @@ pub const MAX_STABLE_CV: f64 = 0.10;
 /// `wide_median_interval` warning.
 pub const MAX_STABLE_CI_HALF_WIDTH: f64 = 0.05;
 
-/// Descriptive statistics of one sample, in the units of the data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Summary {
-    /// Number of observations.
-    pub n: usize,
-    /// Number of requests the observations came in; absent for an ungrouped sample.
-    pub requests: Option<usize>,
-    /// Median (type-7 `Q(0.5)`).
-    pub median: f64,
-    /// Arithmetic mean.
-    pub mean: f64,
-    /// Sample standard deviation (n - 1).
-    pub std_dev: f64,
-    /// Median absolute deviation, unscaled (no 1.4826 factor).
-    pub mad: f64,
-    /// Coefficient of variation `std_dev / mean`; absent when the mean is zero.
-    pub cv: Option<f64>,
-    /// Coefficient of variation of the per-request medians; absent for an ungrouped sample, one
-    /// request, or a zero mean.
-    pub request_median_cv: Option<f64>,
-    /// 90th percentile (type 7).
-    pub p90: f64,
-    /// 99th percentile (type 7).
-    pub p99: f64,
-    /// Smallest observation.
-    pub min: f64,
-    /// Largest observation.
-    pub max: f64,
-    /// Bootstrap confidence interval of the median.
-    pub median_ci: Interval,
-    /// Tukey outlier counts.
-    pub outliers: TukeyOutliers,
-    /// Reasons to distrust the figures; empty when none.
-    pub warnings: Vec<StabilityWarning>,
+/// Summary of ungrouped observations; the median interval resamples observations.
+pub fn summarize(sample: &Sample, config: &BootstrapConfig) -> Result<Summary, StatsError> {
+    let ci = median_interval(Source::of_sample(sample), config)?;
+    Ok(build(sample, None, None, ci))
 }
 
-/// What made a figure unstable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WarningKind {
-    /// Too few independent units (requests, or observations when ungrouped).
-    TooFewUnits,
-    /// Coefficient of variation above the limit.
-    HighVariation,
-    /// Median interval half-width, relative to the median, above the limit.
-    WideMedianInterval,
+/// Summary of observations grouped by request; the median interval resamples by
+/// `resampling` (`Resampling::ByRequest` is the honest choice, see `bootstrap`).
+pub fn summarize_requests(
+    sample: &ClusteredSample,
+    resampling: Resampling,
+    config: &BootstrapConfig,
+) -> Result<Summary, StatsError> {
+    let ci = median_interval(Source::of_clustered(sample, resampling), config)?;
+    let medians = Sample::new(sample.cluster_medians()).ok().filter(|m| m.len() >= 2);
+    Ok(build(sample.pooled(), Some(sample.clusters()), medians.and_then(|m| cv(&m)), ci))
 }
 
-/// One stability warning: what, the measured value, the limit it crossed, and a sentence.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StabilityWarning {
-    /// Which check fired.
-    pub kind: WarningKind,
-    /// The measured value (a count, or a fraction).
-    pub value: f64,
-    /// The limit it crossed.
-    pub limit: f64,
-    /// A human sentence for the terminal.
-    pub message: String,
-}
-
-impl Summary {
-    /// Summary of ungrouped observations; the median interval resamples observations.
-    pub fn of_sample(sample: &Sample, config: &BootstrapConfig) -> Result<Self, StatsError> {
-        let ci = median_interval(Source::of_sample(sample), config)?;
-        Ok(Self::build(sample, None, None, ci))
-    }
-
-    /// Summary of observations grouped by request; the median interval resamples by
-    /// `resampling` (`Resampling::ByRequest` is the honest choice, see `bootstrap`).
-    pub fn of_requests(
-        sample: &ClusteredSample,
-        resampling: Resampling,
-        config: &BootstrapConfig,
-    ) -> Result<Self, StatsError> {
-        let ci = median_interval(Source::of_clustered(sample, resampling), config)?;
-        let medians = Sample::new(sample.cluster_medians()).ok().filter(|m| m.len() >= 2);
-        Ok(Self::build(sample.pooled(), Some(sample.clusters()), medians.and_then(|m| cv(&m)), ci))
-    }
-
-    fn build(sample: &Sample, requests: Option<usize>, request_median_cv: Option<f64>, median_ci: Interval) -> Self {
-        let median = sample.median();
-        let mean = sample.mean();
-        let std_dev = sample.std_dev();
-        let mut summary = Summary {
-            n: sample.len(),
-            requests,
-            median,
-            mean,
-            std_dev,
-            mad: sample.mad(),
-            cv: cv(sample),
-            request_median_cv,
-            p90: sample.quantile(0.90),
-            p99: sample.quantile(0.99),
-            min: sample.min(),
-            max: sample.max(),
-            median_ci,
-            outliers: TukeyOutliers::of(sample),
-            warnings: Vec::new(),
-        };
-        summary.warnings = stability_warnings(&summary);
-        summary
-    }
+fn build(sample: &Sample, requests: Option<usize>, request_median_cv: Option<f64>, median_ci: Interval) -> Summary {
+    let median = sample.median();
+    let mean = sample.mean();
+    let std_dev = sample.std_dev();
+    let mut summary = Summary {
+        n: sample.len(),
+        requests,
+        median,
+        mean,
+        std_dev,
+        mad: sample.mad(),
+        cv: cv(sample),
+        request_median_cv,
+        p90: sample.quantile(0.90),
+        p99: sample.quantile(0.99),
+        min: sample.min(),
+        max: sample.max(),
+        median_ci,
+        outliers: tukey_outliers(sample),
+        warnings: Vec::new(),
+    };
+    summary.warnings = stability_warnings(&summary);
+    summary
 }
 
 /// `std_dev / |mean|`, absent when the mean is zero.
@@ -209,7 +144,7 @@ mod tests {
         // MAD: |x - 5.5| = 0.5, 0.5, 1.5, 1.5, ..., 4.5, 4.5 → median 2.5;
         // p90 = 9.1, p99 = 9.91 (type 7, see sample.rs).
         let s = Sample::new((1..=10).map(f64::from).collect()).unwrap();
-        let sum = Summary::of_sample(&s, &BootstrapConfig::default()).unwrap();
+        let sum = summarize(&s, &BootstrapConfig::default()).unwrap();
         assert_eq!(sum.n, 10);
         assert_eq!(sum.requests, None);
         assert_eq!(sum.median, 5.5);
@@ -233,12 +168,12 @@ mod tests {
         let requests: Vec<Vec<f64>> =
             (0..12).map(|r| (0..50).map(|s| 1000.0 + f64::from((r * 7 + s * 3) % 21) - 10.0).collect()).collect();
         let c = ClusteredSample::new(requests.clone()).unwrap();
-        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
+        let sum = summarize_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
         assert_eq!(sum.requests, Some(12));
         assert!(sum.warnings.is_empty(), "{:?}", sum.warnings);
 
         let c = ClusteredSample::new(requests[..3].to_vec()).unwrap();
-        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
+        let sum = summarize_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
         assert_eq!(sum.warnings.len(), 1);
         assert_eq!(sum.warnings[0].kind, WarningKind::TooFewUnits);
         assert_eq!(sum.warnings[0].message, "only 3 requests: at least 10 are needed for stable figures");
@@ -250,7 +185,7 @@ mod tests {
         // is about 33 % while every request has the same median: stable.
         let tailed: Vec<f64> = (0..50).map(|s| if s % 5 == 0 { 2000.0 } else { 1000.0 }).collect();
         let c = ClusteredSample::new(vec![tailed.clone(); 12]).unwrap();
-        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
+        let sum = summarize_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
         assert!(sum.cv.unwrap() > 0.3, "{:?}", sum.cv);
         assert_eq!(sum.request_median_cv, Some(0.0));
         assert!(sum.warnings.is_empty(), "{:?}", sum.warnings);
@@ -258,7 +193,7 @@ mod tests {
         // Request medians alternating 800 and 1200 (CV about 20.9 %): unstable, whatever the steps.
         let drifting: Vec<Vec<f64>> = (0..12).map(|r| vec![if r % 2 == 0 { 800.0 } else { 1200.0 }; 50]).collect();
         let c = ClusteredSample::new(drifting).unwrap();
-        let sum = Summary::of_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
+        let sum = summarize_requests(&c, Resampling::ByRequest, &BootstrapConfig::default()).unwrap();
         let high: Vec<&StabilityWarning> =
             sum.warnings.iter().filter(|w| w.kind == WarningKind::HighVariation).collect();
         assert_eq!(high.len(), 1, "{:?}", sum.warnings);
@@ -275,7 +210,7 @@ mod tests {
     #[test]
     fn summary_round_trips_through_json_and_rejects_unknown_fields() {
         let s = Sample::new(vec![1.0, 2.0, 3.0, 4.0]).unwrap();
-        let sum = Summary::of_sample(&s, &BootstrapConfig::default()).unwrap();
+        let sum = summarize(&s, &BootstrapConfig::default()).unwrap();
         let json = serde_json::to_value(&sum).unwrap();
         assert_eq!(json["median_ci"]["resampling"], "by_point");
         assert_eq!(json["median_ci"]["bootstrap"]["resamples"], 2000);

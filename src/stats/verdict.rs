@@ -23,7 +23,7 @@
 //! pair the caller uses `DEFAULT_NOISE_THRESHOLD` (2 %) and says so.
 
 use super::error::StatsError;
-use super::ratio::RatioEstimate;
+use decode_baseline_protocol::stats::RatioEstimate;
 use serde::{Deserialize, Serialize};
 
 /// The smallest threshold derived from an A/A pair.
@@ -32,7 +32,7 @@ pub const MIN_NOISE_THRESHOLD: f64 = 0.01;
 pub const DEFAULT_NOISE_THRESHOLD: f64 = 0.02;
 
 /// The outcome of a comparison, for the numerator against the denominator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The numerator takes less time, beyond the noise.
@@ -46,7 +46,7 @@ pub enum Verdict {
 }
 
 /// Whether the run-to-run noise behind an interval was measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NoiseBound {
     /// Bounded: the interval resampled whole worker runs, or an A/A pair measured the threshold.
@@ -56,7 +56,7 @@ pub enum NoiseBound {
 }
 
 /// Where a noise threshold came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ThresholdSource {
     /// Measured from an A/A pair, above the floor.
@@ -68,7 +68,7 @@ pub enum ThresholdSource {
 }
 
 /// The noise threshold `t` of a verdict, and how it was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoiseThreshold {
     /// The threshold used, as a fraction (0.02 = ±2 %).
@@ -104,7 +104,7 @@ impl NoiseThreshold {
 }
 
 /// A ratio, the threshold it was held against, and the verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Comparison {
     /// The ratio of medians and its interval.
@@ -141,7 +141,7 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::bootstrap::{BootstrapConfig, Interval, Resampling};
+    use decode_baseline_protocol::stats::{BootstrapConfig, Interval, Resampling};
 
     fn estimate(lower: f64, upper: f64) -> RatioEstimate {
         RatioEstimate {

@@ -13,11 +13,12 @@
 //! independently in every bootstrap round. What it cannot tell apart: X slower by 3 %, or the
 //! reference faster by 3 %. A verdict on it says "X against the reference".
 
-use super::bootstrap::{quotient_interval, BootstrapConfig, Source, Statistic};
+use super::bootstrap::{quotient_interval, Source, Statistic};
 use super::error::StatsError;
 use super::paired::PairedSample;
-use super::ratio::RatioEstimate;
 use super::sample::ClusteredSample;
+use decode_baseline_protocol::stats::BootstrapConfig;
+use decode_baseline_protocol::stats::RatioEstimate;
 
 /// An adapter's ratio to the reference within one session, in a form the bootstrap redraws.
 #[derive(Debug, Clone, Copy)]

@@ -3,15 +3,18 @@
 //! launcher's output types, filled with deterministic step times) and on session reports
 //! recorded by the real launcher on the fixture (`tests/data/sessions/`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use decode_baseline::stats::{BootstrapConfig, Interval, RatioEstimate, Resampling};
 use decode_baseline_protocol::{
+    analysis::{Analysis, CellAnalysis},
     backend::DeviceIdentity,
     report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport},
     session::{
-        CaseFiles, SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun, SESSION_REPORT_SCHEMA_VERSION,
+        CaseFiles, HostFacts, LeaseFacts, SessionJob, SessionReport, SessionStatus, WorkerOrder, WorkerRun,
+        SESSION_REPORT_SCHEMA_VERSION,
     },
     Adapter, Backend, DeviceKind, Mode, Sha256Digest,
 };
@@ -153,6 +156,7 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
         cell: cell.to_owned(),
         adapter,
         repetition: 0,
+        aa: !suffix.is_empty(),
         sequence: 0,
         command: vec!["worker".to_owned()],
         pid: Some(1),
@@ -166,12 +170,11 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
     }
 }
 
-fn aa(lower: f64, upper: f64) -> serde_json::Value {
-    serde_json::to_value(RatioEstimate {
+fn aa(lower: f64, upper: f64) -> RatioEstimate {
+    RatioEstimate {
         ratio: (lower + upper) / 2.0,
         ci: Interval { lower, upper, bootstrap: BootstrapConfig::default(), resampling: Resampling::ByRequest },
-    })
-    .unwrap()
+    }
 }
 
 /// A synthetic session.
@@ -262,18 +265,26 @@ impl Synth {
         for &(cell, controlled, stock) in &self.cells {
             workers.push(worker(cell, Adapter::Controlled, controlled, "", &self.ids, self.manifest_sha256));
             workers.push(worker(cell, Adapter::Stock, stock, "", &self.ids, self.manifest_sha256));
-            let mut aa_ratios = serde_json::Map::new();
+            let mut aa_ratios = BTreeMap::new();
             for (c, adapter, (lo, hi)) in &self.aa {
                 if *c == cell {
-                    aa_ratios.insert(adapter.as_str().to_owned(), aa(*lo, *hi));
+                    aa_ratios.insert(*adapter, aa(*lo, *hi));
                     let level = if *adapter == Adapter::Controlled { controlled } else { stock };
                     workers.push(worker(cell, *adapter, level, "-aa", &self.ids, self.manifest_sha256));
                 }
             }
             // The launcher's analysis carries more per cell; compare reads only `aa_ratios`.
-            analysis_cells.push(
-                json!({ "cell": cell, "mode": mode_of(cell), "adapters": {}, "ratio": null, "aa_ratios": aa_ratios }),
-            );
+            analysis_cells.push(CellAnalysis {
+                cell: cell.to_owned(),
+                mode: mode_of(cell),
+                adapters: BTreeMap::new(),
+                ratio: None,
+                aa_ratios,
+                paired: BTreeMap::new(),
+                paired_aa: BTreeMap::new(),
+                argmax: None,
+                stream: None,
+            });
         }
         SessionReport {
             schema_version: SESSION_REPORT_SCHEMA_VERSION,
@@ -292,15 +303,21 @@ impl Synth {
             manifest_path: self.manifest_path.clone(),
             manifest_sha256: self.manifest_sha256,
             model_files: self.model_files.clone(),
-            host: json!({ "hostname": self.host, "os": "linux", "arch": "x86_64", "cpus": 2 }),
+            host: Some(HostFacts {
+                hostname: self.host.to_owned(),
+                os: "linux".to_owned(),
+                arch: "x86_64".to_owned(),
+                cpus: 2,
+                cpu_model: None,
+            }),
             device: self.device.clone(),
-            lease: json!({}),
+            lease: Some(LeaseFacts { path: None, waited_ns: None }),
             started_utc: "2026-01-01T00:00:00Z".to_owned(),
             finished_utc: "2026-01-01T00:01:00Z".to_owned(),
             wall_ns: 1,
             launcher_overhead_ns: 1,
             workers,
-            analysis: json!({ "bootstrap": BootstrapConfig::default(), "cells": analysis_cells }),
+            analysis: Some(Analysis { bootstrap: BootstrapConfig::default(), cells: analysis_cells }),
             problems: vec![],
             unpinned: self.replaced_stock.is_some(),
             replaced_programs: self
@@ -844,11 +861,14 @@ fn recorded_model_files_are_compared_without_the_manifests_on_disk() {
     assert_eq!(allowed.code, NO_DIFFERENCE, "{}{}", allowed.stdout, allowed.stderr);
     assert!(!allowed.stdout.contains("model tiny-qwen3"), "{}", allowed.stdout);
 
-    // The same sessions as version 1 wrote them (no `model_files`) still load, and fall back to
-    // the manifests, which are gone: the model check is unknown.
+    // The same sessions as version 1 wrote them (no `model_files`, no `workers[].aa`) still load,
+    // and fall back to the manifests, which are gone: the model check is unknown.
     let legacy = |report: &SessionReport| {
         let mut value = serde_json::to_value(report).unwrap();
         value.as_object_mut().unwrap().remove("model_files").unwrap();
+        for worker in value["workers"].as_array_mut().unwrap() {
+            worker.as_object_mut().unwrap().remove("aa").unwrap();
+        }
         value["schema_version"] = json!(1);
         write_value(tmp.path(), &format!("v1-{}", report.session_id), &value)
     };
@@ -1330,5 +1350,26 @@ fn two_sessions_on_the_same_device_or_one_without_a_record_are_not_refused_for_i
         let run = compare(&[&a, other, &"--format", &"json"]);
         assert_ne!(run.code, REFUSED, "{}", run.stderr);
         assert!(mismatch_fields(&run).is_empty(), "{}", run.stdout);
+    }
+}
+
+#[test]
+fn json_output_validates_against_the_committed_compare_schema() {
+    let path = util::repo_root().join("schemas/compare.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let (a, b) = (recorded("back-to-back-a"), recorded("back-to-back-b"));
+    for args in [vec![&a as &dyn AsRef<std::ffi::OsStr>], vec![&a, &b]] {
+        let run = compare(&[args.as_slice(), &[&"--format", &"json"]].concat());
+        let output = json_of(&run);
+        let errors: Vec<String> =
+            validator.iter_errors(&output).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        // Closed at every level: a key the types do not write is refused.
+        for pointer in ["", "/a", "/rows/0", "/rows/0/numerator", "/rows/0/outcome", "/rows/0/outcome/comparison"] {
+            let mut extra = output.clone();
+            extra.pointer_mut(pointer).unwrap().as_object_mut().unwrap().insert("surprise".into(), json!(1));
+            assert!(!validator.is_valid(&extra), "a new key at {pointer:?} is taken");
+        }
     }
 }

@@ -409,7 +409,11 @@ fn ctrl_c_cancels_the_session(worker: Worker, hook: (&str, u32), complete_reques
     let session = assert_promises(&s.the_session_dir(), false);
     assert_eq!(session["status"], "cancelled");
     let record = the_worker(&session);
-    assert_eq!(record["intervention"], "cancelled: SIGTERM", "graceful: the worker was not killed");
+    assert_eq!(
+        record["intervention"],
+        json!({ "reason": "cancelled", "signal": "SIGTERM" }),
+        "graceful: the worker was not killed"
+    );
     let report = &record["report"];
     assert_eq!(report["requests"].as_array().unwrap().len() as u32, complete_requests, "complete requests kept");
     if complete_requests == policy().total_requests() {

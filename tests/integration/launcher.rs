@@ -107,7 +107,7 @@ fn a_worker_that_never_signals_ready_is_stopped_and_fails_the_session() {
     assert_eq!(code(&out), Some(5), "{}", stderr(&out));
     let session = s.session();
     assert_eq!(session["status"], "worker_failed");
-    assert_eq!(the_worker(&session)["intervention"], "never_ready: SIGTERM");
+    assert_eq!(the_worker(&session)["intervention"], json!({ "reason": "never_ready", "signal": "SIGTERM" }));
     assert_worker_gone(&session);
 }
 
@@ -118,7 +118,7 @@ fn a_worker_past_its_deadline_is_stopped_and_the_session_times_out() {
     assert_eq!(code(&out), Some(3), "{}", stderr(&out));
     let session = s.session();
     assert_eq!(session["status"], "timeout");
-    assert_eq!(the_worker(&session)["intervention"], "past_deadline: SIGTERM");
+    assert_eq!(the_worker(&session)["intervention"], json!({ "reason": "past_deadline", "signal": "SIGTERM" }));
     assert_worker_gone(&session);
 }
 
@@ -129,7 +129,7 @@ fn a_worker_that_ignores_sigterm_is_killed_after_the_grace_period() {
     assert_eq!(code(&out), Some(3), "{}", stderr(&out));
     let session = s.session();
     let worker = the_worker(&session);
-    assert_eq!(worker["intervention"], "past_deadline: SIGKILL");
+    assert_eq!(worker["intervention"], json!({ "reason": "past_deadline", "signal": "SIGKILL" }));
     assert_eq!(worker["signal"], 9);
     assert_worker_gone(&session);
 }
@@ -325,7 +325,7 @@ fn the_first_ctrl_c_cancels_the_worker_gracefully() {
     assert!(worker_dir.join("cancelled-by-sigterm").exists(), "the worker got SIGTERM and stopped itself");
     let session = s.session();
     assert_eq!(session["status"], "cancelled");
-    assert_eq!(the_worker(&session)["intervention"], "cancelled: SIGTERM");
+    assert_eq!(the_worker(&session)["intervention"], json!({ "reason": "cancelled", "signal": "SIGTERM" }));
     assert_eq!(the_worker(&session)["exit_code"], 4);
     assert_worker_gone(&session);
 }
@@ -344,7 +344,7 @@ fn a_second_ctrl_c_kills_at_once() {
     assert_eq!(status.code(), Some(4));
     let session = s.session();
     assert_eq!(session["status"], "cancelled");
-    assert_eq!(the_worker(&session)["intervention"], "killed: SIGKILL");
+    assert_eq!(the_worker(&session)["intervention"], json!({ "reason": "killed", "signal": "SIGKILL" }));
     assert_eq!(the_worker(&session)["signal"], 9);
     assert_worker_gone(&session);
 }

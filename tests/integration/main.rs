@@ -13,4 +13,5 @@ mod launcher_readers;
 mod moe;
 mod mutate;
 mod parsers;
+mod session_json;
 mod setup;

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The range of a per-CPU value over the CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FreqRange {
     /// The lowest value over the CPUs.
@@ -15,7 +15,7 @@ pub struct FreqRange {
 }
 
 /// What else ran on the host during one measurement, and how fast its CPUs were clocked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostActivity {
     /// Monotonic wall time between the two samples, in nanoseconds.

@@ -4,6 +4,7 @@
 //! contract described in `req/protocol.md`; every type here is versioned and rejects unknown
 //! fields.
 
+pub mod analysis;
 pub mod backend;
 pub mod digest;
 pub mod exit;
@@ -18,6 +19,7 @@ pub mod report;
 pub mod schema;
 pub mod session;
 pub mod sources;
+pub mod stats;
 pub mod worker;
 
 pub use backend::{Backend, DeviceKind};

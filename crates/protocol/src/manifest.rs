@@ -14,7 +14,7 @@ use crate::{job::EnvironmentPins, Adapter, Mode, RunPolicy, Sha256Digest};
 pub const MANIFEST_SCHEMA_VERSION: u32 = 1;
 
 /// The manifest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// Must equal [`MANIFEST_SCHEMA_VERSION`].
@@ -48,7 +48,7 @@ impl Manifest {
 }
 
 /// One model artifact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
     /// The model folder: relative to the repository, or absolute for an artifact that lives
@@ -67,7 +67,7 @@ pub struct Case {
 }
 
 /// A canonical prompt for one case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Prompt {
     /// The case this prompt was tokenized for.
@@ -83,7 +83,7 @@ pub struct Prompt {
 }
 
 /// One measured combination.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cell {
     pub case: String,
@@ -99,7 +99,7 @@ impl Cell {
 }
 
 /// Pinned worker sources, repository-relative paths to digests.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerSources {
     /// The Python stock worker's files.

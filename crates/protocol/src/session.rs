@@ -5,18 +5,22 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Adapter, Sha256Digest, WorkerReport};
+use crate::{analysis::Analysis, Adapter, Sha256Digest, WorkerReport};
 
 /// The version of [`SessionJob`] this code reads.
 pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
 /// The version of [`SessionReport`] this code writes. Version 2 added `model_files`; version 3
 /// added `workers[].host_activity` and, for interleaved sessions, `analysis.cells[].paired` and
 /// `paired_aa`; version 4 added `device` (and the workers' `identity.backend` and
-/// `identity.device_info`); version 5 added `unpinned` and `replaced_programs`; a reader of an
-/// older version refuses a newer one by its version rather than by an unknown field.
+/// `identity.device_info`); version 5 typed what was free-form: `host` ([`HostFacts`]),
+/// `lease` ([`LeaseFacts`]), `analysis` ([`Analysis`], every key always written),
+/// `workers[].intervention` ([`Intervention`]: reason and signal apart, where versions 1 to 4
+/// wrote one string such as `past_deadline: SIGTERM`) and `workers[].aa` (where versions 1 to
+/// 4 only had the run id's `-aa` suffix), and added `unpinned` and `replaced_programs`. A reader
+/// of an older version refuses a newer one by its version rather than by an unknown field.
 pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 5;
-/// The oldest version of [`SessionReport`] this code still reads: version 1 is version 2 without
-/// `model_files` (read as `null`).
+/// The oldest version of [`SessionReport`] this code still reads; versions before
+/// [`SESSION_REPORT_SCHEMA_VERSION`] are converted to it when read (`compare`'s loader).
 pub const SESSION_REPORT_OLDEST_SCHEMA_VERSION: u32 = 1;
 /// The version of [`LauncherMarker`] this code writes (unchanged when the session report moved
 /// to version 2).
@@ -27,7 +31,7 @@ pub const LAUNCHER_MARKER_SCHEMA_VERSION: u32 = 1;
 pub type CaseFiles = BTreeMap<String, BTreeMap<String, Sha256Digest>>;
 
 /// In which order workers of one cell run when repeated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerOrder {
     /// Alternate the adapters and flip the starting one each repetition (ABBA…), so slow drift
@@ -53,7 +57,7 @@ impl WorkerOrder {
 }
 
 /// A session job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionJob {
     /// Must equal [`SESSION_JOB_SCHEMA_VERSION`].
@@ -80,41 +84,113 @@ pub struct SessionJob {
 }
 
 /// How a session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
+    /// Every worker ran and validated, and the adapters agreed.
     Ok,
     /// A report failed validation, or the adapters disagreed.
     ValidationFailed,
     /// A worker failed (crashed, no valid report, never ready).
     WorkerFailed,
+    /// A worker ran past its deadline (its own, or the launcher's backstop).
     Timeout,
+    /// The user interrupted the session.
     Cancelled,
     /// The launcher died before finishing; written by the next launcher that found it.
     Incomplete,
 }
 
+/// Why the launcher stepped in on a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InterventionReason {
+    /// The worker did not signal ready within the run policy's `ready_timeout_s`.
+    NeverReady,
+    /// The worker ran past the launcher's backstop (its deadline plus grace).
+    PastDeadline,
+    /// The user pressed Ctrl-C (or sent SIGTERM) once: graceful cancel.
+    Cancelled,
+    /// The user interrupted twice: killed at once.
+    Killed,
+}
+
+/// The signal the launcher sent a worker's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum InterventionSignal {
+    /// Asked to stop; the worker may write a report first.
+    #[serde(rename = "SIGTERM")]
+    Sigterm,
+    /// Killed after the grace period, or at once on a second interrupt.
+    #[serde(rename = "SIGKILL")]
+    Sigkill,
+}
+
+/// What the launcher had to do to a worker, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Intervention {
+    /// Why the launcher stepped in.
+    pub reason: InterventionReason,
+    /// The last signal it sent the worker's process group; `null` when the worker ended before
+    /// one was sent.
+    pub signal: Option<InterventionSignal>,
+}
+
+/// The host the session ran on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostFacts {
+    /// `/proc/sys/kernel/hostname`, `unknown` where it cannot be read.
+    pub hostname: String,
+    /// The OS the launcher was built for (`linux`, `macos`).
+    pub os: String,
+    /// The CPU architecture the launcher was built for (`x86_64`, `aarch64`).
+    pub arch: String,
+    /// CPUs available to the launcher.
+    pub cpus: u32,
+    /// The CPU's model name (`/proc/cpuinfo`, macOS `machdep.cpu.brand_string`); `null` where
+    /// it cannot be read, and in version 1 sessions, which lack it.
+    #[serde(default)]
+    pub cpu_model: Option<String>,
+}
+
+/// The host lease the session held while it measured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseFacts {
+    /// The lease file; `null` for a dry run, which takes none.
+    pub path: Option<PathBuf>,
+    /// How long the launcher waited for the lease, nanoseconds; `null` for a dry run.
+    pub waited_ns: Option<u64>,
+}
+
 /// What the launcher saw of one worker process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerRun {
     /// The worker's run id (also its folder name below the session folder).
     pub run_id: String,
+    /// The cell, `<case>.<prompt>.<mode>`.
     pub cell: String,
     pub adapter: Adapter,
     /// 0-based repetition.
     pub repetition: u32,
+    /// The extra run (interleaved: group) of an A/A pair, which only measures the noise and
+    /// stays out of the statistics.
+    pub aa: bool,
     /// Position in the session's worker order.
     pub sequence: u32,
     /// The exact command line.
     pub command: Vec<String>,
+    /// The worker's process id; `null` when it never started.
     pub pid: Option<u32>,
     /// Exit code, or `null` if killed by a signal.
     pub exit_code: Option<i32>,
     /// The signal that ended it, if any.
     pub signal: Option<i32>,
-    /// What the launcher had to do: `none`, `sigterm` or `sigkill`, and why.
-    pub intervention: Option<String>,
+    /// What the launcher had to do to the worker, and why; `null` when nothing.
+    pub intervention: Option<Intervention>,
     /// Wall time from spawn to reaped, nanoseconds.
     pub wall_ns: u64,
     /// Problems found validating the report (empty when valid).
@@ -128,17 +204,21 @@ pub struct WorkerRun {
 }
 
 /// `session.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionReport {
     /// [`SESSION_REPORT_SCHEMA_VERSION`] when written; readers also take versions from
     /// [`SESSION_REPORT_OLDEST_SCHEMA_VERSION`] on.
     pub schema_version: u32,
+    /// `<UTC stamp>-<pid>`, also the session folder's name.
     pub session_id: String,
+    /// How the session ended.
     pub status: SessionStatus,
     /// The session job as given.
     pub job: SessionJob,
+    /// The manifest the session read, absolute.
     pub manifest_path: PathBuf,
+    /// The manifest's SHA-256, as its pin file states it.
     pub manifest_sha256: crate::Sha256Digest,
     /// The pinned model files (`cases.<case>.files` of the manifest) of every case of the cells
     /// the session ran, so that `compare` can tell whether two sessions used the same models
@@ -146,24 +226,29 @@ pub struct SessionReport {
     /// key) and sessions marked incomplete by a later launcher.
     #[serde(default)]
     pub model_files: Option<CaseFiles>,
-    /// Host facts: name, OS, CPU count, CPU model.
-    pub host: serde_json::Value,
+    /// The host; `null` in sessions marked incomplete by a later launcher.
+    pub host: Option<HostFacts>,
     /// The backend and the device the workers ran on (see [`crate::backend::DeviceIdentity`]);
     /// `null` before version 4 and when no worker reported an identity.
     #[serde(default)]
     pub device: Option<crate::backend::DeviceIdentity>,
-    /// Lease facts: the lease file, how long the launcher waited for it.
-    pub lease: serde_json::Value,
+    /// The lease file and how long the launcher waited for it; `null` in sessions marked
+    /// incomplete by a later launcher.
+    pub lease: Option<LeaseFacts>,
+    /// When the session started, RFC 3339 UTC to the second.
     pub started_utc: String,
+    /// When it finished.
     pub finished_utc: String,
     /// Session wall time, nanoseconds.
     pub wall_ns: u64,
-    /// Session wall time minus the time spent running worker groups (one worker, or the members of an interleaved group together): what the launcher itself cost.
+    /// Session wall time minus the time spent running worker groups (one worker, or the members
+    /// of an interleaved group together): what the launcher itself cost.
     pub launcher_overhead_ns: u64,
     /// Every worker run, in the order they ran.
     pub workers: Vec<WorkerRun>,
-    /// Statistics per cell and adapter, ratios, agreement (see `req/session.md`).
-    pub analysis: serde_json::Value,
+    /// Statistics per cell and adapter, ratios, agreement (see `req/session.md`); `null` in
+    /// sessions marked incomplete by a later launcher.
+    pub analysis: Option<Analysis>,
     /// Human-readable problems, in the order found.
     pub problems: Vec<String>,
     /// `true` when some adapter's worker program was replaced (`replaced_programs` is not

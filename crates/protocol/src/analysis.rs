@@ -1,0 +1,142 @@
+//! `session.json`'s `analysis`: what the launcher computed from the validated reports, per cell
+//! and adapter (statistics, the build/evaluation split), the ratios between the adapters, the
+//! A/A noise, and the agreement checks. The launcher's `src/launcher/analysis.rs` fills it in;
+//! `compare`, `plot` and the report page read it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    stats::{BootstrapConfig, Drift, RatioEstimate, Summary},
+    Adapter, Mode,
+};
+
+/// Everything computed from one session's validated reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Analysis {
+    /// The bootstrap settings of every interval below.
+    pub bootstrap: BootstrapConfig,
+    /// One entry per cell, in the manifest's order.
+    pub cells: Vec<CellAnalysis>,
+}
+
+/// One cell. The maps by adapter are keyed by its name (`controlled`, `stock`), which the schema
+/// holds to [`Adapter`]'s names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellAnalysis {
+    /// `<case>.<prompt>.<mode>`.
+    pub cell: String,
+    pub mode: Mode,
+    /// Per adapter (`controlled`, `stock`) with at least one valid run that could be summarized.
+    #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
+    pub adapters: BTreeMap<Adapter, AdapterStats>,
+    /// Controlled over stock, per-token median, by-request bootstrap interval; `null` unless
+    /// both adapters have statistics.
+    pub ratio: Option<RatioEstimate>,
+    /// Per adapter: its A/A pair (the extra run over the first), the spread `compare` uses.
+    #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
+    pub aa_ratios: BTreeMap<Adapter, RatioEstimate>,
+    /// Interleaved sessions, per adapter other than stock: its paired ratio against stock (the
+    /// median ratio of adjacent requests), by-pair or by-run-then-pair bootstrap interval. Empty
+    /// for other orders; absent before version 3.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
+    pub paired: BTreeMap<Adapter, RatioEstimate>,
+    /// Interleaved sessions with an A/A group, per adapter other than stock: the A/A group's
+    /// paired ratio over the other groups', the noise threshold `compare` uses for it. Empty
+    /// otherwise; absent before version 3.
+    #[serde(default)]
+    #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
+    pub paired_aa: BTreeMap<Adapter, RatioEstimate>,
+    /// Fixed-continuation cells: argmax agreement step by step; `null` for other modes.
+    pub argmax: Option<ArgmaxAgreement>,
+    /// Reference-pair cells: stream identity; `null` for other modes.
+    pub stream: Option<StreamAgreement>,
+}
+
+/// One adapter in one cell, over its measured requests (all repetitions, A/A run excluded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterStats {
+    /// Per-token decode step time, ns.
+    pub per_token_ns: Summary,
+    /// Prefill duration, ns (one value per request).
+    pub prefill_ns: Option<Summary>,
+    /// Request start to first token, ns.
+    pub first_token_ns: Option<Summary>,
+    /// Median graph-build part of a step (controlled only), ns.
+    pub build_median_ns: Option<f64>,
+    /// Median evaluation part of a step (controlled only), ns.
+    pub eval_median_ns: Option<f64>,
+    /// Host overhead (controlled only): the share of the measured step time outside MLX's
+    /// evaluation, `(Σ dur - Σ eval) / Σ dur` over every measured step; absent in version 1.
+    #[serde(default)]
+    pub host_overhead: Option<f64>,
+    /// Process start to worker-ready, ns, median over runs.
+    pub start_to_ready_ns: Option<f64>,
+    /// Unused forward passes per request (stock's look-ahead), from the first measured request.
+    pub unused_forwards: u32,
+    /// Model calls per request, from the first measured request.
+    pub model_calls: u32,
+    /// Early against late measured requests (per-request medians, first half against second).
+    pub drift: Option<Drift>,
+    /// The test-only slowdown the workers applied per decode step, µs; `null` in every real
+    /// measurement (`DECODE_BASELINE_TEST_SLOWDOWN_US`).
+    #[serde(default)]
+    pub test_slowdown_us: Option<u32>,
+    /// Warnings about the host during this adapter's runs of the cell (busy, throttled), once
+    /// each; empty when none (absent before version 3).
+    #[serde(default)]
+    pub host_warnings: Vec<String>,
+}
+
+/// Fixed-continuation agreement of one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArgmaxAgreement {
+    /// Steps of the first request compared between the adapters.
+    pub steps_compared: usize,
+    /// Positions where the adapters' argmax differ.
+    pub mismatches: Vec<Mismatch>,
+    /// Positions where either adapter saw top-1 and top-2 exactly equal (lowest index won).
+    pub tie_positions: Vec<u32>,
+    /// Requests within one adapter whose argmax sequence differs from its first request.
+    pub unstable_requests: Vec<String>,
+}
+
+/// One position where the adapters chose different tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Mismatch {
+    /// The sequence position.
+    pub position: u32,
+    /// The controlled worker's token there.
+    pub controlled: u32,
+    /// The stock worker's token there.
+    pub stock: u32,
+    /// The controlled worker's top-1 minus top-2 logit there, when recorded.
+    pub controlled_margin: Option<f64>,
+    /// The stock worker's top-1 minus top-2 there, when recorded.
+    pub stock_margin: Option<f64>,
+}
+
+/// Reference-pair agreement of one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StreamAgreement {
+    /// Tokens compared (the shorter stream's length).
+    pub tokens_compared: usize,
+    /// Both streams are the same tokens and the same length.
+    pub identical: bool,
+    /// Position of the first differing token, with both tokens and margins there.
+    pub first_divergence: Option<Mismatch>,
+    /// Either adapter saw its top-1 and top-2 exactly equal at the first divergence (stock ranks
+    /// log-probabilities, whose rounding can make two close logits equal): both tokens are
+    /// greedy choices there, so the divergence is listed, not a problem. Absent in early version
+    /// 1 sessions, read as `false`.
+    #[serde(default)]
+    pub diverged_at_tie: bool,
+}

@@ -1,0 +1,92 @@
+//! Older `session.json` versions (1 to 4) converted into the current one before the strict
+//! parse, so that every reader sees one typed form.
+//!
+//! What changed with version 5, and how an older report is read:
+//! - `workers[].aa` is new: versions 1 to 4 marked the extra run of an A/A pair only by the
+//!   `-aa` suffix of its run id (the launcher's folder name), which is read here.
+//! - `workers[].intervention` was one string, `<reason>: <signal>` (`past_deadline: SIGTERM`,
+//!   `cancelled: no signal`); it is split into `reason` and `signal`.
+//! - `host`, `lease` and `analysis` were free-form; their keys are those version 5 types, the
+//!   ones added since version 1 read as `null` or empty (see the types' docs).
+//!
+//! Nothing else is changed: a key the current types do not know is still refused by the parse.
+
+use serde_json::{json, Map, Value};
+
+use decode_baseline_protocol::session::SESSION_REPORT_SCHEMA_VERSION;
+
+/// The run-id suffix versions 1 to 4 gave the extra run of an A/A pair.
+const LEGACY_AA_SUFFIX: &str = "-aa";
+
+/// Converts a report of an older version into the current version, in place; `Err` names the
+/// key that cannot be converted and what was expected.
+pub fn to_current(report: &mut Value) -> Result<(), String> {
+    let workers = report.get_mut("workers").and_then(Value::as_array_mut).map_or(&mut [][..], Vec::as_mut_slice);
+    for (index, worker) in workers.iter_mut().enumerate() {
+        let Some(worker) = worker.as_object_mut() else { continue };
+        upgrade_worker(worker).map_err(|detail| format!("workers[{index}].{detail}"))?;
+    }
+    report["schema_version"] = json!(SESSION_REPORT_SCHEMA_VERSION);
+    Ok(())
+}
+
+fn upgrade_worker(worker: &mut Map<String, Value>) -> Result<(), String> {
+    let aa = worker.get("run_id").and_then(Value::as_str).is_some_and(|id| id.ends_with(LEGACY_AA_SUFFIX));
+    worker.insert("aa".to_owned(), json!(aa));
+    if let Some(text) = worker.get("intervention").and_then(Value::as_str) {
+        let intervention = split_intervention(text)?;
+        worker.insert("intervention".to_owned(), intervention);
+    }
+    Ok(())
+}
+
+/// `past_deadline: SIGTERM` → `{"reason": "past_deadline", "signal": "SIGTERM"}`; the signal
+/// `no signal` is `null`.
+fn split_intervention(text: &str) -> Result<Value, String> {
+    let expected = || {
+        format!(
+            "intervention: expected \"<reason>: <signal>\" (e.g. \"past_deadline: SIGTERM\") as versions 1 to 4 \
+             wrote it, got {text:?}"
+        )
+    };
+    let (reason, signal) = text.split_once(": ").ok_or_else(expected)?;
+    let signal = match signal {
+        "no signal" => Value::Null,
+        "SIGTERM" | "SIGKILL" => json!(signal),
+        _ => return Err(expected()),
+    };
+    Ok(json!({ "reason": reason, "signal": signal }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_the_intervention_and_reads_the_aa_suffix() {
+        let mut report = json!({
+            "schema_version": 4,
+            "workers": [
+                { "run_id": "s-c-stock-0", "intervention": "past_deadline: SIGKILL" },
+                { "run_id": "s-c-stock-2-aa", "intervention": null },
+                { "run_id": "s-c-controlled-0", "intervention": "cancelled: no signal" },
+            ]
+        });
+        to_current(&mut report).unwrap();
+        assert_eq!(report["schema_version"], json!(SESSION_REPORT_SCHEMA_VERSION));
+        let w = &report["workers"];
+        assert_eq!(w[0]["intervention"], json!({ "reason": "past_deadline", "signal": "SIGKILL" }));
+        assert_eq!(w[0]["aa"], json!(false));
+        assert_eq!(w[1]["aa"], json!(true));
+        assert!(w[1]["intervention"].is_null());
+        assert_eq!(w[2]["intervention"], json!({ "reason": "cancelled", "signal": null }));
+    }
+
+    #[test]
+    fn an_intervention_it_cannot_split_is_refused_by_its_place() {
+        let mut report = json!({ "schema_version": 3, "workers": [{ "run_id": "r", "intervention": "sigterm" }] });
+        let err = to_current(&mut report).unwrap_err();
+        assert!(err.starts_with("workers[0].intervention: expected"), "{err}");
+        assert!(err.contains("\"sigterm\""), "{err}");
+    }
+}
