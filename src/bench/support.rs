@@ -6,7 +6,7 @@ use std::path::Path;
 /// `None` when the controlled loop can run the model in `model_dir`, else the one-line reason.
 #[cfg(feature = "controlled")]
 pub fn controlled_refusal(model_dir: &Path) -> Option<String> {
-    decode_baseline_controlled::config::ModelConfig::load(model_dir).err().map(|err| crate::guard::chain(&err))
+    decode_baseline_model_config::config::ModelConfig::load(model_dir).err().map(|err| crate::guard::chain(&err))
 }
 
 /// This build has no controlled worker at all.

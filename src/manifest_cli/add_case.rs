@@ -11,6 +11,8 @@ use decode_baseline_protocol::{
 };
 
 use super::{derive_case, installed, write_manifest, AddCaseArgs, CellSet, PROMPT_LENGTHS};
+use decode_baseline_model_config::config::ModelConfig;
+
 use crate::guard::{chain, locate_manifest, MANIFEST_NAME};
 
 pub(super) fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
@@ -111,5 +113,40 @@ pub(super) fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
         derived.prompt_source,
         cell_prompts.len() * 3,
     );
+    println!("manifest add-case: {}", controlled_support(&args.model_dir));
     Ok(ExitCode::Ok)
+}
+
+/// Whether the controlled loop can run the model, as its own config reader decides: said at
+/// add-case time, so that a case the loop cannot run is not first found out by a failed session.
+fn controlled_support(model_dir: &std::path::Path) -> String {
+    match ModelConfig::load(model_dir) {
+        Ok(config) => format!(
+            "the controlled loop reads it ({}, {} layers{})",
+            config.model_type,
+            config.num_hidden_layers,
+            config.moe.map_or(String::new(), |moe| format!(", {} of {} experts per token", moe.top_k, moe.num_experts)),
+        ),
+        Err(err) => format!(
+            "the controlled loop cannot run it ({}): a session of its cells needs \"adapters\": [\"stock\"] \
+             (bench drops the controlled adapter by itself)",
+            chain(&err)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_controlled_loop_is_asked_and_a_refusal_names_its_reason_and_the_way_out() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.json"), r#"{"model_type": "qwen3_next"}"#).unwrap();
+        let said = controlled_support(dir.path());
+        assert!(said.starts_with("the controlled loop cannot run it (") && said.contains("qwen3_next"), "{said}");
+        assert!(said.contains(r#""adapters": ["stock"]"#), "{said}");
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tiny-qwen3");
+        assert_eq!(controlled_support(&fixture), "the controlled loop reads it (qwen3, 2 layers)");
+    }
 }

@@ -600,6 +600,8 @@ fn add_case_on_a_fresh_fixture_then_pin_then_guard_passes() {
     let seeded: Vec<&str> = args.iter().copied().chain(["--prompt-source", "seeded"]).collect();
     let added = sb.cli(&seeded);
     assert!(added.status.success(), "add-case failed: {}", stderr(&added));
+    // The controlled loop's own config reader is asked at add-case time.
+    assert!(stdout(&added).contains("the controlled loop reads it (qwen3, 2 layers)"), "{}", stdout(&added));
     // Added but not pinned: only the pin fails.
     assert!(matches!(only(&sb.failures(), "the pin"), PinError::ManifestPin { .. }));
     let again = sb.cli(&seeded);
@@ -697,6 +699,7 @@ json.dump(tok, open(path, "w"))
     let added = sb.cli(&["manifest", "add-case", "--id", "worded-q4", "--model-dir", model.to_str().unwrap()]);
     assert!(added.status.success(), "add-case failed: {}", stderr(&added));
     assert!(stdout(&added).contains("(text source)"), "{}", stdout(&added));
+    assert!(stdout(&added).contains("the controlled loop reads it (qwen3, "), "{}", stdout(&added));
     sb.pin();
     sb.assert_passes();
     let (manifest, _) = pins::load_manifest(&sb.manifest()).unwrap();
