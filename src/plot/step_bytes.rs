@@ -67,9 +67,12 @@ impl ModelBytes {
     /// Reads config.json and the safetensors headers of a model folder.
     pub fn of_dir(dir: &Path) -> Result<Self, PlotError> {
         let err = |detail: String| PlotError::Model { path: dir.to_owned(), detail };
-        let config = ModelConfig::load(dir).map_err(|e| err(e.to_string()))?;
+        // One read of config.json: the decoder's reader parses it, the cache dtype is read beside.
+        let path = dir.join("config.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| err(format!("config.json unreadable: {e}")))?;
+        let config = ModelConfig::parse(&text, &path).map_err(|e| err(e.to_string()))?;
         let tensors = safetensors_header::read_dir(dir).map_err(|e| err(e.to_string()))?;
-        let element = element_bytes(dir, &tensors)?;
+        let element = element_bytes(dir, &text, &tensors)?;
         let per_layer = 2 * config.num_key_value_heads as u64 * config.head_dim as u64 * element;
         let mut kv_bytes_per_position = 0;
         let mut windows: BTreeMap<u64, u64> = BTreeMap::new();
@@ -121,11 +124,10 @@ fn weight_bytes(c: &ModelConfig, tensors: &BTreeMap<String, Tensor>) -> u64 {
 }
 
 /// Bytes of one cache element: the model's activation dtype.
-fn element_bytes(dir: &Path, tensors: &BTreeMap<String, Tensor>) -> Result<u64, PlotError> {
+fn element_bytes(dir: &Path, config_text: &str, tensors: &BTreeMap<String, Tensor>) -> Result<u64, PlotError> {
     let err = |detail: String| PlotError::Model { path: dir.to_owned(), detail };
-    let text = std::fs::read(dir.join("config.json")).map_err(|e| err(format!("config.json unreadable: {e}")))?;
     let config: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|e| err(format!("config.json unparsable: {e}")))?;
+        serde_json::from_str(config_text).map_err(|e| err(format!("config.json unparsable: {e}")))?;
     let named = [&config, &config["text_config"]]
         .into_iter()
         .flat_map(|c| [&c["torch_dtype"], &c["dtype"]])
