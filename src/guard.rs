@@ -89,7 +89,7 @@ pub fn run(args: GuardArgs) -> anyhow::Result<ExitCode> {
         eprintln!("guard: FAIL {}", chain(failure));
     }
     let m = &outcome.manifest;
-    let sources = m.worker_sources.stock.len() + m.worker_sources.controlled.len();
+    let sources: usize = m.worker_sources.values().map(|files| files.len()).sum();
     let environment = match &outcome.environment {
         Ok(installed) => format!("environment checked at {}", installed.venv.display()),
         Err(why) => format!("environment {why}"),

@@ -6,14 +6,14 @@
 //! installed environment), so the workers validate it exactly as they validate the repository's.
 
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
 };
 
 use anyhow::{bail, ensure, Context};
 use decode_baseline_protocol::{
     manifest::{Cell, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
-    pins::{environment_pins, is_path_safe_id, pin_path, pin_text, worker_sources},
+    pins::{built_in_sources, environment_pins, is_path_safe_id, pin_path, pin_text},
     session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
     Adapter, ExitCode, Mode, RunPolicy,
 };
@@ -317,22 +317,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let environments = decode_baseline_protocol::installed::selected_environment()
         .map(|name| [(name, pins.clone())].into())
         .unwrap_or_default();
-    let manifest = Manifest {
+    let mut manifest = Manifest {
         schema_version: MANIFEST_SCHEMA_VERSION,
         cases: [(id.clone(), derived.case.clone())].into(),
         prompts: derived.prompts.iter().cloned().collect(),
         cells: cells.clone(),
         run_policy: policy,
-        worker_sources: worker_sources(&repo).map_err(|e| anyhow::anyhow!(chain(&e)))?,
+        adapters: BTreeMap::new(),
+        worker_sources: WorkerSources::new(),
         environment: pins,
         environments,
     };
-    let WorkerSources { stock, controlled } = &manifest.worker_sources;
-    if stock.is_empty() || controlled.is_empty() {
+    manifest.worker_sources = built_in_sources(&repo).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    let count = |a: &Adapter| manifest.worker_sources.get(a).map_or(0, BTreeMap::len);
+    if count(&Adapter::Stock) == 0 || count(&Adapter::Controlled) == 0 {
         bail!(
             "this checkout has no worker sources by the rule ({} stock, {} controlled)",
-            stock.len(),
-            controlled.len()
+            count(&Adapter::Stock),
+            count(&Adapter::Controlled)
         );
     }
 
@@ -361,6 +363,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         manifest: Some(PathBuf::from(MANIFEST_NAME)),
         cells: None,
         adapters,
+        reference: None,
         output_root: session_dir.parent().context("the session folder has no parent")?.to_owned(),
         repetitions: args.repetitions,
         order: args.order,

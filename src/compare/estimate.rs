@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::{
     identity::{self, Mismatch},
     load::LoadedSession,
-    samples::{self, CellData, REFERENCE},
+    samples::{self, CellData},
     threshold::{self, RowThreshold},
     CompareError,
 };
@@ -93,11 +93,13 @@ pub enum RowResult {
 pub struct Row {
     pub cell: String,
     pub mode: Mode,
-    /// The adapter compared across sessions; absent within one session.
+    /// The adapter compared: across sessions, the one whose times or ratio are compared; within
+    /// one session, the one measured against the session's reference.
     pub adapter: Option<Adapter>,
     /// What the ratio rests on.
     pub basis: Basis,
-    /// The adapter it is measured against within each session (`against_reference` rows).
+    /// The adapter it is measured against within each session: the reference of
+    /// `against_reference` rows and of every row within one session; absent for raw rows.
     pub against: Option<Adapter>,
     /// Whether the row's verdict counts toward the overall verdict: `false` for raw rows across
     /// sessions without `--raw`, which are shown for context only.
@@ -181,12 +183,12 @@ fn session_ref(s: &LoadedSession) -> SessionRef {
     SessionRef { session_id: s.report.session_id.clone(), path: s.path.display().to_string(), status: s.report.status }
 }
 
-fn side(label: &str, cell: &CellData, adapter: Adapter) -> Side {
+fn side(label: &str, cell: &CellData, adapter: &Adapter) -> Side {
     let sample = cell.sample(adapter).ok();
     Side {
         label: label.to_owned(),
         median_ns: sample.as_ref().map(|s| s.pooled().median()),
-        requests: cell.adapters.get(&adapter).map_or(0, Vec::len),
+        requests: cell.adapters.get(adapter).map_or(0, Vec::len),
     }
 }
 
@@ -234,12 +236,12 @@ fn others<'a>(
     cells
         .iter()
         .filter(|c| c.cell != except)
-        .flat_map(|c| pick(c).into_iter().map(move |(a, r)| (format!("{prefix}{} {}", c.cell, a.as_str()), r)))
+        .flat_map(|c| pick(c).into_iter().map(move |(a, r)| (format!("{prefix}{} {a}", c.cell), r)))
         .collect()
 }
 
-/// Controlled over stock in every cell of one session: the paired ratio where the session
-/// interleaved them, else the ratio of medians.
+/// Every adapter over the session's reference adapter in every cell of one session: the paired
+/// ratio where the session interleaved them, else the ratio of medians.
 pub fn compare_within(
     a: &LoadedSession,
     flag: Option<f64>,
@@ -252,40 +254,9 @@ pub fn compare_within(
     let mut rows = Vec::new();
     if !refused {
         for cell in &cells {
-            let (basis, ratio, own, other, resampled_runs) = match cell.paired(Adapter::Controlled) {
-                Some(pairs) => {
-                    let own: Vec<(String, RatioEstimate)> = cell
-                        .paired_aa
-                        .get(&Adapter::Controlled)
-                        .map(|r| ("controlled against stock".to_owned(), *r))
-                        .into_iter()
-                        .collect();
-                    let other = others("", &cells, &cell.cell, |c| c.paired_aa.iter().map(|(a, r)| (*a, *r)).collect());
-                    let runs = pairs.as_ref().map_or(0, |p| p.runs());
-                    let ratio = pairs.and_then(|p| p.estimate(&BootstrapConfig::default()).map_err(|e| e.to_string()));
-                    (Basis::Paired, ratio, own, other, runs > 1)
-                }
-                None => {
-                    let own: Vec<(String, RatioEstimate)> =
-                        cell.aa_ratios.iter().map(|(adapter, r)| (adapter.as_str().to_owned(), *r)).collect();
-                    let other = others("", &cells, &cell.cell, |c| c.aa_ratios.iter().map(|(a, r)| (*a, *r)).collect());
-                    let ratio = of_medians(cell.sample(Adapter::Controlled), cell.sample(REFERENCE));
-                    (Basis::RatioOfMedians, ratio, own, other, false)
-                }
-            };
-            let threshold = threshold::choose(flag_t, &own, &other);
-            let bound = noise(&own, &other, resampled_runs);
-            rows.push(Row {
-                cell: cell.cell.clone(),
-                mode: cell.mode,
-                adapter: None,
-                basis,
-                against: None,
-                judged: true,
-                numerator: side("controlled", cell, Adapter::Controlled),
-                denominator: side("stock", cell, REFERENCE),
-                outcome: outcome(ratio, threshold, bound),
-            });
+            for adapter in cell.adapters.keys().filter(|a| **a != cell.reference) {
+                rows.push(within_row(cell, &cells, adapter, flag_t));
+            }
         }
     }
     finish(CompareReport {
@@ -307,6 +278,47 @@ pub fn compare_within(
     })
 }
 
+/// `adapter` over the reference in one cell of one session.
+fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, flag: Option<NoiseThreshold>) -> Row {
+    let reference = &cell.reference;
+    let (basis, ratio, own, other, resampled_runs) = match cell.paired(adapter) {
+        Some(pairs) => {
+            let own: Vec<(String, RatioEstimate)> = cell
+                .paired_aa
+                .get(adapter)
+                .map(|r| (format!("{adapter} against {reference}"), *r))
+                .into_iter()
+                .collect();
+            let other = others("", cells, &cell.cell, |c| c.paired_aa.iter().map(|(a, r)| (a.clone(), *r)).collect());
+            let runs = pairs.as_ref().map_or(0, |p| p.runs());
+            let ratio = pairs.and_then(|p| p.estimate(&BootstrapConfig::default()).map_err(|e| e.to_string()));
+            (Basis::Paired, ratio, own, other, runs > 1)
+        }
+        None => {
+            let own: Vec<(String, RatioEstimate)> = [adapter, reference]
+                .into_iter()
+                .filter_map(|a| cell.aa_ratios.get(a).map(|r| (a.to_string(), *r)))
+                .collect();
+            let other = others("", cells, &cell.cell, |c| c.aa_ratios.iter().map(|(a, r)| (a.clone(), *r)).collect());
+            let ratio = of_medians(cell.sample(adapter), cell.sample(reference));
+            (Basis::RatioOfMedians, ratio, own, other, false)
+        }
+    };
+    let threshold = threshold::choose(flag, &own, &other);
+    let bound = noise(&own, &other, resampled_runs);
+    Row {
+        cell: cell.cell.clone(),
+        mode: cell.mode,
+        adapter: Some(adapter.clone()),
+        basis,
+        against: Some(reference.clone()),
+        judged: true,
+        numerator: side(adapter.as_str(), cell, adapter),
+        denominator: side(reference.as_str(), cell, reference),
+        outcome: outcome(ratio, threshold, bound),
+    }
+}
+
 /// One session's ratio of `adapter` to the reference, paired when the session interleaved them.
 enum Yardstick {
     Paired(decode_baseline::stats::PairedSample),
@@ -314,10 +326,10 @@ enum Yardstick {
 }
 
 impl Yardstick {
-    fn of(cell: &CellData, adapter: Adapter) -> Result<Self, String> {
+    fn of(cell: &CellData, adapter: &Adapter) -> Result<Self, String> {
         match cell.paired(adapter) {
             Some(pairs) => pairs.map(Yardstick::Paired),
-            None => Ok(Yardstick::Medians(cell.sample(adapter)?, cell.sample(REFERENCE)?)),
+            None => Ok(Yardstick::Medians(cell.sample(adapter)?, cell.sample(&cell.reference)?)),
         }
     }
 
@@ -333,11 +345,14 @@ impl Yardstick {
     }
 
     /// The A/A ratios that measure this yardstick's run-to-run noise in `cell`.
-    fn aa(cell: &CellData, adapter: Adapter) -> Vec<(Adapter, RatioEstimate)> {
-        if cell.pairs.contains_key(&adapter) {
-            cell.paired_aa.get(&adapter).map(|r| (adapter, *r)).into_iter().collect()
+    fn aa(cell: &CellData, adapter: &Adapter) -> Vec<(Adapter, RatioEstimate)> {
+        if cell.pairs.contains_key(adapter) {
+            cell.paired_aa.get(adapter).map(|r| (adapter.clone(), *r)).into_iter().collect()
         } else {
-            [adapter, REFERENCE].iter().filter_map(|a| cell.aa_ratios.get(a).map(|r| (*a, *r))).collect()
+            [adapter, &cell.reference]
+                .into_iter()
+                .filter_map(|a| cell.aa_ratios.get(a).map(|r| (a.clone(), *r)))
+                .collect()
         }
     }
 }
@@ -381,15 +396,18 @@ pub fn compare_across(
     if !refused {
         for ca in &cells_a {
             let Some(cb) = cells_b.iter().find(|c| c.cell == ca.cell) else { continue };
-            for adapter in [Adapter::Controlled, Adapter::Stock] {
-                let in_both = ca.adapters.contains_key(&adapter) && cb.adapters.contains_key(&adapter);
-                let with_reference =
-                    in_both && ca.adapters.contains_key(&REFERENCE) && cb.adapters.contains_key(&REFERENCE);
-                if adapter != REFERENCE && with_reference {
+            let reference = &ca.reference;
+            let mut adapters: Vec<&Adapter> = ca.adapters.keys().chain(cb.adapters.keys()).collect();
+            adapters.sort();
+            adapters.dedup();
+            for adapter in adapters {
+                let in_both = ca.adapters.contains_key(adapter) && cb.adapters.contains_key(adapter);
+                let with_reference = in_both
+                    && cb.reference == *reference
+                    && ca.adapters.contains_key(reference)
+                    && cb.adapters.contains_key(reference);
+                if adapter != reference && with_reference {
                     rows.push(yardstick_row(ca, cb, &cells_a, &cells_b, adapter, flag_t));
-                }
-                if !ca.adapters.contains_key(&adapter) && !cb.adapters.contains_key(&adapter) {
-                    continue;
                 }
                 rows.push(raw_row(ca, cb, &cells_a, &cells_b, adapter, flag_t, raw));
             }
@@ -428,7 +446,7 @@ fn aa_candidates<'a>(
 ) -> (Candidates, Candidates) {
     let mut own = Vec::new();
     for (label, cell) in [("A", ca), ("B", cb)] {
-        own.extend(pick(cell).into_iter().map(|(a, r)| (format!("{label} {}", a.as_str()), r)));
+        own.extend(pick(cell).into_iter().map(|(a, r)| (format!("{label} {a}"), r)));
     }
     let mut other = others("A ", cells_a, &ca.cell, pick);
     other.extend(others("B ", cells_b, &ca.cell, pick));
@@ -440,7 +458,7 @@ fn yardstick_row(
     cb: &CellData,
     cells_a: &[CellData],
     cells_b: &[CellData],
-    adapter: Adapter,
+    adapter: &Adapter,
     flag: Option<NoiseThreshold>,
 ) -> Row {
     let (own, other) = aa_candidates(ca, cb, cells_a, cells_b, |c| Yardstick::aa(c, adapter));
@@ -454,9 +472,9 @@ fn yardstick_row(
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
-        adapter: Some(adapter),
+        adapter: Some(adapter.clone()),
         basis: Basis::AgainstReference,
-        against: Some(REFERENCE),
+        against: Some(ca.reference.clone()),
         judged: true,
         numerator: side("B", cb, adapter),
         denominator: side("A", ca, adapter),
@@ -469,11 +487,11 @@ fn raw_row(
     cb: &CellData,
     cells_a: &[CellData],
     cells_b: &[CellData],
-    adapter: Adapter,
+    adapter: &Adapter,
     flag: Option<NoiseThreshold>,
     raw: bool,
 ) -> Row {
-    let pick = |c: &CellData| c.aa_ratios.get(&adapter).map(|r| (adapter, *r)).into_iter().collect();
+    let pick = |c: &CellData| c.aa_ratios.get(adapter).map(|r| (adapter.clone(), *r)).into_iter().collect();
     let (own, other) = aa_candidates(ca, cb, cells_a, cells_b, pick);
     let threshold = threshold::choose(flag, &own, &other);
     // Without --raw nothing bounds the machine's drift between the sessions.
@@ -481,7 +499,7 @@ fn raw_row(
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
-        adapter: Some(adapter),
+        adapter: Some(adapter.clone()),
         basis: Basis::Raw,
         against: None,
         judged: raw,

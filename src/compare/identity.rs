@@ -46,11 +46,11 @@ impl std::fmt::Display for Mismatch {
 }
 
 /// The identities of the valid, `ok` worker reports of `adapter` (or of every adapter).
-fn identities(session: &SessionReport, adapter: Option<Adapter>) -> Vec<&Identity> {
+fn identities<'s>(session: &'s SessionReport, adapter: Option<&Adapter>) -> Vec<&'s Identity> {
     session
         .workers
         .iter()
-        .filter(|w| adapter.is_none_or(|a| w.adapter == a) && w.validation_errors.is_empty())
+        .filter(|w| adapter.is_none_or(|a| w.adapter == *a) && w.validation_errors.is_empty())
         .filter_map(|w| w.report.as_ref())
         .filter(|r| r.status == Status::Ok)
         .filter_map(|r| r.identity.as_ref())
@@ -65,7 +65,7 @@ fn joined(values: BTreeSet<String>) -> String {
     }
 }
 
-fn set_of(session: &SessionReport, adapter: Option<Adapter>, f: impl Fn(&Identity) -> String) -> BTreeSet<String> {
+fn set_of(session: &SessionReport, adapter: Option<&Adapter>, f: impl Fn(&Identity) -> String) -> BTreeSet<String> {
     identities(session, adapter).into_iter().map(f).collect()
 }
 
@@ -73,13 +73,20 @@ fn hostname(session: &SessionReport) -> String {
     session.host.as_ref().map_or("unknown", |h| h.hostname.as_str()).to_owned()
 }
 
-/// Within one session: controlled and stock must share one libmlx digest.
+/// Within one session: every adapter must run on the reference's one libmlx digest (one
+/// mismatch per adapter that does not: its digests against the reference's).
 pub fn within(session: &SessionReport) -> Vec<Mismatch> {
     let libmlx = |adapter| set_of(session, Some(adapter), |i| i.libmlx_sha256.to_hex());
-    let (c, s) = (libmlx(Adapter::Controlled), libmlx(Adapter::Stock));
+    let reference = libmlx(&session.reference);
+    let mut adapters: Vec<&Adapter> = session.workers.iter().map(|w| &w.adapter).collect();
+    adapters.sort();
+    adapters.dedup();
     let mut out = Vec::new();
-    if !c.is_empty() && !s.is_empty() && (c != s || c.len() > 1) {
-        out.push(Mismatch { field: "libmlx_sha256".to_owned(), a: joined(c), b: joined(s) });
+    for adapter in adapters.into_iter().filter(|a| **a != session.reference) {
+        let own = libmlx(adapter);
+        if !own.is_empty() && !reference.is_empty() && (own != reference || own.len() > 1) {
+            out.push(Mismatch { field: "libmlx_sha256".to_owned(), a: joined(own), b: joined(reference.clone()) });
+        }
     }
     out
 }
@@ -142,12 +149,15 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
     differ("mlx_lm_version", field(a, |i| i.mlx_lm_version.clone()), field(b, |i| i.mlx_lm_version.clone()));
     differ("lock_sha256", field(a, |i| i.lock_sha256.to_hex()), field(b, |i| i.lock_sha256.to_hex()));
     differ("libmlx_sha256", field(a, |i| i.libmlx_sha256.to_hex()), field(b, |i| i.libmlx_sha256.to_hex()));
-    for adapter in [Adapter::Controlled, Adapter::Stock] {
+    let mut adapters: Vec<&Adapter> = a.workers.iter().chain(&b.workers).map(|w| &w.adapter).collect();
+    adapters.sort();
+    adapters.dedup();
+    for adapter in adapters {
         let sources = |s| set_of(s, Some(adapter), |i| i.worker_sources_sha256.to_hex());
         let (x, y) = (sources(a), sources(b));
         // An adapter that one session did not run is not a difference in its sources.
         if !x.is_empty() && !y.is_empty() {
-            differ(&format!("worker_sources_sha256 ({})", adapter.as_str()), joined(x), joined(y));
+            differ(&format!("worker_sources_sha256 ({adapter})"), joined(x), joined(y));
         }
     }
     // Two unpinned sessions may be compared (a replaced worker against itself); one beside a

@@ -31,7 +31,7 @@ fn verdict_words(v: Verdict) -> &'static str {
 
 /// What a row's ratio rests on, in a few words.
 fn basis_cell(row: &Row) -> String {
-    match (row.basis, row.against) {
+    match (row.basis, &row.against) {
         (Basis::RatioOfMedians, _) => "medians".to_owned(),
         (Basis::Paired, _) => "paired".to_owned(),
         (Basis::AgainstReference, Some(reference)) => format!("vs {}", reference.as_str()),
@@ -102,11 +102,30 @@ fn confidence(report: &CompareReport) -> String {
     format!("{:.0}% CI", level * 100.0)
 }
 
+/// Whether the table has an adapter column: across sessions, and within a session that set
+/// more than one adapter beside the reference.
+fn shows_adapter(report: &CompareReport) -> bool {
+    match report.kind {
+        Kind::AcrossSessions => true,
+        Kind::WithinSession => report.rows.iter().any(|r| r.adapter != report.rows[0].adapter),
+    }
+}
+
+/// Within one session: the adapter the ratios are of (`adapter` when there are several) and the
+/// reference they are against.
+fn within_pair(report: &CompareReport) -> (String, String) {
+    let label = |side: fn(&Row) -> &str| match report.rows.first() {
+        Some(first) if report.rows.iter().all(|r| side(r) == side(first)) => side(first).to_owned(),
+        _ => "adapter".to_owned(),
+    };
+    (label(|r| &r.numerator.label), label(|r| &r.denominator.label))
+}
+
 /// The cells of one row, in header order.
 fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
     let mut cells = vec![row.cell.clone()];
-    if report.kind == Kind::AcrossSessions {
-        cells.push(row.adapter.map_or("-", |a| a.as_str()).to_owned());
+    if shows_adapter(report) {
+        cells.push(row.adapter.as_ref().map_or("-", |a| a.as_str()).to_owned());
     }
     cells.push(basis_cell(row));
     let median = |m: Option<f64>| m.map_or("-".to_owned(), human_ns);
@@ -126,22 +145,15 @@ fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
 
 fn header(report: &CompareReport) -> Vec<String> {
     let (num, den) = match report.kind {
-        Kind::WithinSession => ("controlled", "stock"),
-        Kind::AcrossSessions => ("B", "A"),
+        Kind::WithinSession => within_pair(report),
+        Kind::AcrossSessions => ("B".to_owned(), "A".to_owned()),
     };
     let mut h = vec!["cell".to_owned()];
-    if report.kind == Kind::AcrossSessions {
+    if shows_adapter(report) {
         h.push("adapter".to_owned());
     }
     h.push("basis".to_owned());
-    h.extend([
-        num.to_owned(),
-        den.to_owned(),
-        "ratio".to_owned(),
-        confidence(report),
-        "threshold".to_owned(),
-        "verdict".to_owned(),
-    ]);
+    h.extend([num, den, "ratio".to_owned(), confidence(report), "threshold".to_owned(), "verdict".to_owned()]);
     h
 }
 
@@ -155,7 +167,11 @@ fn title(report: &CompareReport) -> String {
             report.a.session_id,
             status_word(report.a.status)
         ),
-        _ => format!("controlled against stock in session {} ({})", report.a.session_id, status_word(report.a.status)),
+        _ => {
+            let (num, den) = within_pair(report);
+            let num = if num == "adapter" { "each adapter".to_owned() } else { num };
+            format!("{num} against {den} in session {} ({})", report.a.session_id, status_word(report.a.status))
+        }
     }
 }
 
@@ -187,15 +203,26 @@ fn status_word(status: decode_baseline_protocol::session::SessionStatus) -> Stri
     serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
-fn ratio_line(report: &CompareReport) -> &'static str {
+fn ratio_line(report: &CompareReport) -> String {
     match report.kind {
         Kind::WithinSession => {
-            "ratio = controlled / stock per-token time (paired: median over adjacent request pairs; medians: of pooled \
-             medians); below 1: controlled is faster"
+            let (num, den) = within_pair(report);
+            let faster = if num == "adapter" { "the adapter".to_owned() } else { num.clone() };
+            format!(
+                "ratio = {num} / {den} per-token time (paired: median over adjacent request pairs; medians: of pooled \
+                 medians); below 1: {faster} is faster"
+            )
         }
         Kind::AcrossSessions => {
-            "ratio = B / A; vs stock: the adapter's ratio to stock in B over the same in A (holds the machine constant); \
-             raw: the adapter's own per-token medians; below 1: B is faster"
+            let reference = report
+                .rows
+                .iter()
+                .find_map(|r| r.against.as_ref())
+                .map_or("the reference", decode_baseline_protocol::Adapter::as_str);
+            format!(
+                "ratio = B / A; vs {reference}: the adapter's ratio to {reference} in B over the same in A (holds the \
+                 machine constant); raw: the adapter's own per-token medians; below 1: B is faster"
+            )
         }
     }
 }
@@ -270,9 +297,10 @@ fn verdict_line(report: &CompareReport) -> String {
 
 /// The index of the last leading text column (cell, [adapter,] basis).
 fn text_columns(report: &CompareReport) -> usize {
-    match report.kind {
-        Kind::WithinSession => 1,
-        Kind::AcrossSessions => 2,
+    if shows_adapter(report) {
+        2
+    } else {
+        1
     }
 }
 
@@ -305,7 +333,7 @@ pub fn table(report: &CompareReport) -> String {
         out.push('\n');
     }
     if !report.refused {
-        out.push_str(ratio_line(report));
+        out.push_str(&ratio_line(report));
         out.push('\n');
         out.push_str(&threshold_line(report));
         out.push_str("\n\n");
@@ -407,9 +435,9 @@ pub fn csv(report: &CompareReport) -> String {
         let mut f = vec![
             row.cell.clone(),
             row.mode.as_str().to_owned(),
-            row.adapter.map_or(String::new(), |a| a.as_str().to_owned()),
+            row.adapter.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
             serde_json::to_value(row.basis).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
-            row.against.map_or(String::new(), |a| a.as_str().to_owned()),
+            row.against.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
             row.numerator.label.clone(),
             row.denominator.label.clone(),
             num(row.numerator.median_ns),

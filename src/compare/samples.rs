@@ -33,6 +33,8 @@ pub struct CellData {
     pub mode: Mode,
     /// The manifest case (model) of the cell.
     pub case_id: String,
+    /// The session's reference adapter, which every other one is measured against.
+    pub reference: Adapter,
     /// Measured requests per adapter, over all repetitions, A/A runs excluded. An adapter with no
     /// valid run is absent.
     pub adapters: BTreeMap<Adapter, Vec<MeasuredRequest>>,
@@ -48,22 +50,16 @@ pub struct CellData {
     pub paired_aa: BTreeMap<Adapter, RatioEstimate>,
 }
 
-/// The adapter every other one is measured against within a session: the shipped loop.
-pub const REFERENCE: Adapter = Adapter::Stock;
-
 impl CellData {
     /// The pair ratios of `adapter` against the reference, when the session interleaved them.
-    pub fn paired(&self, adapter: Adapter) -> Option<Result<PairedSample, String>> {
-        let runs = self.pairs.get(&adapter)?;
-        Some(
-            PairedSample::from_medians(runs)
-                .map_err(|err| format!("{} against {}: {err}", adapter.as_str(), REFERENCE.as_str())),
-        )
+    pub fn paired(&self, adapter: &Adapter) -> Option<Result<PairedSample, String>> {
+        let runs = self.pairs.get(adapter)?;
+        Some(PairedSample::from_medians(runs).map_err(|err| format!("{adapter} against {}: {err}", self.reference)))
     }
 
     /// The steps of `adapter` as a by-request sample, for the bootstrap.
-    pub fn sample(&self, adapter: Adapter) -> Result<ClusteredSample, String> {
-        let requests = self.adapters.get(&adapter).ok_or_else(|| format!("no valid {} run", adapter.as_str()))?;
+    pub fn sample(&self, adapter: &Adapter) -> Result<ClusteredSample, String> {
+        let requests = self.adapters.get(adapter).ok_or_else(|| format!("no valid {adapter} run"))?;
         ClusteredSample::new(requests.iter().map(|r| r.dur_ns.iter().map(|&d| d as f64).collect()).collect())
             .map_err(|err: StatsError| format!("{}: {err}", adapter.as_str()))
     }
@@ -86,14 +82,14 @@ fn request_median(request: &RequestRecord) -> Option<f64> {
 pub fn request_pairs(
     workers: &[WorkerRun],
     cell: &str,
-    numerator: Adapter,
-    denominator: Adapter,
+    numerator: &Adapter,
+    denominator: &Adapter,
     aa: bool,
 ) -> Vec<Vec<(f64, f64)>> {
-    let run = |adapter: Adapter, repetition: u32| {
+    let run = |adapter: &Adapter, repetition: u32| {
         workers
             .iter()
-            .filter(|w| w.cell == cell && w.adapter == adapter && w.repetition == repetition && w.aa == aa)
+            .filter(|w| w.cell == cell && w.adapter == *adapter && w.repetition == repetition && w.aa == aa)
             .find_map(valid)
     };
     let mut repetitions: Vec<u32> =
@@ -134,6 +130,7 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
                     cell: run.cell.clone(),
                     mode: report.mode,
                     case_id: report.case_id.clone(),
+                    reference: session.reference.clone(),
                     adapters: BTreeMap::new(),
                     aa_ratios: recorded.get(run.cell.as_str()).map(|c| c.aa_ratios.clone()).unwrap_or_default(),
                     runs: BTreeMap::new(),
@@ -155,15 +152,16 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
                 dur_ns: q.steps.iter().map(|s| s.dur_ns).collect(),
             })
             .filter(|q| !q.dur_ns.is_empty());
-        out[index].adapters.entry(run.adapter).or_default().extend(requests);
-        *out[index].runs.entry(run.adapter).or_default() += 1;
+        out[index].adapters.entry(run.adapter.clone()).or_default().extend(requests);
+        *out[index].runs.entry(run.adapter.clone()).or_default() += 1;
     }
     if session.job.order == WorkerOrder::Interleaved {
         for cell in &mut out {
-            for &adapter in cell.adapters.keys().filter(|&&a| a != REFERENCE) {
-                let pairs = request_pairs(&session.workers, &cell.cell, adapter, REFERENCE, false);
+            let reference = cell.reference.clone();
+            for adapter in cell.adapters.keys().filter(|a| **a != reference) {
+                let pairs = request_pairs(&session.workers, &cell.cell, adapter, &reference, false);
                 if !pairs.is_empty() {
-                    cell.pairs.insert(adapter, pairs);
+                    cell.pairs.insert(adapter.clone(), pairs);
                 }
             }
         }

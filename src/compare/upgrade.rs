@@ -1,7 +1,15 @@
-//! Older `session.json` versions (1 to 4) converted into the current one before the strict
+//! Older `session.json` versions (1 to 5) converted into the current one before the strict
 //! parse, so that every reader sees one typed form.
 //!
-//! What changed with version 5, and how an older report is read:
+//! What changed with version 6, and how a version 1 to 5 report is read: those sessions ran
+//! controlled and stock only, stock being the reference.
+//! - `reference` is new: `stock`.
+//! - `analysis.cells[].ratio` (controlled over stock) becomes `ratios: {"controlled": …}`, and
+//!   `argmax` and `stream` (controlled against stock) become maps keyed `controlled`; their
+//!   mismatches' `controlled`/`stock` sides become `adapter_token`/`reference_token` (and the
+//!   margins `adapter_margin`/`reference_margin`).
+//!
+//! What changed with version 5, and how a version 1 to 4 report is read:
 //! - `workers[].aa` is new: versions 1 to 4 marked the extra run of an A/A pair only by the
 //!   `-aa` suffix of its run id (the launcher's folder name), which is read here.
 //! - `workers[].intervention` was one string, `<reason>: <signal>` (`past_deadline: SIGTERM`,
@@ -21,12 +29,64 @@ const LEGACY_AA_SUFFIX: &str = "-aa";
 /// Converts a report of an older version into the current version, in place; `Err` names the
 /// key that cannot be converted and what was expected.
 pub fn to_current(report: &mut Value) -> Result<(), String> {
+    let version = report.get("schema_version").and_then(Value::as_u64).unwrap_or(0);
+    if version < 5 {
+        to_five(report)?;
+    }
+    if version < 6 {
+        to_six(report);
+    }
+    report["schema_version"] = json!(SESSION_REPORT_SCHEMA_VERSION);
+    Ok(())
+}
+
+/// Versions 1 to 5 into version 6: stock the reference, the pairwise analysis keyed by adapter.
+fn to_six(report: &mut Value) {
+    report["reference"] = json!("stock");
+    let cells =
+        report.pointer_mut("/analysis/cells").and_then(Value::as_array_mut).map_or(&mut [][..], Vec::as_mut_slice);
+    for cell in cells.iter_mut().filter_map(Value::as_object_mut) {
+        let ratio = cell.remove("ratio").unwrap_or(Value::Null);
+        cell.insert("ratios".to_owned(), keyed_controlled(ratio));
+        for key in ["argmax", "stream"] {
+            let mut value = cell.remove(key).unwrap_or(Value::Null);
+            let mismatches = match key {
+                "argmax" => value.get_mut("mismatches").and_then(Value::as_array_mut).map(Vec::as_mut_slice),
+                _ => value.get_mut("first_divergence").map(std::slice::from_mut),
+            };
+            for mismatch in mismatches.unwrap_or_default().iter_mut().filter_map(Value::as_object_mut) {
+                for (old, new) in [
+                    ("controlled", "adapter_token"),
+                    ("stock", "reference_token"),
+                    ("controlled_margin", "adapter_margin"),
+                    ("stock_margin", "reference_margin"),
+                ] {
+                    if let Some(v) = mismatch.remove(old) {
+                        mismatch.insert(new.to_owned(), v);
+                    }
+                }
+            }
+            cell.insert(key.to_owned(), keyed_controlled(value));
+        }
+    }
+}
+
+/// `null` → `{}`; anything else → `{"controlled": value}`.
+fn keyed_controlled(value: Value) -> Value {
+    if value.is_null() {
+        json!({})
+    } else {
+        json!({ "controlled": value })
+    }
+}
+
+/// Versions 1 to 4 into version 5.
+fn to_five(report: &mut Value) -> Result<(), String> {
     let workers = report.get_mut("workers").and_then(Value::as_array_mut).map_or(&mut [][..], Vec::as_mut_slice);
     for (index, worker) in workers.iter_mut().enumerate() {
         let Some(worker) = worker.as_object_mut() else { continue };
         upgrade_worker(worker).map_err(|detail| format!("workers[{index}].{detail}"))?;
     }
-    report["schema_version"] = json!(SESSION_REPORT_SCHEMA_VERSION);
     Ok(())
 }
 
@@ -80,6 +140,37 @@ mod tests {
         assert_eq!(w[1]["aa"], json!(true));
         assert!(w[1]["intervention"].is_null());
         assert_eq!(w[2]["intervention"], json!({ "reason": "cancelled", "signal": null }));
+    }
+
+    #[test]
+    fn version_5_pairs_become_keyed_by_the_controlled_adapter_against_stock() {
+        let mut report = json!({
+            "schema_version": 5,
+            "workers": [],
+            "analysis": { "cells": [
+                { "cell": "a", "ratio": { "ratio": 0.9 }, "argmax": null, "stream": {
+                    "identical": false,
+                    "first_divergence": { "position": 3, "controlled": 7, "stock": 8, "controlled_margin": 0.5, "stock_margin": null }
+                } },
+                { "cell": "b", "ratio": null, "argmax": { "mismatches": [{ "position": 1, "controlled": 2, "stock": 3 }] }, "stream": null },
+            ] }
+        });
+        to_current(&mut report).unwrap();
+        assert_eq!(report["reference"], json!("stock"));
+        let cells = &report["analysis"]["cells"];
+        assert_eq!(cells[0]["ratios"], json!({ "controlled": { "ratio": 0.9 } }));
+        assert_eq!(cells[0]["argmax"], json!({}));
+        assert_eq!(
+            cells[0]["stream"]["controlled"]["first_divergence"],
+            json!({ "position": 3, "adapter_token": 7, "reference_token": 8, "adapter_margin": 0.5, "reference_margin": null })
+        );
+        assert_eq!(cells[1]["ratios"], json!({}));
+        assert_eq!(
+            cells[1]["argmax"]["controlled"]["mismatches"][0],
+            json!({ "position": 1, "adapter_token": 2, "reference_token": 3 })
+        );
+        assert_eq!(cells[1]["stream"], json!({}));
+        assert!(cells[0].get("ratio").is_none());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Agreement between the adapters: fixed-continuation argmax step by step (zero mismatches
-//! required, exact ties listed), and reference-pair stream identity or first divergence.
+//! Agreement of an adapter with the reference adapter: fixed-continuation argmax step by step
+//! (zero mismatches required, exact ties listed), and reference-pair stream identity or first
+//! divergence.
 
 use decode_baseline_protocol::analysis::{ArgmaxAgreement, Mismatch, StreamAgreement};
 use decode_baseline_protocol::report::{RequestRecord, WorkerReport};
@@ -10,8 +11,8 @@ fn argmaxes(request: &RequestRecord) -> Vec<(u32, u32, Option<f64>, Option<bool>
 
 /// Compares the first request of each adapter step by step, and checks that every request of an
 /// adapter repeats its first one (the inputs are identical, so the outputs must be).
-pub fn fixed_continuation(controlled: &WorkerReport, stock: &WorkerReport) -> Option<ArgmaxAgreement> {
-    let (c0, s0) = (controlled.requests.first()?, stock.requests.first()?);
+pub fn fixed_continuation(adapter: &WorkerReport, reference: &WorkerReport) -> Option<ArgmaxAgreement> {
+    let (c0, s0) = (adapter.requests.first()?, reference.requests.first()?);
     let (c, s) = (argmaxes(c0), argmaxes(s0));
     let mismatches = c
         .iter()
@@ -19,17 +20,17 @@ pub fn fixed_continuation(controlled: &WorkerReport, stock: &WorkerReport) -> Op
         .filter(|(a, b)| a.1 != b.1 || a.0 != b.0)
         .map(|(a, b)| Mismatch {
             position: a.0,
-            controlled: a.1,
-            stock: b.1,
-            controlled_margin: a.2,
-            stock_margin: b.2,
+            adapter_token: a.1,
+            reference_token: b.1,
+            adapter_margin: a.2,
+            reference_margin: b.2,
         })
         .collect();
     let mut tie_positions: Vec<u32> =
         c.iter().chain(&s).filter(|step| step.3 == Some(true)).map(|step| step.0).collect();
     tie_positions.sort_unstable();
     tie_positions.dedup();
-    let unstable_requests = [controlled, stock]
+    let unstable_requests = [adapter, reference]
         .into_iter()
         .flat_map(|report| {
             let first: Vec<u32> = report.requests[0].steps.iter().map(|s| s.argmax).collect();
@@ -43,8 +44,8 @@ pub fn fixed_continuation(controlled: &WorkerReport, stock: &WorkerReport) -> Op
 }
 
 /// Pairs the two full greedy streams (first token, then every step).
-pub fn reference_pair(controlled: &WorkerReport, stock: &WorkerReport) -> Option<StreamAgreement> {
-    let (c, s) = (controlled.requests.first()?, stock.requests.first()?);
+pub fn reference_pair(adapter: &WorkerReport, reference: &WorkerReport) -> Option<StreamAgreement> {
+    let (c, s) = (adapter.requests.first()?, reference.requests.first()?);
     let stream = |r: &RequestRecord| {
         std::iter::once((r.prompt_len, r.first_token, None, None))
             .chain(r.steps.iter().map(|st| (st.position, st.argmax, st.margin, st.tie)))
@@ -55,10 +56,10 @@ pub fn reference_pair(controlled: &WorkerReport, stock: &WorkerReport) -> Option
     let diverged_at_tie = divergence.is_some_and(|(a, b)| a.3 == Some(true) || b.3 == Some(true));
     let first_divergence = divergence.map(|(a, b)| Mismatch {
         position: a.0,
-        controlled: a.1,
-        stock: b.1,
-        controlled_margin: a.2,
-        stock_margin: b.2,
+        adapter_token: a.1,
+        reference_token: b.1,
+        adapter_margin: a.2,
+        reference_margin: b.2,
     });
     let identical = first_divergence.is_none() && cs.len() == ss.len();
     Some(StreamAgreement { tokens_compared: cs.len().min(ss.len()), identical, first_divergence, diverged_at_tie })
@@ -127,7 +128,10 @@ mod tests {
         // Stock saw its top two equal at position 14 and took the lower index.
         let tied = reference_pair(&c, &report(Adapter::Stock, 7, &[(3, false), (39, true), (2, false)])).unwrap();
         assert!(!tied.identical && tied.diverged_at_tie);
-        assert_eq!(tied.first_divergence.as_ref().map(|m| (m.position, m.controlled, m.stock)), Some((14, 499, 39)));
+        assert_eq!(
+            tied.first_divergence.as_ref().map(|m| (m.position, m.adapter_token, m.reference_token)),
+            Some((14, 499, 39))
+        );
 
         // The same divergence without a tie there is a real difference; a tie later does not excuse it.
         let real = reference_pair(&c, &report(Adapter::Stock, 7, &[(3, false), (39, false), (2, true)])).unwrap();

@@ -1,6 +1,6 @@
-//! From validated reports to numbers: statistics per cell and adapter, the controlled/stock
-//! ratio, the A/A noise, and agreement between the adapters. Reports that failed validation
-//! never enter here.
+//! From validated reports to numbers: statistics per cell and adapter, each adapter's ratio to
+//! the session's reference adapter, the A/A noise, and each adapter's agreement with the
+//! reference. Reports that failed validation never enter here.
 
 use std::collections::BTreeMap;
 
@@ -28,10 +28,10 @@ pub struct Outcome {
 
 /// What the host judge says about the runs of `adapter` in `cell`: the warnings of the run
 /// whose host was busiest, and how many other runs drew warnings too.
-fn host_warnings(workers: &[WorkerRun], cell: &str, adapter: Adapter) -> Vec<String> {
+fn host_warnings(workers: &[WorkerRun], cell: &str, adapter: &Adapter) -> Vec<String> {
     let judged: Vec<(f64, Vec<String>)> = workers
         .iter()
-        .filter(|w| w.cell == cell && w.adapter == adapter)
+        .filter(|w| w.cell == cell && w.adapter == *adapter)
         .filter_map(|w| w.host_activity.as_ref())
         .map(|a| (a.others_cpus.unwrap_or(0.0), host::judge(a, host::MAX_OTHER_CPUS).warnings))
         .filter(|(_, warnings)| !warnings.is_empty())
@@ -44,10 +44,10 @@ fn host_warnings(workers: &[WorkerRun], cell: &str, adapter: Adapter) -> Vec<Str
     out
 }
 
-fn valid_reports<'a>(workers: &'a [WorkerRun], cell: &str, adapter: Adapter, aa: bool) -> Vec<&'a WorkerReport> {
+fn valid_reports<'a>(workers: &'a [WorkerRun], cell: &str, adapter: &Adapter, aa: bool) -> Vec<&'a WorkerReport> {
     workers
         .iter()
-        .filter(|w| w.cell == cell && w.adapter == adapter && w.validation_errors.is_empty())
+        .filter(|w| w.cell == cell && w.adapter == *adapter && w.validation_errors.is_empty())
         .filter(|w| w.aa == aa)
         .filter_map(|w| w.report.as_ref())
         .filter(|r| r.status == Status::Ok)
@@ -64,16 +64,17 @@ fn step_clusters(reports: &[&WorkerReport]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The paired ratio of `adapter` against stock in an interleaved cell, and its A/A ratio when
-/// the session ran an A/A group.
+/// The paired ratio of `adapter` against `reference` in an interleaved cell, and its A/A ratio
+/// when the session ran an A/A group.
 fn paired(
     workers: &[WorkerRun],
     cell: &str,
-    adapter: Adapter,
+    adapter: &Adapter,
+    reference: &Adapter,
     config: &BootstrapConfig,
 ) -> Result<(Option<RatioEstimate>, Option<RatioEstimate>), StatsError> {
     let sample = |aa| {
-        let pairs = request_pairs(workers, cell, adapter, Adapter::Stock, aa);
+        let pairs = request_pairs(workers, cell, adapter, reference, aa);
         (!pairs.is_empty()).then(|| PairedSample::from_medians(&pairs)).transpose()
     };
     let Some(main) = sample(false)? else { return Ok((None, None)) };
@@ -81,16 +82,30 @@ fn paired(
     Ok((Some(main.estimate(config)?), aa))
 }
 
-pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Outcome {
+/// The analysis of every cell: each adapter's statistics, and every adapter other than
+/// `reference` against the reference (ratio, paired ratio, agreement).
+pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder, reference: &Adapter) -> Outcome {
     let config = BootstrapConfig::default();
     let mut problems = Vec::new();
     let mut out = Vec::new();
     for cell in cells {
         let name = cell.name();
-        let mut adapters = BTreeMap::new();
+        let mut present: Vec<Adapter> = workers.iter().filter(|w| w.cell == name).map(|w| w.adapter.clone()).collect();
+        present.sort();
+        present.dedup();
+        let mut analysis = CellAnalysis {
+            cell: name.clone(),
+            mode: cell.mode,
+            adapters: BTreeMap::new(),
+            ratios: BTreeMap::new(),
+            aa_ratios: BTreeMap::new(),
+            paired: BTreeMap::new(),
+            paired_aa: BTreeMap::new(),
+            argmax: BTreeMap::new(),
+            stream: BTreeMap::new(),
+        };
         let mut clusters = BTreeMap::new();
-        let mut aa_ratios = BTreeMap::new();
-        for adapter in [Adapter::Controlled, Adapter::Stock] {
+        for adapter in &present {
             let reports = valid_reports(workers, &name, adapter, false);
             if reports.is_empty() {
                 continue;
@@ -98,83 +113,103 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder) -> Out
             match adapter_stats(&reports, &config) {
                 Ok((mut stats, sample)) => {
                     stats.host_warnings = host_warnings(workers, &name, adapter);
-                    adapters.insert(adapter, stats);
-                    clusters.insert(adapter, sample);
+                    analysis.adapters.insert(adapter.clone(), stats);
+                    clusters.insert(adapter.clone(), sample);
                 }
                 Err(err) if cell.mode != Mode::ReferencePair => {
-                    problems.push(format!("{name} {}: no statistics: {err}", adapter.as_str()))
+                    problems.push(format!("{name} {adapter}: no statistics: {err}"))
                 }
                 Err(_) => {}
             }
             let aa = valid_reports(workers, &name, adapter, true);
-            if let (Some(main), false) = (clusters.get(&adapter), aa.is_empty()) {
+            if let (Some(main), false) = (clusters.get(adapter), aa.is_empty()) {
                 match ClusteredSample::new(step_clusters(&aa))
                     .and_then(|second| ratio_of_medians(&second, main, Resampling::ByRequest, &config))
                 {
                     Ok(ratio) => {
-                        aa_ratios.insert(adapter, ratio);
+                        analysis.aa_ratios.insert(adapter.clone(), ratio);
                     }
-                    Err(err) => problems.push(format!("{name} {} A/A: no ratio: {err}", adapter.as_str())),
+                    Err(err) => problems.push(format!("{name} {adapter} A/A: no ratio: {err}")),
                 }
             }
         }
-        let ratio = match (clusters.get(&Adapter::Controlled), clusters.get(&Adapter::Stock)) {
-            (Some(c), Some(s)) => match ratio_of_medians(c, s, Resampling::ByRequest, &config) {
-                Ok(ratio) => Some(ratio),
-                Err(err) => {
-                    problems.push(format!("{name}: no controlled/stock ratio: {err}"));
-                    None
-                }
-            },
-            _ => None,
-        };
-        let (mut paired_ratios, mut paired_aa) = (BTreeMap::new(), BTreeMap::new());
-        if order == WorkerOrder::Interleaved && cell.mode != Mode::ReferencePair {
-            match paired(workers, &name, Adapter::Controlled, &config) {
-                Ok((main, aa)) => {
-                    paired_ratios.extend(main.map(|r| (Adapter::Controlled, r)));
-                    paired_aa.extend(aa.map(|r| (Adapter::Controlled, r)));
-                }
-                Err(err) => problems.push(format!("{name}: no paired controlled/stock ratio: {err}")),
-            }
+        for adapter in present.iter().filter(|a| *a != reference) {
+            against_reference(
+                workers,
+                cell,
+                order,
+                adapter,
+                reference,
+                &clusters,
+                &config,
+                &mut analysis,
+                &mut problems,
+            );
         }
-        let first = |adapter| valid_reports(workers, &name, adapter, false).into_iter().next();
-        let pair = first(Adapter::Controlled).zip(first(Adapter::Stock));
-        let argmax = match cell.mode {
-            Mode::FixedContinuation => pair.and_then(|(c, s)| agreement::fixed_continuation(c, s)),
-            _ => None,
-        };
-        let stream = match cell.mode {
-            Mode::ReferencePair => pair.and_then(|(c, s)| agreement::reference_pair(c, s)),
-            _ => None,
-        };
-        if let Some(a) = &argmax {
-            for m in &a.mismatches {
-                problems.push(format!(
-                    "{name}: argmax mismatch at position {}: controlled {} (margin {:?}), stock {} (margin {:?})",
-                    m.position, m.controlled, m.controlled_margin, m.stock, m.stock_margin
-                ));
-            }
-            for r in &a.unstable_requests {
-                problems.push(format!("{name}: request {r} did not repeat the first request's argmax sequence"));
-            }
-        }
-        if let Some(StreamAgreement { identical: false, first_divergence, diverged_at_tie: false, .. }) = &stream {
-            problems.push(format!("{name}: reference streams diverge: {first_divergence:?}"));
-        }
-        out.push(CellAnalysis {
-            cell: name,
-            mode: cell.mode,
-            adapters,
-            ratio,
-            aa_ratios,
-            paired: paired_ratios,
-            paired_aa,
-            argmax,
-            stream,
-        });
+        out.push(analysis);
     }
     Outcome { body: Analysis { bootstrap: config, cells: out }, problems }
+}
+
+/// `adapter` against `reference` in `cell`: the ratio of medians, the paired ratio of an
+/// interleaved session, and the agreement of the first valid reports, into `analysis`; what
+/// fails to compute or disagrees goes to `problems`.
+#[allow(clippy::too_many_arguments)]
+fn against_reference(
+    workers: &[WorkerRun],
+    cell: &Cell,
+    order: WorkerOrder,
+    adapter: &Adapter,
+    reference: &Adapter,
+    clusters: &BTreeMap<Adapter, ClusteredSample>,
+    config: &BootstrapConfig,
+    analysis: &mut CellAnalysis,
+    problems: &mut Vec<String>,
+) {
+    let name = cell.name();
+    if let (Some(a), Some(r)) = (clusters.get(adapter), clusters.get(reference)) {
+        match ratio_of_medians(a, r, Resampling::ByRequest, config) {
+            Ok(ratio) => {
+                analysis.ratios.insert(adapter.clone(), ratio);
+            }
+            Err(err) => problems.push(format!("{name}: no {adapter}/{reference} ratio: {err}")),
+        }
+    }
+    if order == WorkerOrder::Interleaved && cell.mode != Mode::ReferencePair {
+        match paired(workers, &name, adapter, reference, config) {
+            Ok((main, aa)) => {
+                analysis.paired.extend(main.map(|r| (adapter.clone(), r)));
+                analysis.paired_aa.extend(aa.map(|r| (adapter.clone(), r)));
+            }
+            Err(err) => problems.push(format!("{name}: no paired {adapter}/{reference} ratio: {err}")),
+        }
+    }
+    let first = |a| valid_reports(workers, &name, a, false).into_iter().next();
+    let Some((own, theirs)) = first(adapter).zip(first(reference)) else { return };
+    match cell.mode {
+        Mode::FixedContinuation => {
+            let Some(agreement) = agreement::fixed_continuation(own, theirs) else { return };
+            for m in &agreement.mismatches {
+                problems.push(format!(
+                    "{name}: argmax mismatch at position {}: {adapter} {} (margin {:?}), {reference} {} (margin {:?})",
+                    m.position, m.adapter_token, m.adapter_margin, m.reference_token, m.reference_margin
+                ));
+            }
+            for r in &agreement.unstable_requests {
+                problems.push(format!("{name}: request {r} did not repeat the first request's argmax sequence"));
+            }
+            analysis.argmax.insert(adapter.clone(), agreement);
+        }
+        Mode::ReferencePair => {
+            let Some(stream) = agreement::reference_pair(own, theirs) else { return };
+            if let StreamAgreement { identical: false, first_divergence, diverged_at_tie: false, .. } = &stream {
+                problems
+                    .push(format!("{name}: {adapter} and {reference} reference streams diverge: {first_divergence:?}"));
+            }
+            analysis.stream.insert(adapter.clone(), stream);
+        }
+        Mode::Headline => {}
+    }
 }
 
 fn adapter_stats(
@@ -217,22 +252,44 @@ fn adapter_stats(
     Ok((stats, sample))
 }
 
+/// The label of a ratio row of the table: `<adapter>/<reference> paired` or `… ratio`.
+fn ratio_label(cell: &CellAnalysis, adapter: &Adapter, reference: &Adapter) -> Option<(String, RatioEstimate)> {
+    let (kind, r) = match cell.paired.get(adapter) {
+        Some(r) => ("paired", r),
+        None => ("ratio", cell.ratios.get(adapter)?),
+    };
+    Some((format!("{adapter}/{reference} {kind}"), *r))
+}
+
 /// The summary table printed at the end of `run`.
 pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
-    // Cell names come from the manifest and can be long; the first column fits the longest.
+    let reference = &report.reference;
+    // Cell names come from the manifest and can be long; the first column fits the longest,
+    // the second its longest adapter name or ratio label.
     let w = analysis.cells.iter().map(|c| c.cell.len()).max().unwrap_or(0).max(4);
+    let a = analysis
+        .cells
+        .iter()
+        .flat_map(|c| {
+            let names = c.adapters.keys().map(|a| a.as_str().len());
+            let labels = c.adapters.keys().filter_map(|a| ratio_label(c, a, reference)).map(|(l, _)| l.len());
+            names.chain(labels).collect::<Vec<_>>()
+        })
+        .max()
+        .unwrap_or(0)
+        .max(10);
     // An unpinned session says so before its first figure.
     let mut out: String =
-        report.replaced_programs.iter().map(|(adapter, argv)| format!("\n{}", replaced_line(*adapter, argv))).collect();
+        report.replaced_programs.iter().map(|(adapter, argv)| format!("\n{}", replaced_line(adapter, argv))).collect();
     out.push_str(&format!(
-        "\n{:<w$} {:<10} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
+        "\n{:<w$} {:<a$} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
         "cell", "adapter", "per token", "95% CI", "p90", "CV", "prefill"
     ));
     for cell in &analysis.cells {
         for (adapter, stats) in &cell.adapters {
             let s = &stats.per_token_ns;
             out.push_str(&format!(
-                "{:<w$} {:<10} {:>11} {:>23} {:>10} {:>5.1}% {:>11}\n",
+                "{:<w$} {:<a$} {:>11} {:>23} {:>10} {:>5.1}% {:>11}\n",
                 cell.cell,
                 adapter.as_str(),
                 human_ns(s.median),
@@ -265,30 +322,27 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 ));
             }
         }
-        let ratios = cell
-            .paired
-            .get(&Adapter::Controlled)
-            .map(|r| ("c/s paired", r))
-            .or(cell.ratio.as_ref().map(|r| ("c/s ratio", r)));
-        if let Some((label, r)) = ratios {
+        for adapter in cell.adapters.keys().filter(|a| *a != reference) {
+            if let Some((label, r)) = ratio_label(cell, adapter, reference) {
+                out.push_str(&format!(
+                    "{:<w$} {:<a$} {:>11.3} {:>23}\n",
+                    cell.cell,
+                    label,
+                    r.ratio,
+                    format!("[{:.3}, {:.3}]", r.ci.lower, r.ci.upper)
+                ));
+            }
+        }
+        for (adapter, g) in &cell.argmax {
             out.push_str(&format!(
-                "{:<w$} {:<10} {:>11.3} {:>23}\n",
+                "{:<w$} argmax {adapter}/{reference}: {} steps, {} mismatches, ties at {:?}\n",
                 cell.cell,
-                label,
-                r.ratio,
-                format!("[{:.3}, {:.3}]", r.ci.lower, r.ci.upper)
+                g.steps_compared,
+                g.mismatches.len(),
+                g.tie_positions
             ));
         }
-        if let Some(a) = &cell.argmax {
-            out.push_str(&format!(
-                "{:<w$} argmax: {} steps, {} mismatches, ties at {:?}\n",
-                cell.cell,
-                a.steps_compared,
-                a.mismatches.len(),
-                a.tie_positions
-            ));
-        }
-        if let Some(s) = &cell.stream {
+        for (adapter, s) in &cell.stream {
             let at = s.first_divergence.as_ref().map_or("the end".to_owned(), |m| format!("position {}", m.position));
             let verdict = match (s.identical, s.diverged_at_tie) {
                 (true, _) => "identical".to_owned(),
@@ -297,7 +351,10 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 }
                 (false, false) => format!("diverge at {at}"),
             };
-            out.push_str(&format!("{:<w$} reference streams: {} tokens, {verdict}\n", cell.cell, s.tokens_compared));
+            out.push_str(&format!(
+                "{:<w$} reference streams {adapter}/{reference}: {} tokens, {verdict}\n",
+                cell.cell, s.tokens_compared
+            ));
         }
     }
     out.push_str(&format!(
@@ -311,7 +368,7 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
 
 /// The line the table (and the launcher's stderr) prints for an adapter whose program was
 /// replaced.
-pub fn replaced_line(adapter: Adapter, argv: &[String]) -> String {
+pub fn replaced_line(adapter: &Adapter, argv: &[String]) -> String {
     format!(
         "unpinned: the {adapter} worker program was replaced ({}={}): this session is unpinned, and compare \
          refuses to set it beside a pinned one",
@@ -346,12 +403,12 @@ mod tests {
             "case": "tiny-qwen3", "prompt": "tiny-qwen3-L16", "mode": "headline"
         }))
         .unwrap();
-        let outcome = analyze(&session.workers, &[cell], WorkerOrder::Alternate);
+        let outcome = analyze(&session.workers, &[cell], WorkerOrder::Alternate, &Adapter::Stock);
         let stats = &outcome.body.cells[0].adapters;
         let (controlled, stock) = (&stats[&Adapter::Controlled], &stats[&Adapter::Stock]);
 
         let steps: Vec<_> =
-            valid_reports(&session.workers, "tiny-qwen3.tiny-qwen3-L16.headline", Adapter::Controlled, false)
+            valid_reports(&session.workers, "tiny-qwen3.tiny-qwen3-L16.headline", &Adapter::Controlled, false)
                 .into_iter()
                 .flat_map(|r| &r.requests)
                 .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
@@ -382,7 +439,7 @@ mod tests {
     #[test]
     fn the_table_of_an_unpinned_session_says_so_first() {
         let mut session = recorded_with_split();
-        let body = analyze(&session.workers, &[], session.job.order).body;
+        let body = analyze(&session.workers, &[], session.job.order, &session.reference).body;
         assert!(!table(&session, &body).contains("unpinned"), "a pinned session says nothing of it");
         session.replaced_programs.insert(Adapter::Stock, vec!["/x/python".into(), "/x/outside.py".into()]);
         let table = table(&session, &body);

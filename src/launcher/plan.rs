@@ -1,9 +1,9 @@
 //! The ordered list of worker runs a session makes, and the command each one runs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use decode_baseline_protocol::{
-    manifest::Cell,
+    manifest::{Cell, Interpreter, Manifest},
     session::{SessionJob, WorkerOrder},
     Adapter, Mode,
 };
@@ -56,9 +56,9 @@ pub fn plan(job: &SessionJob, cells: &[Cell]) -> Vec<PlannedRun> {
             }));
         }
         if job.aa_pair && cell.mode == Mode::Headline {
-            runs.extend(job.adapters.iter().map(|&adapter| PlannedRun {
+            runs.extend(job.adapters.iter().map(|adapter| PlannedRun {
                 cell: cell.clone(),
-                adapter,
+                adapter: adapter.clone(),
                 repetition: job.repetitions,
                 aa: true,
             }));
@@ -86,33 +86,61 @@ pub fn groups(order: WorkerOrder, runs: &[PlannedRun]) -> Vec<std::ops::Range<us
     groups
 }
 
-/// The variable that replaces `adapter`'s worker program.
-pub fn replacement_variable(adapter: Adapter) -> &'static str {
-    match adapter {
-        Adapter::Controlled => "DECODE_BASELINE_WORKER_CONTROLLED",
-        Adapter::Stock => "DECODE_BASELINE_WORKER_STOCK",
-    }
+/// The variable that replaces `adapter`'s worker program: `DECODE_BASELINE_WORKER_` and the
+/// adapter's name in capitals, `-` written `_` (`DECODE_BASELINE_WORKER_PYTHON_SYNC`).
+pub fn replacement_variable(adapter: &Adapter) -> String {
+    format!("DECODE_BASELINE_WORKER_{}", adapter.as_str().to_ascii_uppercase().replace('-', "_"))
 }
 
 /// The program that replaces `adapter`'s pinned worker, when its [`replacement_variable`] is set
 /// and not blank: its whitespace-separated words (the launcher's tests use them for misbehaving
 /// workers). A session that runs one is unpinned (`req/session.md`).
-pub fn replacement(adapter: Adapter) -> Option<Vec<String>> {
+pub fn replacement(adapter: &Adapter) -> Option<Vec<String>> {
     let words = std::env::var(replacement_variable(adapter)).ok()?;
     let argv: Vec<String> = words.split_whitespace().map(str::to_owned).collect();
     (!argv.is_empty()).then_some(argv)
 }
 
-/// The command line of a worker for `adapter`, writing into `out_dir`: its [`replacement`] if
-/// there is one, else the pinned worker. The command actually run is recorded in
-/// `session.json` either way.
-pub fn worker_command(adapter: Adapter, out_dir: &std::path::Path, repo: &std::path::Path) -> Vec<String> {
-    let mut argv = replacement(adapter).unwrap_or_else(|| match adapter {
-        Adapter::Controlled => vec![controlled_program().display().to_string(), "worker".into()],
-        Adapter::Stock => {
-            vec![venv_python(repo).display().to_string(), repo.join("tools/stock/worker.py").display().to_string()]
+/// The program `adapter`'s workers run, without `--out-dir`: its [`replacement`] if there is
+/// one, else the pinned worker: the built-ins' own, or the command the manifest declares, its
+/// first word resolved against the manifest's folder when it is a relative path with a `/`,
+/// under the pinned environment's Python when the declaration asks for it. `Err` names an
+/// adapter the manifest does not declare.
+pub fn program(
+    adapter: &Adapter,
+    manifest: &Manifest,
+    manifest_path: &Path,
+    repo: &Path,
+) -> Result<Vec<String>, String> {
+    if let Some(argv) = replacement(adapter) {
+        return Ok(argv);
+    }
+    let display = |p: PathBuf| p.display().to_string();
+    Ok(match adapter {
+        Adapter::Controlled => vec![display(controlled_program()), "worker".into()],
+        Adapter::Stock => vec![display(venv_python(repo)), display(repo.join("tools/stock/worker.py"))],
+        Adapter::Declared(name) => {
+            let declared = manifest.declared(adapter).ok_or_else(|| {
+                format!("adapter {name:?} is not declared in the manifest's `adapters` ({})", manifest_path.display())
+            })?;
+            let folder = manifest_path.parent().unwrap_or(Path::new("."));
+            let mut words = declared.command.iter();
+            let first = words.next().ok_or_else(|| format!("adapters[{name:?}].command is empty"))?;
+            let first = if first.contains('/') && Path::new(first).is_relative() {
+                display(folder.join(first))
+            } else {
+                first.clone()
+            };
+            let interpreter = declared.interpreter.map(|Interpreter::Python| display(venv_python(repo)));
+            interpreter.into_iter().chain(std::iter::once(first)).chain(words.cloned()).collect()
         }
-    });
+    })
+}
+
+/// The command line of one worker: its adapter's [`program`] writing into `out_dir`. The command
+/// actually run is recorded in `session.json` either way.
+pub fn worker_command(program: &[String], out_dir: &Path) -> Vec<String> {
+    let mut argv = program.to_vec();
     argv.extend(["--out-dir".to_owned(), out_dir.display().to_string()]);
     argv
 }
@@ -138,11 +166,11 @@ pub fn controlled_program() -> PathBuf {
 /// Whether the controlled worker is a separate program that the launcher must probe before it
 /// spawns it (see `preflight.rs`): no replacement program is set and this build links no MLX.
 pub fn controlled_needs_probe() -> bool {
-    !cfg!(feature = "controlled") && replacement(Adapter::Controlled).is_none()
+    !cfg!(feature = "controlled") && replacement(&Adapter::Controlled).is_none()
 }
 
 /// The selected pinned environment's interpreter.
-pub fn venv_python(repo: &std::path::Path) -> PathBuf {
+pub fn venv_python(repo: &Path) -> PathBuf {
     decode_baseline_protocol::installed::venv_dir(repo).join("bin/python")
 }
 
@@ -157,6 +185,7 @@ mod tests {
             manifest: None,
             cells: None,
             adapters: vec![Adapter::Controlled, Adapter::Stock],
+            reference: None,
             output_root: "out".into(),
             repetitions,
             order,
@@ -171,7 +200,7 @@ mod tests {
     #[test]
     fn alternate_order_flips_every_repetition() {
         let runs = plan(&job(WorkerOrder::Alternate, 3, false), &[cell(Mode::Headline)]);
-        let order: Vec<_> = runs.iter().map(|r| (r.adapter, r.repetition)).collect();
+        let order: Vec<_> = runs.iter().map(|r| (r.adapter.clone(), r.repetition)).collect();
         use Adapter::*;
         assert_eq!(order, [(Controlled, 0), (Stock, 0), (Stock, 1), (Controlled, 1), (Controlled, 2), (Stock, 2)]);
     }

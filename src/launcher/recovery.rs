@@ -42,6 +42,7 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             schema_version: SESSION_REPORT_SCHEMA_VERSION,
             session_id: marker.session_id.clone(),
             status: SessionStatus::Incomplete,
+            reference: marker.job.reference(),
             job: marker.job,
             manifest_path: marker.manifest_path,
             manifest_sha256: marker.manifest_sha256,

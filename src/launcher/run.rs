@@ -73,6 +73,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(err) => return Err(err.into()),
     };
     let cells = session_job::select_cells(&resolved, &loaded.manifest)?;
+    session_job::check_adapters(&resolved, &loaded.manifest)?;
     let runs = plan::plan(&resolved.job, &cells);
     let groups = plan::groups(resolved.job.order, &runs);
     let repo = repo_root();
@@ -80,6 +81,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("decode-baseline: error: session job {}: order: {problem}", resolved.job_path.display());
         return Ok(ExitCode::BadInput);
     }
+    let programs: BTreeMap<Adapter, Vec<String>> = resolved
+        .job
+        .adapters
+        .iter()
+        .map(|a| plan::program(a, &loaded.manifest, &loaded.path, &repo).map(|argv| (a.clone(), argv)))
+        .collect::<Result<_, String>>()
+        .map_err(|problem| anyhow::anyhow!("session job {}: adapters: {problem}", resolved.job_path.display()))?;
     if !args.dry_run && plan::controlled_needs_probe() && runs.iter().any(|r| r.adapter == Adapter::Controlled) {
         if let Err(problem) = preflight::probe_controlled(&plan::controlled_program()) {
             eprintln!("decode-baseline: error: {problem}");
@@ -140,17 +148,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .and_then(|_| std::fs::create_dir(&out_dir))
             .with_context(|| format!("failed to create worker folder {}", out_dir.display()))?;
         let run_id = format!("{session_id}/{}/{}", planned.cell.name(), planned.folder_name());
-        let job = worker_job::build(&loaded, &planned.cell, planned.adapter, run_id, &repo, gated[sequence])?;
+        let job = worker_job::build(&loaded, &planned.cell, &planned.adapter, run_id, &repo, gated[sequence])?;
         let mut bytes = serde_json::to_vec_pretty(&job)?;
         bytes.push(b'\n');
         std::fs::write(out_dir.join("job.json"), bytes)
             .with_context(|| format!("failed to write {}", out_dir.join("job.json").display()))?;
-        let command = plan::worker_command(planned.adapter, &out_dir, &repo);
+        let command = plan::worker_command(&programs[&planned.adapter], &out_dir);
         prepared.push(Prepared { sequence: sequence as u32, planned: planned.clone(), out_dir, job, command });
     }
     let replaced_programs = replaced_programs(&resolved.job.adapters);
     for (adapter, argv) in &replaced_programs {
-        eprintln!("decode-baseline: {}", analysis::replaced_line(*adapter, argv));
+        eprintln!("decode-baseline: {}", analysis::replaced_line(adapter, argv));
     }
     if args.dry_run {
         println!("session folder: {}", session_dir.display());
@@ -167,7 +175,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .job
         .adapters
         .iter()
-        .map(|&a| (a, validate::ExpectedIdentity::new(&loaded.manifest, a, code_version.clone())))
+        .map(|a| (a.clone(), validate::ExpectedIdentity::new(&loaded.manifest, a, code_version.clone())))
         .collect();
     let total_requests: u64 = prepared.iter().map(|p| expected_requests(&p.job) as u64).sum();
     let progress = ProgressBar::new(total_requests).with_style(
@@ -223,7 +231,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     progress.finish_and_clear();
 
-    let analysis = analysis::analyze(&workers, &cells, resolved.job.order);
+    let reference = resolved.job.reference();
+    let analysis = analysis::analyze(&workers, &cells, resolved.job.order, &reference);
     problems.extend(analysis.problems.iter().cloned());
     let status = session_status(&workers, &interrupts, &problems);
     let wall = started.elapsed();
@@ -246,6 +255,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         finished_utc: utc_now(),
         wall_ns: wall.as_nanos() as u64,
         launcher_overhead_ns: (wall.as_nanos() as u64).saturating_sub(workers_wall),
+        reference,
         workers,
         analysis: Some(analysis.body.clone()),
         problems,
@@ -359,7 +369,7 @@ fn record_run(
     WorkerRun {
         run_id: job.run_id.clone(),
         cell: p.planned.cell.name(),
-        adapter: p.planned.adapter,
+        adapter: p.planned.adapter.clone(),
         repetition: p.planned.repetition,
         aa: p.planned.aa,
         sequence: p.sequence,
@@ -377,7 +387,7 @@ fn record_run(
 
 /// The adapters of the session whose worker program is replaced, with the replacing command.
 fn replaced_programs(adapters: &[Adapter]) -> BTreeMap<Adapter, Vec<String>> {
-    adapters.iter().filter_map(|&a| Some((a, plan::replacement(a)?))).collect()
+    adapters.iter().filter_map(|a| Some((a.clone(), plan::replacement(a)?))).collect()
 }
 
 /// With `--quiet-wait S`, waits for a quiet host for at most S seconds; returns a sentence when

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use decode_baseline_protocol::{
     manifest::{Cell, Manifest},
     session::{SessionJob, SESSION_JOB_SCHEMA_VERSION},
+    Adapter,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -68,13 +69,19 @@ pub fn load(path: &Path) -> Result<ResolvedJob, JobError> {
         }
     }
     if job.adapters.is_empty() {
-        return Err(field("adapters", "must name at least one of \"controlled\", \"stock\"".into()));
+        return Err(field(
+            "adapters",
+            "must name at least one adapter: \"controlled\", \"stock\" or one the manifest declares".into(),
+        ));
     }
     let mut seen = job.adapters.clone();
     seen.sort();
     seen.dedup();
     if seen.len() != job.adapters.len() {
         return Err(field("adapters", format!("lists an adapter twice: {:?}", job.adapters)));
+    }
+    if let Some(reference) = job.reference.as_ref().filter(|r| !job.adapters.contains(r)) {
+        return Err(field("reference", format!("names {reference:?}, which is not in adapters {:?}", job.adapters)));
     }
     let base = path.parent().unwrap_or(Path::new(".")).to_owned();
     let resolve = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
@@ -104,6 +111,23 @@ pub fn select_cells(job: &ResolvedJob, manifest: &Manifest) -> Result<Vec<Cell>,
             })
         })
         .collect()
+}
+
+/// Checks that the manifest can run every adapter the job names: a built-in, or one it declares
+/// in `adapters`.
+pub fn check_adapters(job: &ResolvedJob, manifest: &Manifest) -> Result<(), JobError> {
+    match job.job.adapters.iter().find(|a| !manifest.knows(a)) {
+        None => Ok(()),
+        Some(unknown) => Err(JobError::Field {
+            path: job.job_path.clone(),
+            field: "adapters",
+            problem: format!(
+                "names {unknown:?}, which the manifest {} does not declare; expected one of: {}",
+                job.manifest_path.display(),
+                manifest.all_adapters().iter().map(Adapter::as_str).collect::<Vec<_>>().join(", ")
+            ),
+        }),
+    }
 }
 
 /// The repository this executable runs from: where it was built, or `$DECODE_BASELINE_REPO`.

@@ -9,7 +9,7 @@ use std::path::Path;
 use decode_baseline_protocol::{
     manifest::Manifest,
     report::{Phase, RequestRecord, Status, WorkerReport},
-    worker::worker_sources_sha256,
+    worker::pinned_sources_sha256,
     Adapter, ExitCode, Mode, Sha256Digest, WorkerJob, REPORT_SCHEMA_VERSION,
 };
 
@@ -26,12 +26,8 @@ pub struct ExpectedIdentity {
 
 impl ExpectedIdentity {
     /// The expectation for `adapter` under `manifest`, with the session's `code_version`.
-    pub fn new(manifest: &Manifest, adapter: Adapter, code_version: String) -> Self {
-        Self {
-            adapter,
-            worker_sources_sha256: worker_sources_sha256(manifest.worker_sources.of(adapter)),
-            code_version,
-        }
+    pub fn new(manifest: &Manifest, adapter: &Adapter, code_version: String) -> Self {
+        Self { adapter: adapter.clone(), worker_sources_sha256: pinned_sources_sha256(manifest, adapter), code_version }
     }
 }
 

@@ -47,7 +47,7 @@ pub fn model_dir(case: &decode_baseline_protocol::manifest::Case, repo: &Path) -
 pub fn build(
     loaded: &LoadedManifest,
     cell: &Cell,
-    adapter: Adapter,
+    adapter: &Adapter,
     run_id: String,
     repo: &Path,
     gate: bool,
@@ -70,7 +70,7 @@ pub fn build(
     Ok(WorkerJob {
         schema_version: WORKER_JOB_SCHEMA_VERSION,
         run_id,
-        adapter,
+        adapter: adapter.clone(),
         mode: cell.mode,
         repo_root: repo.to_owned(),
         manifest_path: loaded.path.clone(),

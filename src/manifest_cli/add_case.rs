@@ -61,7 +61,8 @@ pub(super) fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
             prompts: BTreeMap::new(),
             cells: Vec::new(),
             run_policy: RunPolicy::frozen(),
-            worker_sources: WorkerSources { stock: BTreeMap::new(), controlled: BTreeMap::new() },
+            adapters: BTreeMap::new(),
+            worker_sources: WorkerSources::new(),
             environment: environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?,
             environments: BTreeMap::new(),
         }

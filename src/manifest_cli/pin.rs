@@ -24,7 +24,8 @@ pub(super) fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
     let (repo, manifest_path) = locate_manifest(args.manifest.as_deref())?;
     let (mut manifest, _) = load_manifest(&manifest_path).map_err(|e| anyhow::anyhow!(chain(&e)))?;
     let installed = installed(&repo)?;
-    manifest.worker_sources = worker_sources(&repo).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    manifest.worker_sources =
+        worker_sources(&repo, &manifest_path, &manifest).map_err(|e| anyhow::anyhow!(chain(&e)))?;
     let pinned = environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?;
     let environment = selected_environment();
     match &environment {
@@ -33,10 +34,9 @@ pub(super) fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
             manifest.environments.insert(name.clone(), pinned.clone());
         }
     }
-    for (set, files) in [("stock", &manifest.worker_sources.stock), ("controlled", &manifest.worker_sources.controlled)]
-    {
+    for (adapter, files) in &manifest.worker_sources {
         if files.is_empty() {
-            eprintln!("manifest pin: warning: no {set} worker source matches the rule; the guard will fail");
+            eprintln!("manifest pin: warning: no {adapter} worker source matches the rule; the guard will fail");
         }
     }
     let bytes = write_manifest(&manifest_path, &manifest)?;
@@ -48,11 +48,10 @@ pub(super) fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
         println!("manifest pin: updated the pin cited in {}", citation.display());
     }
     println!(
-        "manifest pin: {} sha256 {} ({} stock + {} controlled worker sources, environment {}: mlx {} / mlx_lm {} at {})",
+        "manifest pin: {} sha256 {} ({} worker sources, environment {}: mlx {} / mlx_lm {} at {})",
         manifest_path.display(),
         decode_baseline_protocol::Sha256Digest::of_bytes(&bytes),
-        manifest.worker_sources.stock.len(),
-        manifest.worker_sources.controlled.len(),
+        manifest.worker_sources.iter().map(|(a, files)| format!("{} {a}", files.len())).collect::<Vec<_>>().join(" + "),
         environment.as_deref().unwrap_or(DEFAULT_ENV_NAME),
         pinned.mlx_version,
         pinned.mlx_lm_version,

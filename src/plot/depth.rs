@@ -14,7 +14,7 @@ use crate::report::DepthPoint;
 
 /// The adapter's colour in every figure (`steps::color`), from its name in the analysis.
 fn color(adapter: &str) -> &'static str {
-    serde_json::from_value::<Adapter>(serde_json::Value::String(adapter.to_owned())).map_or(INK, steps::color)
+    Adapter::parse(adapter).map_or(INK, |a| steps::color(&a))
 }
 
 /// The SVG, or `None` when no adapter has two context lengths.

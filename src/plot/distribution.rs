@@ -20,7 +20,7 @@ pub fn figure(cell: &CellData) -> Option<String> {
         .map(|(a, reqs)| {
             let mut v: Vec<f64> = reqs.iter().flat_map(|r| r.dur_ns.iter().map(|&d| d as f64 / 1e3)).collect();
             v.sort_by(f64::total_cmp);
-            (*a, v)
+            (a.clone(), v)
         })
         .filter(|(_, v)| !v.is_empty())
         .collect();
@@ -53,12 +53,12 @@ pub fn figure(cell: &CellData) -> Option<String> {
             })
             .map(|(x, p)| frame.at(x, p))
             .collect();
-        svg.polyline(&pts, color(*adapter), 1.8, None);
+        svg.polyline(&pts, color(adapter), 1.8, None);
         let median = quantile(v, 0.5);
         let x = frame.x.map(unit.of(median));
-        svg.line((x, frame.y.map(0.0)), (x, frame.y.map(1.0)), color(*adapter), 1.0, Some("5,4"));
+        svg.line((x, frame.y.map(0.0)), (x, frame.y.map(1.0)), color(adapter), 1.0, Some("5,4"));
         entries.push(LegendEntry {
-            color: color(*adapter),
+            color: color(adapter),
             label: format!(
                 "{}: {} steps, median {}, max {}",
                 adapter.as_str(),

@@ -45,7 +45,7 @@ pub fn figure(cell: &CellData, bytes: &ModelBytes, peak_bandwidth_gbs: f64) -> O
     let series: Vec<(Adapter, Vec<f64>, Vec<f64>)> = cell
         .adapters
         .iter()
-        .filter_map(|(a, reqs)| profile(reqs).map(|p| (*a, p.positions, p.median)))
+        .filter_map(|(a, reqs)| profile(reqs).map(|p| (a.clone(), p.positions, p.median)))
         .map(|(a, pos, med_us)| {
             let tps: Vec<f64> = med_us.iter().map(|us| 1e6 / us).collect();
             (a, pos, tps)
@@ -59,7 +59,7 @@ pub fn figure(cell: &CellData, bytes: &ModelBytes, peak_bandwidth_gbs: f64) -> O
         let mut fractions: Vec<f64> = pos.iter().zip(tps).map(|(&p, &t)| t / (bandwidth / bytes.at(p))).collect();
         fractions.sort_by(f64::total_cmp);
         adapters.push(AdapterRoof {
-            adapter: *adapter,
+            adapter: adapter.clone(),
             median_fraction: super::svg::quantile(&fractions, 0.5),
             max_fraction: fractions[fractions.len() - 1],
         });
@@ -109,9 +109,9 @@ pub fn figure(cell: &CellData, bytes: &ModelBytes, peak_bandwidth_gbs: f64) -> O
     }];
     for ((adapter, pos, tps), r) in series.iter().zip(&roof.adapters) {
         let pts: Vec<(f64, f64)> = pos.iter().zip(tps).map(|(&p, &t)| frame.at(p, t)).collect();
-        svg.polyline(&pts, color(*adapter), 1.6, None);
+        svg.polyline(&pts, color(adapter), 1.6, None);
         entries.push(LegendEntry {
-            color: color(*adapter),
+            color: color(adapter),
             label: format!(
                 "{}: {:.2} % of the ceiling (median), {:.2} % max",
                 adapter.as_str(),

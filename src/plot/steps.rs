@@ -4,7 +4,7 @@
 use decode_baseline_protocol::Adapter;
 
 use super::svg::{
-    legend, nice_range, quantile, Axis, Frame, LegendEntry, Svg, TimeUnit, CONTROLLED, FIGURE, INK, STOCK,
+    legend, nice_range, quantile, Axis, Frame, LegendEntry, Svg, TimeUnit, CONTROLLED, DECLARED, FIGURE, INK, STOCK,
 };
 use crate::compare::{CellData, MeasuredRequest};
 
@@ -32,17 +32,21 @@ pub fn profile(requests: &[MeasuredRequest]) -> Option<StepProfile> {
     Some(out)
 }
 
-pub fn color(adapter: Adapter) -> &'static str {
+pub fn color(adapter: &Adapter) -> &'static str {
     match adapter {
         Adapter::Controlled => CONTROLLED,
         Adapter::Stock => STOCK,
+        Adapter::Declared(name) => {
+            let sum: usize = name.as_str().bytes().map(usize::from).sum();
+            DECLARED[sum % DECLARED.len()]
+        }
     }
 }
 
 /// The SVG, or `None` when no adapter has a measured step.
 pub fn figure(cell: &CellData) -> Option<String> {
     let profiles: Vec<(Adapter, usize, StepProfile)> =
-        cell.adapters.iter().filter_map(|(a, reqs)| profile(reqs).map(|p| (*a, reqs.len(), p))).collect();
+        cell.adapters.iter().filter_map(|(a, reqs)| profile(reqs).map(|p| (a.clone(), reqs.len(), p))).collect();
     if profiles.is_empty() {
         return None;
     }
@@ -70,21 +74,21 @@ pub fn figure(cell: &CellData) -> Option<String> {
     let mut entries = Vec::new();
     for (adapter, _, p) in &profiles {
         let pts = |ys: &[f64]| p.positions.iter().zip(ys).map(|(&x, &y)| frame.at(x, unit.of(y))).collect::<Vec<_>>();
-        svg.band(&pts(&p.p90), &pts(&p.p10), color(*adapter), 0.18);
-        svg.polyline(&pts(&p.median), color(*adapter), 1.6, None);
+        svg.band(&pts(&p.p90), &pts(&p.p10), color(adapter), 0.18);
+        svg.polyline(&pts(&p.median), color(adapter), 1.6, None);
         let overall = {
             let mut m = p.median.clone();
             m.sort_by(f64::total_cmp);
             quantile(&m, 0.5)
         };
         entries.push(LegendEntry {
-            color: color(*adapter),
+            color: color(adapter),
             label: format!("{} median (median of the steps {})", adapter.as_str(), unit.show(overall)),
             band: false,
             dash: None,
         });
         entries.push(LegendEntry {
-            color: color(*adapter),
+            color: color(adapter),
             label: format!("{} p10–p90", adapter.as_str()),
             band: true,
             dash: None,

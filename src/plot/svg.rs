@@ -9,6 +9,9 @@ use std::fmt::Write;
 /// The colour of each adapter, and of everything else.
 pub const CONTROLLED: &str = "#1f77b4";
 pub const STOCK: &str = "#e6550d";
+/// Declared adapters' colours, picked by name so that one adapter keeps its colour across
+/// figures and sessions.
+pub const DECLARED: [&str; 5] = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
 pub const INK: &str = "#222222";
 pub const GRID: &str = "#dddddd";
 pub const INVALID: &str = "#c00000";

@@ -4,7 +4,7 @@
 //! Sections: the model and notes (from `bench.json` when `bench` made the session), the summary
 //! table (one row per cell and adapter: per-token median, interval, tokens/s derived from the
 //! median, p90, CV, prefill, prompt tokens/s, time to first token, peak memory), the
-//! controlled/stock ratios, the warnings, agreement, peak memory per adapter, the identity
+//! each adapter's ratio to the reference, the warnings, agreement, peak memory per adapter, the identity
 //! (versions, digests, backend, host), and every figure of [`crate::plot::session_figures`].
 //! The page is well-formed XML (XHTML syntax), so tests and tools can parse it strictly.
 
@@ -181,12 +181,13 @@ fn summary_section(h: &mut String, rows: &Rows) {
         h.push_str("</tbody>\n</table>\n</div>\n");
     }
     if !rows.ratios.is_empty() {
-        h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>controlled/stock</th><th>95% CI</th></tr></thead>\n<tbody>\n");
-        for (cell, ratio, lo, hi) in &rows.ratios {
+        h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>adapter/reference</th><th>ratio</th><th>95% CI</th></tr></thead>\n<tbody>\n");
+        for (cell, pair, ratio, lo, hi) in &rows.ratios {
             let _ = writeln!(
                 h,
-                "<tr data-cell=\"{0}\"><td>{0}</td><td>{ratio:.3}</td><td>[{lo:.3}, {hi:.3}]</td></tr>",
-                esc(cell)
+                "<tr data-cell=\"{0}\"><td>{0}</td><td>{1}</td><td>{ratio:.3}</td><td>[{lo:.3}, {hi:.3}]</td></tr>",
+                esc(cell),
+                esc(pair)
             );
         }
         h.push_str("</tbody>\n</table>\n</div>\n");
@@ -250,10 +251,10 @@ fn identity_section(h: &mut String, session: &SessionReport) {
     let mut seen = Vec::new();
     for worker in &session.workers {
         let Some(identity) = worker.report.as_ref().and_then(|r| r.identity.as_ref()) else { continue };
-        if seen.contains(&worker.adapter) {
+        if seen.contains(&&worker.adapter) {
             continue;
         }
-        seen.push(worker.adapter);
+        seen.push(&worker.adapter);
         let a = worker.adapter.as_str();
         let backend = identity.backend.map_or("not recorded", |b| b.as_str());
         item(&format!("{a}: backend"), &format!("{backend}, device {}", identity.device.as_str()));

@@ -1,7 +1,7 @@
 //! The rows every human view of a session shows (the report page, `bench`'s tables): per cell
 //! and adapter the per-token median with its interval and the tokens per second derived from it,
 //! prefill and time to first token with the prompt throughput, peak memory and the warnings;
-//! the controlled/stock ratios; agreement; the decode time against context length.
+//! each adapter's ratio to the reference; agreement; the decode time against context length.
 //!
 //! They are read from `session.json`'s typed `analysis` and worker reports, so a page can be
 //! rebuilt from any session on disk that `compare`'s loader reads (older versions are converted
@@ -65,8 +65,9 @@ pub struct DepthPoint {
 #[derive(Debug, Clone, Default)]
 pub struct Rows {
     pub rows: Vec<Row>,
-    /// `(cell, ratio, lower, upper)`.
-    pub ratios: Vec<(String, f64, f64, f64)>,
+    /// `(cell, "<adapter>/<reference>", ratio, lower, upper)`, one per adapter other than the
+    /// session's reference.
+    pub ratios: Vec<(String, String, f64, f64, f64)>,
     /// One sentence per cell with an agreement check.
     pub agreement: Vec<String>,
     /// Per adapter, the largest per-request peak memory of the session, bytes.
@@ -77,7 +78,7 @@ impl Rows {
     pub fn of(session: &SessionReport) -> Rows {
         let mut out = Rows::default();
         for cell in session.analysis.iter().flat_map(|a| &a.cells) {
-            for (&adapter, stats) in &cell.adapters {
+            for (adapter, stats) in &cell.adapters {
                 let (case, prompt_len, peak) = measured_facts(session, &cell.cell, adapter);
                 if let Some(peak) = peak {
                     let entry = out.peak_memory.entry(adapter.as_str().to_owned()).or_insert(0);
@@ -114,26 +115,37 @@ impl Rows {
                         .collect(),
                 });
             }
-            if let Some(r) = cell.paired.get(&Adapter::Controlled).or(cell.ratio.as_ref()) {
-                out.ratios.push((cell.cell.clone(), r.ratio, r.ci.lower, r.ci.upper));
+            let reference = &session.reference;
+            for adapter in cell.adapters.keys().filter(|a| *a != reference) {
+                if let Some(r) = cell.paired.get(adapter).or(cell.ratios.get(adapter)) {
+                    out.ratios.push((
+                        cell.cell.clone(),
+                        format!("{adapter}/{reference}"),
+                        r.ratio,
+                        r.ci.lower,
+                        r.ci.upper,
+                    ));
+                }
             }
-            if let Some(a) = &cell.argmax {
+            for (adapter, a) in &cell.argmax {
                 out.agreement.push(format!(
-                    "{}: argmax over {} steps, {} mismatches, ties at {:?}",
+                    "{}: {adapter}/{reference} argmax over {} steps, {} mismatches, ties at {:?}",
                     cell.cell,
                     a.steps_compared,
                     a.mismatches.len(),
                     a.tie_positions
                 ));
             }
-            if let Some(s) = &cell.stream {
+            for (adapter, s) in &cell.stream {
                 let verdict = if s.identical {
                     "identical".to_owned()
                 } else {
                     format!("diverge: {}", s.first_divergence.as_ref().map_or("?".into(), divergence))
                 };
-                out.agreement
-                    .push(format!("{}: reference streams over {} tokens, {verdict}", cell.cell, s.tokens_compared));
+                out.agreement.push(format!(
+                    "{}: {adapter}/{reference} reference streams over {} tokens, {verdict}",
+                    cell.cell, s.tokens_compared
+                ));
             }
         }
         out
@@ -214,8 +226,8 @@ impl Rows {
             ));
         }
         out.push('\n');
-        for (cell, ratio, lo, hi) in &self.ratios {
-            out.push_str(&format!("- {cell}: controlled/stock {ratio:.3} [{lo:.3}, {hi:.3}]\n"));
+        for (cell, pair, ratio, lo, hi) in &self.ratios {
+            out.push_str(&format!("- {cell}: {pair} {ratio:.3} [{lo:.3}, {hi:.3}]\n"));
         }
         for line in &self.agreement {
             out.push_str(&format!("- {line}\n"));
@@ -231,11 +243,15 @@ fn divergence(mismatch: &decode_baseline_protocol::analysis::Mismatch) -> String
     serde_json::to_value(mismatch).map_or_else(|_| "?".to_owned(), |v| v.to_string())
 }
 
-fn measured_facts(session: &SessionReport, cell: &str, adapter: Adapter) -> (Option<String>, Option<u32>, Option<u64>) {
+fn measured_facts(
+    session: &SessionReport,
+    cell: &str,
+    adapter: &Adapter,
+) -> (Option<String>, Option<u32>, Option<u64>) {
     let reports: Vec<_> = session
         .workers
         .iter()
-        .filter(|w| w.cell == cell && w.adapter == adapter && w.validation_errors.is_empty())
+        .filter(|w| w.cell == cell && w.adapter == *adapter && w.validation_errors.is_empty())
         .filter_map(|w| w.report.as_ref())
         .filter(|r| r.status == Status::Ok)
         .collect();

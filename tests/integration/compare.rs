@@ -48,13 +48,14 @@ const IDS: Ids = Ids {
     lock: "lock",
 };
 
-fn identity(adapter: Adapter, ids: &Ids, manifest: Sha256Digest) -> Identity {
+fn identity(adapter: &Adapter, ids: &Ids, manifest: Sha256Digest) -> Identity {
     Identity {
         manifest_sha256: manifest,
         code_version: "0000000".to_owned(),
         worker_sources_sha256: digest(match adapter {
             Adapter::Controlled => ids.controlled_sources,
             Adapter::Stock => ids.stock_sources,
+            Adapter::Declared(name) => name.as_str(),
         }),
         lock_sha256: digest(ids.lock),
         mlx_version: ids.mlx.to_owned(),
@@ -135,7 +136,7 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
     let report = WorkerReport {
         schema_version: 1,
         run_id: run_id.clone(),
-        adapter,
+        adapter: adapter.clone(),
         mode,
         case_id: "tiny-qwen3".to_owned(),
         prompt_id: "tiny-qwen3-L16".to_owned(),
@@ -147,7 +148,7 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
         finished_utc: "2026-01-01T00:00:01Z".to_owned(),
         start_to_ready_ns: Some(1),
         load_ns: Some(1),
-        identity: Some(identity(adapter, ids, manifest)),
+        identity: Some(identity(&adapter, ids, manifest)),
         test_slowdown_us: None,
         requests,
     };
@@ -268,9 +269,9 @@ impl Synth {
             let mut aa_ratios = BTreeMap::new();
             for (c, adapter, (lo, hi)) in &self.aa {
                 if *c == cell {
-                    aa_ratios.insert(*adapter, aa(*lo, *hi));
+                    aa_ratios.insert(adapter.clone(), aa(*lo, *hi));
                     let level = if *adapter == Adapter::Controlled { controlled } else { stock };
-                    workers.push(worker(cell, *adapter, level, "-aa", &self.ids, self.manifest_sha256));
+                    workers.push(worker(cell, adapter.clone(), level, "-aa", &self.ids, self.manifest_sha256));
                 }
             }
             // The launcher's analysis carries more per cell; compare reads only `aa_ratios`.
@@ -278,23 +279,25 @@ impl Synth {
                 cell: cell.to_owned(),
                 mode: mode_of(cell),
                 adapters: BTreeMap::new(),
-                ratio: None,
+                ratios: BTreeMap::new(),
                 aa_ratios,
                 paired: BTreeMap::new(),
                 paired_aa: BTreeMap::new(),
-                argmax: None,
-                stream: None,
+                argmax: BTreeMap::new(),
+                stream: BTreeMap::new(),
             });
         }
         SessionReport {
             schema_version: SESSION_REPORT_SCHEMA_VERSION,
             session_id: self.id.to_owned(),
             status: SessionStatus::Ok,
+            reference: Adapter::Stock,
             job: SessionJob {
                 schema_version: 1,
                 manifest: None,
                 cells: None,
                 adapters: vec![Adapter::Controlled, Adapter::Stock],
+                reference: None,
                 output_root: PathBuf::from("out"),
                 repetitions: 1,
                 order: WorkerOrder::Alternate,

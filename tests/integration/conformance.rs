@@ -538,11 +538,8 @@ fn source_set<'m>(
     m: &'m mut Manifest,
     set: &str,
 ) -> &'m mut std::collections::BTreeMap<String, decode_baseline_protocol::Sha256Digest> {
-    if set == "stock" {
-        &mut m.worker_sources.stock
-    } else {
-        &mut m.worker_sources.controlled
-    }
+    let adapter = Adapter::parse(set).expect("an adapter name");
+    m.worker_sources.get_mut(&adapter).expect("a pinned source set")
 }
 
 fn tampers(case: &str, prompt: &str, set: &'static str, source: &str, missing: &str) -> Vec<Tamper> {

@@ -102,7 +102,7 @@ impl Scratch {
             cmd.env(HOOK_ENV, site).env(HOOK_REQUEST_ENV, request.to_string());
         }
         if let Some(command) = command {
-            cmd.env(replacement_variable(self.adapter), command);
+            cmd.env(replacement_variable(&self.adapter), command);
         }
         cmd
     }
@@ -159,11 +159,8 @@ impl Scratch {
 }
 
 /// The variable that replaces `adapter`'s worker program (`src/launcher/plan.rs`).
-fn replacement_variable(adapter: Adapter) -> &'static str {
-    match adapter {
-        Adapter::Stock => "DECODE_BASELINE_WORKER_STOCK",
-        Adapter::Controlled => "DECODE_BASELINE_WORKER_CONTROLLED",
-    }
+fn replacement_variable(adapter: &Adapter) -> String {
+    format!("DECODE_BASELINE_WORKER_{}", adapter.as_str().to_ascii_uppercase().replace('-', "_"))
 }
 
 /// Waits until `path` exists (a file written by a process the test is not waiting on).
@@ -707,7 +704,7 @@ fn a_report_with_a_forged_source_digest_fails_validation_naming_the_field() {
     assert_eq!(session["status"], "validation_failed");
     let worker = the_worker(&session);
     assert_eq!(worker["report"]["status"], "ok", "the worker itself ran to the end");
-    let pin = decode_baseline_protocol::worker::worker_sources_sha256(&s.fixture.manifest.worker_sources.stock);
+    let pin = decode_baseline_protocol::worker::pinned_sources_sha256(&s.fixture.manifest, &Adapter::Stock);
     let errors = worker["validation_errors"].as_array().unwrap();
     assert_eq!(
         errors,

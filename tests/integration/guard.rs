@@ -189,7 +189,11 @@ fn flip_byte(path: &Path, at: usize) {
 
 fn first_stock_source(repo: &Path) -> String {
     let (manifest, _) = pins::load_manifest(&repo.join("workloads.json")).unwrap();
-    manifest.worker_sources.stock.keys().next().expect("the stock worker has sources").clone()
+    manifest.worker_sources[&decode_baseline_protocol::Adapter::Stock]
+        .keys()
+        .next()
+        .expect("the stock worker has sources")
+        .clone()
 }
 
 fn only<'a>(failures: &'a [PinError], what: &str) -> &'a PinError {
@@ -658,7 +662,7 @@ fn committed_manifest_is_pinned_and_its_artifacts_and_prompts_match() {
         pin_line.trim_end()
     );
     let mut failures = pins::check_structure(&manifest);
-    failures.extend(pins::check_confinement(&repo, &manifest));
+    failures.extend(pins::check_confinement(&repo, &repo.join("workloads.json"), &manifest));
     for (id, case) in &manifest.cases {
         failures.extend(pins::check_case(&repo, id, case));
     }

@@ -84,10 +84,11 @@ pub(crate) fn manifest() -> Manifest {
             Cell { case: "tiny".into(), prompt: "p4".into(), mode: Mode::FixedContinuation },
         ],
         run_policy: policy(),
-        worker_sources: WorkerSources {
-            stock: [("tools/stock/worker.py".to_owned(), digest("worker"))].into(),
-            controlled: BTreeMap::new(),
-        },
+        adapters: BTreeMap::new(),
+        worker_sources: WorkerSources::from([
+            (Adapter::Stock, [("tools/stock/worker.py".to_owned(), digest("worker"))].into()),
+            (Adapter::Controlled, BTreeMap::new()),
+        ]),
         environment: environment(),
         environments: BTreeMap::new(),
     }
@@ -207,6 +208,7 @@ pub(crate) fn session_job() -> SessionJob {
         manifest: Some("workloads.json".into()),
         cells: Some(vec!["tiny.p4.headline".into()]),
         adapters: vec![Adapter::Controlled, Adapter::Stock],
+        reference: None,
         output_root: "out".into(),
         repetitions: 2,
         order: WorkerOrder::Alternate,

@@ -122,7 +122,7 @@ pub fn live_pins() -> &'static (WorkerSources, EnvironmentPins) {
         let _ = venv_python();
         let installed =
             Installed::locate(&venv_dir(&repo), mlx_dir_override().as_deref()).expect("locate the pinned environment");
-        let sources = pins::worker_sources(&repo).expect("hash the worker sources");
+        let sources = pins::built_in_sources(&repo).expect("hash the worker sources");
         let environment = pins::environment_pins(&repo, &installed).expect("pin the environment");
         (sources, environment)
     })
@@ -193,6 +193,7 @@ pub fn fixture_manifest(dir: &Path, policy: &RunPolicy, edit: impl FnOnce(&mut M
         prompts: [(prompt_id.clone(), prompt)].into_iter().collect(),
         run_policy: policy.clone(),
         environments: installed::selected_environment().map(|name| (name, environment.clone())).into_iter().collect(),
+        adapters: Default::default(),
         worker_sources: sources,
         environment,
     };

@@ -22,39 +22,47 @@ pub struct Analysis {
     pub cells: Vec<CellAnalysis>,
 }
 
-/// One cell. The maps by adapter are keyed by its name (`controlled`, `stock`), which the schema
-/// holds to [`Adapter`]'s names.
+/// One cell. The maps by adapter are keyed by its name (`controlled`, `stock`, a declared one),
+/// which the schema holds to [`Adapter`]'s names. The pairwise maps (`ratios`, `paired`,
+/// `paired_aa`, `argmax`, `stream`) hold every adapter other than the session's `reference`,
+/// each against the reference.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CellAnalysis {
     /// `<case>.<prompt>.<mode>`.
     pub cell: String,
     pub mode: Mode,
-    /// Per adapter (`controlled`, `stock`) with at least one valid run that could be summarized.
+    /// Per adapter with at least one valid run that could be summarized.
     #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
     pub adapters: BTreeMap<Adapter, AdapterStats>,
-    /// Controlled over stock, per-token median, by-request bootstrap interval; `null` unless
-    /// both adapters have statistics.
-    pub ratio: Option<RatioEstimate>,
+    /// Per adapter other than the reference with statistics, when the reference has them too:
+    /// its per-token median over the reference's, by-request bootstrap interval. Version 5 and
+    /// earlier had one `ratio`, controlled over stock.
+    #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
+    pub ratios: BTreeMap<Adapter, RatioEstimate>,
     /// Per adapter: its A/A pair (the extra run over the first), the spread `compare` uses.
     #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
     pub aa_ratios: BTreeMap<Adapter, RatioEstimate>,
-    /// Interleaved sessions, per adapter other than stock: its paired ratio against stock (the
-    /// median ratio of adjacent requests), by-pair or by-run-then-pair bootstrap interval. Empty
+    /// Interleaved sessions, per adapter other than the reference: its paired ratio against the
+    /// reference (the median ratio of adjacent requests), by-pair or by-run-then-pair bootstrap interval. Empty
     /// for other orders; absent before version 3.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
     pub paired: BTreeMap<Adapter, RatioEstimate>,
-    /// Interleaved sessions with an A/A group, per adapter other than stock: the A/A group's
+    /// Interleaved sessions with an A/A group, per adapter other than the reference: the A/A group's
     /// paired ratio over the other groups', the noise threshold `compare` uses for it. Empty
     /// otherwise; absent before version 3.
     #[serde(default)]
     #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
     pub paired_aa: BTreeMap<Adapter, RatioEstimate>,
-    /// Fixed-continuation cells: argmax agreement step by step; `null` for other modes.
-    pub argmax: Option<ArgmaxAgreement>,
-    /// Reference-pair cells: stream identity; `null` for other modes.
-    pub stream: Option<StreamAgreement>,
+    /// Fixed-continuation cells, per adapter other than the reference: its argmax agreement
+    /// with the reference step by step; empty for other modes.
+    #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
+    pub argmax: BTreeMap<Adapter, ArgmaxAgreement>,
+    /// Reference-pair cells, per adapter other than the reference: its stream against the
+    /// reference's; empty for other modes.
+    #[schemars(extend("propertyNames" = { "$ref": "#/$defs/Adapter" }))]
+    pub stream: BTreeMap<Adapter, StreamAgreement>,
 }
 
 /// One adapter in one cell, over its measured requests (all repetitions, A/A run excluded).
@@ -93,37 +101,38 @@ pub struct AdapterStats {
     pub host_warnings: Vec<String>,
 }
 
-/// Fixed-continuation agreement of one cell.
+/// Fixed-continuation agreement of one adapter with the reference in one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArgmaxAgreement {
-    /// Steps of the first request compared between the adapters.
+    /// Steps of the first request compared between the two adapters.
     pub steps_compared: usize,
     /// Positions where the adapters' argmax differ.
     pub mismatches: Vec<Mismatch>,
-    /// Positions where either adapter saw top-1 and top-2 exactly equal (lowest index won).
+    /// Positions where either of the two saw top-1 and top-2 exactly equal (lowest index won).
     pub tie_positions: Vec<u32>,
-    /// Requests within one adapter whose argmax sequence differs from its first request.
+    /// Requests within either of the two whose argmax sequence differs from its first request.
     pub unstable_requests: Vec<String>,
 }
 
-/// One position where the adapters chose different tokens.
+/// One position where an adapter and the reference chose different tokens. Version 5 and
+/// earlier named the sides `controlled` and `stock`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Mismatch {
     /// The sequence position.
     pub position: u32,
-    /// The controlled worker's token there.
-    pub controlled: u32,
-    /// The stock worker's token there.
-    pub stock: u32,
-    /// The controlled worker's top-1 minus top-2 logit there, when recorded.
-    pub controlled_margin: Option<f64>,
-    /// The stock worker's top-1 minus top-2 there, when recorded.
-    pub stock_margin: Option<f64>,
+    /// The adapter's token there.
+    pub adapter_token: u32,
+    /// The reference's token there.
+    pub reference_token: u32,
+    /// The adapter's top-1 minus top-2 there, when recorded.
+    pub adapter_margin: Option<f64>,
+    /// The reference's top-1 minus top-2 there, when recorded.
+    pub reference_margin: Option<f64>,
 }
 
-/// Reference-pair agreement of one cell.
+/// Reference-pair agreement of one adapter with the reference in one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StreamAgreement {

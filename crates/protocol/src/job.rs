@@ -12,14 +12,107 @@ use crate::{Backend, DeviceKind, RunPolicy, Sha256Digest};
 /// The version of [`WorkerJob`] this code reads and writes.
 pub const WORKER_JOB_SCHEMA_VERSION: u32 = 1;
 
-/// Which decode loop a worker runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+/// Which decode loop a worker runs: one of the two built-in adapters, or one the manifest
+/// declares (`adapters.<name>`). On the wire it is the plain name (`"controlled"`, `"stock"`,
+/// `"python-sync"`); the built-ins sort first, then declared names alphabetically.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum Adapter {
     /// Ours: Rust on mlx-rs, synchronous, no look-ahead.
     Controlled,
     /// The shipped `mlx_lm.stream_generate`, unmodified, driven from Python.
     Stock,
+    /// A decode loop declared in the manifest's `adapters`.
+    Declared(AdapterName),
+}
+
+/// The name of a declared adapter: 1 to 32 characters of `a-z`, `0-9`, `-` and `_`, starting
+/// with a letter, and neither `controlled` nor `stock` (it names folders and files).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AdapterName(String);
+
+/// The pattern every adapter name matches (the schema's and [`AdapterName`]'s rule).
+pub const ADAPTER_NAME_PATTERN: &str = "^[a-z][a-z0-9_-]{0,31}$";
+
+impl AdapterName {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Adapter {
+    /// The adapter named `name`; `Err` says what a name must look like.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "controlled" => return Ok(Adapter::Controlled),
+            "stock" => return Ok(Adapter::Stock),
+            _ => {}
+        }
+        let mut chars = name.chars();
+        let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
+        let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if first_ok && rest_ok && name.len() <= 32 {
+            Ok(Adapter::Declared(AdapterName(name.to_owned())))
+        } else {
+            Err(format!(
+                "adapter name {name:?} is not \"controlled\", \"stock\" or a declared name: 1 to 32 of a-z, 0-9, \
+                 '-', '_', starting with a letter"
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Adapter::Controlled => "controlled",
+            Adapter::Stock => "stock",
+            Adapter::Declared(name) => name.as_str(),
+        }
+    }
+
+    /// One of the two adapters this repository ships (their pins follow fixed rules).
+    pub fn is_built_in(&self) -> bool {
+        !matches!(self, Adapter::Declared(_))
+    }
+}
+
+impl std::fmt::Display for Adapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl TryFrom<String> for Adapter {
+    type Error = String;
+    fn try_from(name: String) -> Result<Self, String> {
+        Adapter::parse(&name)
+    }
+}
+
+impl From<Adapter> for String {
+    fn from(adapter: Adapter) -> String {
+        adapter.as_str().to_owned()
+    }
+}
+
+impl std::str::FromStr for Adapter {
+    type Err = String;
+    fn from_str(name: &str) -> Result<Self, String> {
+        Adapter::parse(name)
+    }
+}
+
+impl schemars::JsonSchema for Adapter {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Adapter".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An adapter: `controlled`, `stock`, or a name the manifest declares in `adapters`.",
+            "type": "string",
+            "pattern": ADAPTER_NAME_PATTERN,
+        })
+    }
 }
 
 /// What a worker measures.
@@ -32,15 +125,6 @@ pub enum Mode {
     FixedContinuation,
     /// One full greedy generation; the whole stream and per-step margins recorded.
     ReferencePair,
-}
-
-impl Adapter {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Adapter::Controlled => "controlled",
-            Adapter::Stock => "stock",
-        }
-    }
 }
 
 impl Mode {

@@ -25,6 +25,6 @@ pub mod worker;
 pub use backend::{Backend, DeviceKind};
 pub use digest::Sha256Digest;
 pub use exit::ExitCode;
-pub use job::{Adapter, Mode, WorkerJob, WORKER_JOB_SCHEMA_VERSION};
+pub use job::{Adapter, AdapterName, Mode, WorkerJob, WORKER_JOB_SCHEMA_VERSION};
 pub use policy::RunPolicy;
 pub use report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport, REPORT_SCHEMA_VERSION};

@@ -27,7 +27,13 @@ pub struct Manifest {
     pub cells: Vec<Cell>,
     /// The frozen limits.
     pub run_policy: RunPolicy,
-    /// SHA-256 of every source file of both workers, by repository-relative path.
+    /// Decode loops besides the two built-in ones, by adapter name; absent when there are none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("propertyNames" = { "pattern": crate::job::ADAPTER_NAME_PATTERN }))]
+    pub adapters: BTreeMap<String, DeclaredAdapter>,
+    /// SHA-256 of every source file of every adapter's worker, by adapter: `controlled` and
+    /// `stock` by repository-relative path, a declared adapter by path relative to the
+    /// manifest's folder.
     pub worker_sources: WorkerSources,
     /// The pinned default environment (`tools/env/`).
     pub environment: EnvironmentPins,
@@ -98,22 +104,57 @@ impl Cell {
     }
 }
 
-/// Pinned worker sources, repository-relative paths to digests.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// Pinned worker sources: by adapter, each source file's relative path and SHA-256.
+pub type WorkerSources = BTreeMap<Adapter, BTreeMap<String, Sha256Digest>>;
+
+/// A decode loop the manifest declares (`adapters.<name>`), run and pinned like the built-ins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WorkerSources {
-    /// The Python stock worker's files.
-    pub stock: BTreeMap<String, Sha256Digest>,
-    /// The Rust controlled worker's sources (the crates it is built from).
-    pub controlled: BTreeMap<String, Sha256Digest>,
+pub struct DeclaredAdapter {
+    /// The worker's command line, at least one word; the launcher appends `--out-dir <dir>`.
+    /// `command[0]`, when it is a relative path with a `/` in it, is relative to the manifest's
+    /// folder; a bare name is looked up on `PATH`; the other words pass unchanged.
+    pub command: Vec<String>,
+    /// `python`: the command runs under the pinned environment's Python (the interpreter and
+    /// packages the stock worker runs with), `command[0]` being the script. Absent: `command[0]`
+    /// is the program itself.
+    #[serde(default)]
+    pub interpreter: Option<Interpreter>,
+    /// The worker's source files and folders, relative to the manifest's folder: every file of
+    /// them is pinned in `worker_sources.<name>` and checked before every session.
+    pub sources: Vec<String>,
 }
 
-impl WorkerSources {
-    /// The pinned sources of `adapter`'s worker.
-    pub fn of(&self, adapter: Adapter) -> &BTreeMap<String, Sha256Digest> {
+/// An interpreter a declared adapter's command runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Interpreter {
+    /// The Python of the pinned environment (`.venv/bin/python`, or the named environment's).
+    Python,
+}
+
+impl Manifest {
+    /// The declaration of a declared `adapter`; `None` for the built-ins and undeclared names.
+    pub fn declared(&self, adapter: &Adapter) -> Option<&DeclaredAdapter> {
         match adapter {
-            Adapter::Stock => &self.stock,
-            Adapter::Controlled => &self.controlled,
+            Adapter::Declared(name) => self.adapters.get(name.as_str()),
+            _ => None,
         }
+    }
+
+    /// The `sources` a declared `adapter` lists; none for the built-ins and undeclared names.
+    pub fn declared_sources(&self, adapter: &Adapter) -> &[String] {
+        self.declared(adapter).map_or(&[], |d| d.sources.as_slice())
+    }
+
+    /// Whether `adapter` can run under this manifest: a built-in, or declared in `adapters`.
+    pub fn knows(&self, adapter: &Adapter) -> bool {
+        adapter.is_built_in() || self.declared(adapter).is_some()
+    }
+
+    /// Every adapter this manifest can run: the built-ins, then the declared ones by name.
+    pub fn all_adapters(&self) -> Vec<Adapter> {
+        let declared = self.adapters.keys().filter_map(|name| Adapter::parse(name).ok());
+        [Adapter::Controlled, Adapter::Stock].into_iter().chain(declared).collect()
     }
 }

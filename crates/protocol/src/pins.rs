@@ -22,8 +22,8 @@ use crate::{
     job::{token_ids_sha256, EnvironmentPins},
     manifest::{Case, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
     policy::PolicyError,
-    sources::{check_relative, controlled_sources, stock_sources, PathRefusal},
-    Backend, RunPolicy, Sha256Digest,
+    sources::{adapter_sources, check_relative, sources_root, PathRefusal},
+    Adapter, Backend, RunPolicy, Sha256Digest,
 };
 
 /// The file name of the manifest's pin, beside the manifest: `<manifest name>.sha256`.
@@ -91,6 +91,12 @@ pub enum PinError {
     NoWeights { field: String },
     #[error("{field}: expected {expected:?} to be pinned, it is not")]
     MissingPin { field: String, expected: &'static str },
+    #[error("{field}: {problem}")]
+    BadAdapterName { field: String, problem: String },
+    #[error("{field}: {name:?} is a built-in adapter; declare a loop under a name of its own")]
+    BuiltInDeclared { field: String, name: String },
+    #[error("{field}: adapter {name:?} is neither built in nor declared in `adapters`")]
+    UndeclaredAdapter { field: String, name: String },
 
     // --- confinement -------------------------------------------------------------------------
     #[error("{field}: path {path:?} escapes the repository: it {reason}")]
@@ -174,6 +180,9 @@ impl PinError {
             | StopIdsOrder { field, .. }
             | NoWeights { field }
             | MissingPin { field, .. }
+            | BadAdapterName { field, .. }
+            | BuiltInDeclared { field, .. }
+            | UndeclaredAdapter { field, .. }
             | PathEscape { field, .. }
             | FileRead { field, .. }
             | Hash { field, .. }
@@ -380,10 +389,39 @@ pub fn check_structure(manifest: &Manifest) -> Vec<PinError> {
             out.push(PinError::DuplicateCell { field, cell: cell.name() });
         }
     }
-    for (set, files) in [("stock", &manifest.worker_sources.stock), ("controlled", &manifest.worker_sources.controlled)]
-    {
-        if files.is_empty() {
-            out.push(PinError::EmptySourceSet { field: format!("worker_sources.{set}") });
+    out.extend(check_declared(manifest));
+    for adapter in manifest.all_adapters() {
+        if manifest.worker_sources.get(&adapter).is_none_or(BTreeMap::is_empty) {
+            out.push(PinError::EmptySourceSet { field: format!("worker_sources.{adapter}") });
+        }
+    }
+    for adapter in manifest.worker_sources.keys().filter(|a| !manifest.knows(a)) {
+        out.push(PinError::UndeclaredAdapter { field: format!("worker_sources.{adapter}"), name: adapter.to_string() });
+    }
+    out
+}
+
+/// The shape of every declared adapter: a name that is neither built in nor malformed, a
+/// command, and source paths that stay inside the manifest's folder.
+fn check_declared(manifest: &Manifest) -> Vec<PinError> {
+    let mut out = Vec::new();
+    for (name, declared) in &manifest.adapters {
+        let field = format!("adapters[{name:?}]");
+        match Adapter::parse(name) {
+            Ok(Adapter::Declared(_)) => {}
+            Ok(_) => out.push(PinError::BuiltInDeclared { field: field.clone(), name: name.clone() }),
+            Err(problem) => out.push(PinError::BadAdapterName { field: field.clone(), problem }),
+        }
+        if declared.command.first().is_none_or(String::is_empty) {
+            out.push(PinError::Empty { field: format!("{field}.command"), what: "the command (its first word)" });
+        }
+        if declared.sources.is_empty() {
+            out.push(PinError::Empty { field: format!("{field}.sources"), what: "the source list" });
+        }
+        for (i, rel) in declared.sources.iter().enumerate() {
+            if let Err(reason) = check_relative(rel) {
+                out.push(escape(format!("{field}.sources[{i}]"), rel, reason));
+            }
         }
     }
     out
@@ -438,7 +476,7 @@ pub fn case_dir(repo: &Path, id: &str, case: &Case) -> Result<PathBuf, PinError>
 /// Every path the manifest names, against the confinement rules: case folders
 /// ([`case_dir`]), artifact file names (one plain component each), worker sources (normal,
 /// repository-relative, and inside the repository through links).
-pub fn check_confinement(repo: &Path, manifest: &Manifest) -> Vec<PinError> {
+pub fn check_confinement(repo: &Path, manifest_path: &Path, manifest: &Manifest) -> Vec<PinError> {
     let mut out = Vec::new();
     for (id, case) in &manifest.cases {
         if let Err(err) = case_dir(repo, id, case) {
@@ -454,13 +492,14 @@ pub fn check_confinement(repo: &Path, manifest: &Manifest) -> Vec<PinError> {
             }
         }
     }
-    for (set, files) in sets(&manifest.worker_sources) {
+    for (adapter, files) in &manifest.worker_sources {
+        let root = sources_root(adapter, repo, manifest_path);
         for rel in files.keys() {
-            let field = format!("worker_sources.{set}[{rel:?}]");
+            let field = format!("worker_sources.{adapter}[{rel:?}]");
             match check_relative(rel) {
                 Err(reason) => out.push(escape(field, rel, reason)),
                 Ok(()) => {
-                    if let Err(err) = check_resolved(repo, field, rel) {
+                    if let Err(err) = check_resolved(&root, field, rel) {
                         out.push(err);
                     }
                 }
@@ -468,10 +507,6 @@ pub fn check_confinement(repo: &Path, manifest: &Manifest) -> Vec<PinError> {
         }
     }
     out
-}
-
-fn sets(sources: &WorkerSources) -> [(&'static str, &BTreeMap<String, Sha256Digest>); 2] {
-    [("stock", &sources.stock), ("controlled", &sources.controlled)]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,66 +580,98 @@ pub fn check_case(repo: &Path, id: &str, case: &Case) -> Vec<PinError> {
 // Worker sources
 // ---------------------------------------------------------------------------------------------
 
-/// The worker sources by rule, hashed: what `manifest pin` writes.
-pub fn worker_sources(repo: &Path) -> Result<WorkerSources, PinError> {
-    let hash = |set: &str, files: BTreeSet<String>| -> Result<BTreeMap<String, Sha256Digest>, PinError> {
-        files
-            .into_iter()
-            .map(|rel| {
-                let digest = Sha256Digest::of_file(&repo.join(&rel))
-                    .map_err(|source| PinError::Hash { field: format!("worker_sources.{set}[{rel:?}]"), source })?;
-                Ok((rel, digest))
-            })
-            .collect()
-    };
-    let stock =
-        stock_sources(repo).map_err(|source| PinError::Tree { field: "worker_sources.stock".into(), source })?;
-    let controlled = controlled_sources(repo)
-        .map_err(|source| PinError::Tree { field: "worker_sources.controlled".into(), source })?;
-    Ok(WorkerSources { stock: hash("stock", stock)?, controlled: hash("controlled", controlled)? })
+/// Every adapter's worker sources by its rule, hashed: what `manifest pin` writes. The
+/// manifest at `manifest_path` supplies the declared adapters and their folder.
+pub fn worker_sources(repo: &Path, manifest_path: &Path, manifest: &Manifest) -> Result<WorkerSources, PinError> {
+    let adapters: Vec<(Adapter, &[String])> =
+        manifest.all_adapters().into_iter().map(|a| (a.clone(), manifest.declared_sources(&a))).collect();
+    hash_sources(repo, manifest_path, &adapters)
 }
 
-/// Checks the pinned worker sources against the files the rule finds now: a changed byte, an
-/// added file, a removed file, a pinned path outside the rule, and paths escaping the
-/// repository are each reported.
-pub fn check_worker_sources(repo: &Path, pinned: &WorkerSources) -> Vec<PinError> {
+/// The two built-in adapters' worker sources by their rules, hashed (a manifest that declares
+/// no adapter pins exactly these).
+pub fn built_in_sources(repo: &Path) -> Result<WorkerSources, PinError> {
+    hash_sources(repo, repo, &[(Adapter::Controlled, &[]), (Adapter::Stock, &[])])
+}
+
+/// The files of each `(adapter, declared sources)`, hashed.
+fn hash_sources(
+    repo: &Path,
+    manifest_path: &Path,
+    adapters: &[(Adapter, &[String])],
+) -> Result<WorkerSources, PinError> {
+    let mut out = WorkerSources::new();
+    for (adapter, declared) in adapters {
+        let root = sources_root(adapter, repo, manifest_path);
+        let set = format!("worker_sources.{adapter}");
+        let files = adapter_sources(adapter, &root, declared)
+            .map_err(|source| PinError::Tree { field: set.clone(), source })?;
+        let hashed = files
+            .into_iter()
+            .map(|rel| {
+                let digest = Sha256Digest::of_file(&root.join(&rel))
+                    .map_err(|source| PinError::Hash { field: format!("{set}[{rel:?}]"), source })?;
+                Ok((rel, digest))
+            })
+            .collect::<Result<_, PinError>>()?;
+        out.insert(adapter.clone(), hashed);
+    }
+    Ok(out)
+}
+
+/// Checks every adapter's pinned worker sources against the files its rule finds now: a changed
+/// byte, an added file, a removed file, a pinned path outside the rule, and paths escaping the
+/// adapter's folder are each reported.
+pub fn check_worker_sources(repo: &Path, manifest_path: &Path, manifest: &Manifest) -> Vec<PinError> {
+    manifest
+        .all_adapters()
+        .iter()
+        .flat_map(|adapter| check_adapter_sources(repo, manifest_path, manifest, adapter))
+        .collect()
+}
+
+/// [`check_worker_sources`] for one adapter.
+pub fn check_adapter_sources(
+    repo: &Path,
+    manifest_path: &Path,
+    manifest: &Manifest,
+    adapter: &Adapter,
+) -> Vec<PinError> {
     let mut out = Vec::new();
-    let found = [("stock", stock_sources(repo)), ("controlled", controlled_sources(repo))];
-    for ((set, pinned), (_, found)) in sets(pinned).into_iter().zip(found) {
-        let found = match found {
-            Ok(found) => found,
-            Err(source) => {
-                out.push(PinError::Tree { field: format!("worker_sources.{set}"), source });
-                continue;
-            }
-        };
-        for rel in found.iter().filter(|rel| !pinned.contains_key(*rel)) {
-            out.push(PinError::UnpinnedSource { field: format!("worker_sources.{set}"), path: repo.join(rel) });
+    let set = format!("worker_sources.{adapter}");
+    let root = sources_root(adapter, repo, manifest_path);
+    let found = match adapter_sources(adapter, &root, manifest.declared_sources(adapter)) {
+        Ok(found) => found,
+        Err(source) => return vec![PinError::Tree { field: set, source }],
+    };
+    let empty = BTreeMap::new();
+    let pinned = manifest.worker_sources.get(adapter).unwrap_or(&empty);
+    for rel in found.iter().filter(|rel| !pinned.contains_key(*rel)) {
+        out.push(PinError::UnpinnedSource { field: set.clone(), path: root.join(rel) });
+    }
+    for (rel, expected) in pinned {
+        let field = format!("{set}[{rel:?}]");
+        if let Err(reason) = check_relative(rel) {
+            out.push(escape(field, rel, reason));
+            continue;
         }
-        for (rel, expected) in pinned {
-            let field = format!("worker_sources.{set}[{rel:?}]");
-            if let Err(reason) = check_relative(rel) {
-                out.push(escape(field, rel, reason));
-                continue;
+        if let Err(err) = check_resolved(&root, field.clone(), rel) {
+            out.push(err);
+            continue;
+        }
+        let path = root.join(rel);
+        if !found.contains(rel) {
+            if path.symlink_metadata().is_ok() {
+                out.push(PinError::OutsideRule { field, path });
+            } else {
+                out.push(PinError::Missing { field, path });
             }
-            if let Err(err) = check_resolved(repo, field.clone(), rel) {
-                out.push(err);
-                continue;
-            }
-            let path = repo.join(rel);
-            if !found.contains(rel) {
-                if path.symlink_metadata().is_ok() {
-                    out.push(PinError::OutsideRule { field, path });
-                } else {
-                    out.push(PinError::Missing { field, path });
-                }
-                continue;
-            }
-            match Sha256Digest::of_file(&path) {
-                Ok(actual) if actual == *expected => {}
-                Ok(actual) => out.push(PinError::Digest { field, path, expected: *expected, actual }),
-                Err(source) => out.push(PinError::Hash { field, source }),
-            }
+            continue;
+        }
+        match Sha256Digest::of_file(&path) {
+            Ok(actual) if actual == *expected => {}
+            Ok(actual) => out.push(PinError::Digest { field, path, expected: *expected, actual }),
+            Err(source) => out.push(PinError::Hash { field, source }),
         }
     }
     out
@@ -763,7 +830,7 @@ pub fn guard(repo: &Path, manifest_path: &Path, environment: &EnvironmentCheck) 
         failures.push(err);
     }
     failures.extend(check_structure(&manifest));
-    failures.extend(check_confinement(repo, &manifest));
+    failures.extend(check_confinement(repo, manifest_path, &manifest));
     for (id, case) in &manifest.cases {
         // A case whose path escapes was reported by check_confinement; do not read it.
         if case_dir(repo, id, case).is_ok() {
@@ -772,7 +839,7 @@ pub fn guard(repo: &Path, manifest_path: &Path, environment: &EnvironmentCheck) 
     }
     // Escaping source paths were reported by check_confinement and are skipped here too.
     failures.extend(
-        check_worker_sources(repo, &manifest.worker_sources)
+        check_worker_sources(repo, manifest_path, &manifest)
             .into_iter()
             .filter(|e| !matches!(e, PinError::PathEscape { .. })),
     );

@@ -16,9 +16,12 @@ pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
 /// `lease` ([`LeaseFacts`]), `analysis` ([`Analysis`], every key always written),
 /// `workers[].intervention` ([`Intervention`]: reason and signal apart, where versions 1 to 4
 /// wrote one string such as `past_deadline: SIGTERM`) and `workers[].aa` (where versions 1 to
-/// 4 only had the run id's `-aa` suffix), and added `unpinned` and `replaced_programs`. A reader
+/// 4 only had the run id's `-aa` suffix), and added `unpinned` and `replaced_programs`; version
+/// 6 made the pairwise analysis N-adapter: `reference`, `analysis.cells[].ratios` (was `ratio`),
+/// `argmax` and `stream` by adapter, and [`crate::analysis::Mismatch`]'s sides named adapter and
+/// reference (were controlled and stock). A reader
 /// of an older version refuses a newer one by its version rather than by an unknown field.
-pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 5;
+pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 6;
 /// The oldest version of [`SessionReport`] this code still reads; versions before
 /// [`SESSION_REPORT_SCHEMA_VERSION`] are converted to it when read (`compare`'s loader).
 pub const SESSION_REPORT_OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -46,6 +49,20 @@ pub enum WorkerOrder {
     Interleaved,
 }
 
+impl SessionJob {
+    /// The adapter the others are measured against: [`SessionJob::reference`], else `stock` when
+    /// listed, else the first adapter.
+    pub fn reference(&self) -> Adapter {
+        self.reference.clone().unwrap_or_else(|| {
+            if self.adapters.contains(&Adapter::Stock) {
+                Adapter::Stock
+            } else {
+                self.adapters.first().cloned().unwrap_or(Adapter::Stock)
+            }
+        })
+    }
+}
+
 impl WorkerOrder {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -69,8 +86,13 @@ pub struct SessionJob {
     /// Cell names (`<case>.<prompt>.<mode>`) to run; `null` runs every cell of the manifest.
     #[serde(default)]
     pub cells: Option<Vec<String>>,
-    /// Which adapters to run, at least one.
+    /// Which adapters to run, at least one: `controlled`, `stock`, or adapters the manifest
+    /// declares (`adapters.<name>`).
     pub adapters: Vec<Adapter>,
+    /// The adapter every other one is measured and checked against (ratios, argmax agreement,
+    /// reference streams). Default: `stock` when listed, else the first of `adapters`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Adapter>,
     /// Where session folders are created; relative paths are relative to the job file.
     pub output_root: PathBuf,
     /// Worker runs per adapter and cell (positive).
@@ -244,6 +266,9 @@ pub struct SessionReport {
     /// Session wall time minus the time spent running worker groups (one worker, or the members
     /// of an interleaved group together): what the launcher itself cost.
     pub launcher_overhead_ns: u64,
+    /// The adapter the analysis measures every other one against (the job's `reference`, or its
+    /// default). Sessions before version 6 read as `stock`.
+    pub reference: Adapter,
     /// Every worker run, in the order they ran.
     pub workers: Vec<WorkerRun>,
     /// Statistics per cell and adapter, ratios, agreement (see `req/session.md`); `null` in

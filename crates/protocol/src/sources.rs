@@ -2,22 +2,33 @@
 //!
 //! The sets are defined by a rule, not a list, so that adding or removing a file is detected:
 //!
-//! * **stock**: every member (see [`crate::freeze`]) of the tree `tools/stock/`.
+//! * **stock**: every member (see [`crate::freeze`]) of the trees `tools/stock/` and
+//!   `tools/kit/python/` (the Python worker kit the stock worker is built on).
 //! * **controlled**: every member of the trees `crates/controlled/`, `crates/model-config/`,
 //!   `crates/protocol/` and `crates/mlx-sys/` whose name ends in `.rs` or is `Cargo.toml` (build
 //!   scripts are `.rs`), every member of `crates/mlx-sys/native/`, `src/worker.rs` and every `.rs`
 //!   member of `src/worker/` (the worker entry point of the root package), and `Cargo.lock` (the
 //!   resolved versions the controlled worker is built from, mlx-rs among them).
 //!
+//! * **a declared adapter** (`adapters.<name>` in the manifest): every member of each folder
+//!   named in its `sources`, and each file named there, relative to the manifest's folder.
+//!
 //! A folder of a rule that does not exist contributes nothing; an empty set is an error of the
-//! guard, not of the rule. Keys are repository-relative, `/`-separated paths.
+//! guard, not of the rule. Keys are `/`-separated paths relative to the adapter's
+//! [`sources_root`].
 
-use std::{collections::BTreeSet, path::Path};
+use std::{
+    collections::BTreeSet,
+    path::{Path, PathBuf},
+};
 
-use crate::freeze::{list_tree, TreeError};
+use crate::{
+    freeze::{list_tree, TreeError},
+    Adapter,
+};
 
-/// The folder of the stock worker's files.
-pub const STOCK_ROOT: &str = "tools/stock";
+/// The folders of the stock worker's files: its own and the Python worker kit's.
+pub const STOCK_ROOTS: &[&str] = &["tools/stock", "tools/kit/python"];
 /// Crates whose `.rs` files and `Cargo.toml` are controlled-worker sources.
 pub const CONTROLLED_CRATES: &[&str] =
     &["crates/controlled", "crates/model-config", "crates/protocol", "crates/mlx-sys"];
@@ -28,9 +39,46 @@ pub const CONTROLLED_RS_TREES: &[&str] = &["src/worker"];
 /// Single files that are controlled-worker sources when they exist.
 pub const CONTROLLED_FILES: &[&str] = &["src/worker.rs", "Cargo.lock"];
 
+/// The folder `adapter`'s pinned sources are relative to: the repository for the built-in
+/// adapters, the manifest's folder for a declared one (the same folder for the repository's own
+/// `workloads.json`). It is what a worker job's `repo_root` names.
+pub fn sources_root(adapter: &Adapter, repo: &Path, manifest_path: &Path) -> PathBuf {
+    if adapter.is_built_in() {
+        repo.to_owned()
+    } else {
+        manifest_path.parent().map_or_else(|| PathBuf::from("."), Path::to_owned)
+    }
+}
+
+/// `adapter`'s worker source files by its rule, relative to `root` (its [`sources_root`]),
+/// sorted: for a declared adapter, the files and the members of the folders of `declared` (its
+/// `sources`), which the built-ins' fixed rules do not read.
+pub fn adapter_sources(adapter: &Adapter, root: &Path, declared: &[String]) -> Result<BTreeSet<String>, TreeError> {
+    match adapter {
+        Adapter::Stock => stock_sources(root),
+        Adapter::Controlled => controlled_sources(root),
+        Adapter::Declared(_) => {
+            let mut out = BTreeSet::new();
+            for entry in declared {
+                let path = root.join(entry);
+                if path.is_dir() {
+                    out.extend(tree_members(root, entry, |_| true)?);
+                } else if path.symlink_metadata().is_ok() {
+                    out.insert(entry.clone());
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
 /// The stock worker's source files under `repo`, sorted.
 pub fn stock_sources(repo: &Path) -> Result<BTreeSet<String>, TreeError> {
-    tree_members(repo, STOCK_ROOT, |_| true)
+    let mut out = BTreeSet::new();
+    for root in STOCK_ROOTS {
+        out.extend(tree_members(repo, root, |_| true)?);
+    }
+    Ok(out)
 }
 
 /// The controlled worker's source files under `repo`, sorted.
@@ -132,6 +180,8 @@ mod tests {
             "tools/stock/worker.py",
             "tools/stock/lib/helpers.py",
             "tools/stock/__pycache__/worker.cpython-311.pyc",
+            "tools/kit/python/decode_baseline_worker.py",
+            "tools/kit/README.md",
             "tools/manifest/derive_case.py",
             "crates/protocol/Cargo.toml",
             "crates/protocol/src/lib.rs",
@@ -150,7 +200,10 @@ mod tests {
             fs::write(repo.join(file), file).unwrap();
         }
         let stock: Vec<_> = stock_sources(repo).unwrap().into_iter().collect();
-        assert_eq!(stock, ["tools/stock/lib/helpers.py", "tools/stock/worker.py"]);
+        assert_eq!(
+            stock,
+            ["tools/kit/python/decode_baseline_worker.py", "tools/stock/lib/helpers.py", "tools/stock/worker.py"]
+        );
         let controlled: Vec<_> = controlled_sources(repo).unwrap().into_iter().collect();
         assert_eq!(
             controlled,

@@ -31,7 +31,7 @@ pub use run::{request_plan, run_worker, Driver, Interrupt, Refusal, RequestConte
 pub use slowdown::{Slowdown, SlowdownError, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV};
 pub use utc::utc_now_rfc3339;
 pub use validate::{
-    check_device, check_mapped_libmlx, check_mlx_version, code_version, identity, validate_job, worker_sources_sha256,
-    Runtime, Validated,
+    check_device, check_mapped_libmlx, check_mlx_version, code_version, identity, pinned_sources_sha256, validate_job,
+    worker_sources_sha256, Runtime, Validated,
 };
 pub use watchdog::{Backstop, Watchdog};

@@ -185,12 +185,8 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
     }
 
     // This worker's own sources, then the lock file.
-    let set = format!("worker_sources.{}", job.adapter.as_str());
-    let own: Vec<PinError> = pins::check_worker_sources(&repo, &manifest.worker_sources)
-        .into_iter()
-        .filter(|err| err.field() == set || err.field().starts_with(&format!("{set}[")))
-        .collect();
-    first(own, &set)?;
+    let own = pins::check_adapter_sources(&repo, &job.manifest_path, &manifest, &job.adapter);
+    first(own, &format!("worker_sources.{}", job.adapter))?;
     pins::check_lock(&repo, &job.environment).map_err(|err| refusal(&err, "environment.lock_sha256"))?;
 
     // The installed environment, as found on disk (versions, mlx_lm freeze, libmlx).
@@ -230,6 +226,12 @@ pub fn check_mapped_libmlx(job: &WorkerJob, mapped: &Path) -> Result<Sha256Diges
         ));
     }
     Ok(actual)
+}
+
+/// The identity's digest of `adapter`'s pinned sources in `manifest` ([`worker_sources_sha256`]
+/// of its `worker_sources` map; of an empty map when it has none).
+pub fn pinned_sources_sha256(manifest: &Manifest, adapter: &crate::Adapter) -> Sha256Digest {
+    worker_sources_sha256(manifest.worker_sources.get(adapter).unwrap_or(&BTreeMap::new()))
 }
 
 /// The identity's digest of a worker's source set: the freeze records over the pinned map.
@@ -277,7 +279,7 @@ pub fn identity(job: &WorkerJob, validated: &Validated, runtime: &Runtime) -> Id
     Identity {
         manifest_sha256: validated.manifest_sha256,
         code_version: code_version(&job.repo_root),
-        worker_sources_sha256: worker_sources_sha256(validated.manifest.worker_sources.of(job.adapter)),
+        worker_sources_sha256: pinned_sources_sha256(&validated.manifest, &job.adapter),
         lock_sha256: job.environment.lock_sha256,
         mlx_version: runtime.mlx_version.clone(),
         mlx_lm_version: job.environment.mlx_lm_version.clone(),
