@@ -2,7 +2,8 @@
 //!
 //! The sets are defined by a rule, not a list, so that adding or removing a file is detected:
 //!
-//! * **stock**: every member (see [`crate::freeze`]) of the tree `tools/stock/`.
+//! * **stock**: every member (see [`crate::freeze`]) of the trees `tools/stock/` and
+//!   `tools/kit/python/` (the Python worker kit the stock worker is built on).
 //! * **controlled**: every member of the trees `crates/controlled/`, `crates/model-config/`,
 //!   `crates/protocol/` and `crates/mlx-sys/` whose name ends in `.rs` or is `Cargo.toml` (build
 //!   scripts are `.rs`), every member of `crates/mlx-sys/native/`, `src/worker.rs` and every `.rs`
@@ -16,8 +17,8 @@ use std::{collections::BTreeSet, path::Path};
 
 use crate::freeze::{list_tree, TreeError};
 
-/// The folder of the stock worker's files.
-pub const STOCK_ROOT: &str = "tools/stock";
+/// The folders of the stock worker's files: its own and the Python worker kit's.
+pub const STOCK_ROOTS: &[&str] = &["tools/stock", "tools/kit/python"];
 /// Crates whose `.rs` files and `Cargo.toml` are controlled-worker sources.
 pub const CONTROLLED_CRATES: &[&str] =
     &["crates/controlled", "crates/model-config", "crates/protocol", "crates/mlx-sys"];
@@ -30,7 +31,11 @@ pub const CONTROLLED_FILES: &[&str] = &["src/worker.rs", "Cargo.lock"];
 
 /// The stock worker's source files under `repo`, sorted.
 pub fn stock_sources(repo: &Path) -> Result<BTreeSet<String>, TreeError> {
-    tree_members(repo, STOCK_ROOT, |_| true)
+    let mut out = BTreeSet::new();
+    for root in STOCK_ROOTS {
+        out.extend(tree_members(repo, root, |_| true)?);
+    }
+    Ok(out)
 }
 
 /// The controlled worker's source files under `repo`, sorted.
