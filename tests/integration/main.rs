@@ -8,6 +8,7 @@ mod conformance;
 mod faults;
 mod guard;
 mod interleave;
+mod kit;
 mod launcher;
 mod launcher_readers;
 mod moe;

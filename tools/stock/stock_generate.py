@@ -18,7 +18,7 @@ polls for cancellation and the deadline before each one (req/protocol.md, "Cance
 import time
 
 import mlx.core as mx
-import numpy as np
+from decode_baseline_worker.records import host_scores, peak_memory, request_record, start_request, step_record, top2
 from mlx_lm import stream_generate
 from mlx_lm.models.cache import make_prompt_cache
 
@@ -82,19 +82,6 @@ class CountingModel:
         return getattr(self._model, name)
 
 
-def top2(scores):
-    """(argmax, top1 - top2, tie) of a 1-D float32 host vector; argmax is the lowest index of
-    the maximum, as mx.argmax resolves ties."""
-    index = int(np.argmax(scores))
-    best2 = np.partition(scores, -2)[-2:]
-    first, second = float(best2.max()), float(best2.min())
-    return index, first - second, first == second
-
-
-def host_scores(row):
-    return np.array(row.astype(mx.float32))
-
-
 def run_stream(model, tokenizer, job, ctx, want_margins):
     """One headline or reference-pair request through stream_generate."""
     ids = job["prompt_ids"]
@@ -102,13 +89,11 @@ def run_stream(model, tokenizer, job, ctx, want_margins):
     max_tokens = job["run_policy"]["max_new_tokens"]
     prompt = mx.array(ids)
     model.begin(L, ctx, separate_seed=True)
-    mx.synchronize()
-    mx.reset_peak_memory()
     events = []
     tokens = []
     logprobs = []
     finish_reason = None
-    t0 = time.perf_counter_ns()
+    t0 = start_request()
     for response in stream_generate(model, tokenizer, prompt, max_tokens=max_tokens):
         events.append(time.perf_counter_ns() - t0)
         tokens.append(response.token)
@@ -116,8 +101,7 @@ def run_stream(model, tokenizer, job, ctx, want_margins):
             logprobs.append(response.logprobs)
         finish_reason = response.finish_reason
     # Drains the unused look-ahead forward outside every interval.
-    mx.synchronize()
-    peak = mx.get_peak_memory()
+    peak = peak_memory()
     if not tokens:
         raise ProtocolError("stream_generate produced no token")
     steps = []
@@ -125,18 +109,7 @@ def run_stream(model, tokenizer, job, ctx, want_margins):
         margin = tie = None
         if want_margins:
             _, margin, tie = top2(host_scores(logprobs[s]))
-        steps.append(
-            {
-                "position": L + s,
-                "argmax": tokens[s],
-                "t_ns": events[s],
-                "dur_ns": events[s] - events[s - 1],
-                "build_ns": None,
-                "eval_ns": None,
-                "margin": margin,
-                "tie": tie,
-            }
-        )
+        steps.append(step_record(L + s, tokens[s], events[s], events[s] - events[s - 1], margin, tie))
     accounted = model.prefill_chunks + model.seed_forwards + len(steps)
     unused = model.calls - accounted
     if model.seed_forwards != 1 or unused != 1:
@@ -144,17 +117,7 @@ def run_stream(model, tokenizer, job, ctx, want_margins):
             f"expected prefill chunks + 1 seed + {len(steps)} steps + 1 unused look-ahead forward, "
             f"found {model.prefill_chunks} chunks, {model.seed_forwards} seeds, {model.calls} calls"
         )
-    return {
-        "prompt_len": L,
-        "prefill_dur_ns": events[0],
-        "first_token_ns": events[0],
-        "first_token": tokens[0],
-        "steps": steps,
-        "unused_forwards": unused,
-        "model_calls": model.calls,
-        "peak_memory_bytes": int(peak),
-        "finish_reason": finish_reason,
-    }
+    return request_record(L, events[0], tokens[0], steps, model.calls, finish_reason, peak, unused_forwards=unused)
 
 
 def run_fixed_continuation(model, job, ctx):
@@ -164,9 +127,7 @@ def run_fixed_continuation(model, job, ctx):
     L = len(ids)
     cache = make_prompt_cache(model)
     model.begin(L, ctx, separate_seed=False)
-    mx.synchronize()
-    mx.reset_peak_memory()
-    t0 = time.perf_counter_ns()
+    t0 = start_request()
     start = 0
     logits = None
     while start < L:
@@ -187,28 +148,7 @@ def run_fixed_continuation(model, job, ctx):
         mx.eval(logits)
         end = time.perf_counter_ns()
         argmax, margin, tie = top2(host_scores(logits[0]))
-        steps.append(
-            {
-                "position": L + s,
-                "argmax": argmax,
-                "t_ns": end - t0,
-                "dur_ns": end - begin,
-                "build_ns": None,
-                "eval_ns": None,
-                "margin": margin,
-                "tie": tie,
-            }
-        )
-    mx.synchronize()
-    peak = mx.get_peak_memory()
-    return {
-        "prompt_len": L,
-        "prefill_dur_ns": first_ns,
-        "first_token_ns": first_ns,
-        "first_token": first_token,
-        "steps": steps,
-        "unused_forwards": model.calls - model.prefill_chunks - len(steps),
-        "model_calls": model.calls,
-        "peak_memory_bytes": int(peak),
-        "finish_reason": "length",
-    }
+        steps.append(step_record(L + s, argmax, end - t0, end - begin, margin, tie))
+    peak = peak_memory()
+    unused = model.calls - model.prefill_chunks - len(steps)
+    return request_record(L, first_ns, first_token, steps, model.calls, "length", peak, unused_forwards=unused)

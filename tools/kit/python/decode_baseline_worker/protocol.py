@@ -1,9 +1,10 @@
-"""The worker side of the frozen protocol (req/protocol.md), in Python, for the stock worker.
+"""The worker side of the frozen protocol (req/protocol.md): files, markers, stops, the report.
 
-Mirrors crates/protocol/src/worker/ file for file in spirit: the out dir check, the exclusive
-claim and ready markers, the cancellation flag set by SIGTERM/SIGINT, the watchdog with its
-backstop, the deterministic test hooks, and the report written exactly once by hard link.
-Standard library only: this module is imported before MLX.
+Mirrors crates/protocol/src/worker/ in spirit: the out dir check, the exclusive claim and ready
+markers, the cancellation flag set by SIGTERM/SIGINT, the watchdog with its backstop, the
+deterministic test hooks, the request gate, the test-only slowdown, the poll a loop makes before
+every forward, and the report written exactly once by hard link. Standard library only: this
+module is imported before MLX.
 """
 
 import datetime
@@ -47,9 +48,9 @@ HOOK_SITES = (
     "stall",
     "before_report_write",
 )
-PER_REQUEST_SITES = frozenset(
-    ["before_prefill_chunk", "before_seed_forward", "before_decode_step", "request_loop", "stall"]
-)
+# The sites a decode loop reaches itself, before its forwards; a loop offers some of them.
+FORWARD_SITES = ("before_prefill_chunk", "before_seed_forward", "before_decode_step")
+PER_REQUEST_SITES = frozenset([*FORWARD_SITES, "request_loop", "stall"])
 DEADLINE_SITES = frozenset(["request_loop", "final_request", "stall"])
 
 STATUS_EXIT = {"ok": EXIT_OK, "failed": EXIT_FAILED, "timeout": EXIT_TIMEOUT, "cancelled": EXIT_CANCELLED}
@@ -68,6 +69,7 @@ class Refusal(Exception):
 
 
 def mismatch(field, expected, actual):
+    """A Refusal worded `expected <expected>, found <actual>`."""
     return Refusal(field, f"expected {expected}, found {actual}")
 
 
@@ -238,14 +240,18 @@ class Watchdog:
 
 class Hooks:
     """DECODE_BASELINE_TEST_HOOK=<site> holds the worker at the site's first match until
-    <out>/hook-<site>-release exists or the cancel flag is set (see req/protocol.md)."""
+    <out>/hook-<site>-release exists or the cancel flag is set (see req/protocol.md).
+    `offered` are the FORWARD_SITES the worker's loop reaches; naming another one is refused
+    like an unknown site, since the hold would never come."""
 
-    def __init__(self, out):
+    def __init__(self, out, offered=FORWARD_SITES):
         self._dir = out
         self._spent = False
         site = os.environ.get(HOOK_ENV, "")
         if site and site not in HOOK_SITES:
             raise Refused(f"{HOOK_ENV}={site!r} names no hook site")
+        if site in FORWARD_SITES and site not in offered:
+            raise Refused(f"{HOOK_ENV}={site!r} names a hook site this worker's loop does not offer")
         self.site = site or None
         raw = os.environ.get(HOOK_REQUEST_ENV, "")
         try:

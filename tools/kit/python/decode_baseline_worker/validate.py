@@ -1,11 +1,11 @@
-"""Validation of a stock worker job before anything is loaded, and the identity block.
+"""Validation of a worker job before anything is loaded, and the identity block.
 
 The same checks as the Rust side (crates/protocol/src/pins.rs, req/manifest.md), applied to
-one job: the manifest and its pin, the repository the worker runs from, the artifact's exact
-file set and digests, the prompt and continuation digests, the cell, the stop set, the run
-policy, the worker's own sources, the lock file, and the installed environment (mlx and
-mlx_lm versions, the mlx_lm source freeze, the libmlx the process actually mapped). Every
-failure raises Refusal naming the field.
+one job for one adapter (`stock` or a declared name): the manifest and its pin, the folder the
+worker's sources are relative to, the artifact's exact file set and digests, the prompt and
+continuation digests, the cell, the stop set, the run policy, the worker's own sources, the lock
+file, and the installed environment (mlx and mlx_lm versions, the mlx_lm source freeze, the
+libmlx the process actually mapped). Every failure raises Refusal naming the field.
 """
 
 import hashlib
@@ -15,11 +15,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stock_protocol import Refusal, mismatch
+import re
+
+from .protocol import Refusal, mismatch
 
 MANIFEST_SCHEMA_VERSION = 1
 WORKER_JOB_SCHEMA_VERSION = 1
-STOCK_ROOT = "tools/stock"
+# The stock worker's sources by rule: its own tree and this kit's (crates/protocol/src/sources.rs).
+STOCK_ROOTS = ("tools/stock", "tools/kit/python")
+BUILT_IN_ADAPTERS = ("controlled", "stock")
+# A declared adapter's name (the manifest's `adapters` keys).
+ADAPTER_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+ADAPTER_KEYS = {"command", "interpreter", "sources"}
+INTERPRETERS = (None, "python")
 # The selected environment and its lock, by the rules of crates/protocol/src/installed.rs.
 ENV_NAME_ENV = "DECODE_BASELINE_ENV"
 LOCK_FILE_NAME = "requirements-macos.lock" if sys.platform == "darwin" else "requirements-linux.lock"
@@ -29,6 +37,11 @@ def selected_environment():
     """The named environment `$DECODE_BASELINE_ENV` selects, or None for the default one."""
     name = os.environ.get(ENV_NAME_ENV) or None
     return None if name == "default" else name
+
+
+# The decode-baseline checkout this kit lies in (tools/kit/python/decode_baseline_worker/): the
+# environment's lock files are its, whichever folder a declared adapter's sources are relative to.
+SUITE_REPO = Path(__file__).resolve().parents[4]
 
 
 def lock_path():
@@ -50,7 +63,7 @@ POLICY_FIELDS = (
 )
 ENVIRONMENT_FIELDS = ("backend", "lock_sha256", "mlx_version", "mlx_lm_version", "mlx_lm_freeze_sha256", "libmlx_sha256")
 MANIFEST_KEYS = {"schema_version", "cases", "prompts", "cells", "run_policy", "worker_sources", "environment"}
-OPTIONAL_MANIFEST_KEYS = {"environments"}
+OPTIONAL_MANIFEST_KEYS = {"environments", "adapters"}
 
 
 # An environment's backend is the one MLX backend package its lock names; on cpu the worker runs
@@ -154,12 +167,45 @@ def _require(container, key, field):
     return container[key]
 
 
-def validate_job(job, worker_repo):
-    """Every check that needs no MLX. Returns the parsed manifest and the manifest digest."""
+def is_declared_name(name):
+    """Whether `name` can name a declared adapter (req/manifest.md)."""
+    return isinstance(name, str) and ADAPTER_NAME.fullmatch(name) is not None and name not in BUILT_IN_ADAPTERS
+
+
+def check_adapters(adapters):
+    """The shape of the manifest's optional `adapters` map: per name, `command` (a non-empty
+    list of strings), optional `interpreter` (null or "python"), `sources` (a non-empty list of
+    normal relative paths)."""
+    if not isinstance(adapters, dict):
+        raise Refusal("adapters", f"expected an object of declared adapters by name, found {adapters!r}")
+    for name, entry in sorted(adapters.items()):
+        field = f"adapters[{q(name)}]"
+        if not is_declared_name(name):
+            raise Refusal(field, f"expected a name matching {ADAPTER_NAME.pattern} other than {BUILT_IN_ADAPTERS}")
+        if not isinstance(entry, dict) or not {"command", "sources"} <= set(entry) <= ADAPTER_KEYS:
+            found = sorted(entry) if isinstance(entry, dict) else entry
+            raise mismatch(field, "an object with `command`, `sources` and optionally `interpreter`", found)
+        command = entry["command"]
+        if not isinstance(command, list) or not command or not all(isinstance(w, str) for w in command):
+            raise mismatch(f"{field}.command", "a non-empty list of strings", command)
+        if entry.get("interpreter") not in INTERPRETERS:
+            raise mismatch(f"{field}.interpreter", 'null or "python"', entry.get("interpreter"))
+        sources = entry["sources"]
+        if not isinstance(sources, list) or not sources or not all(isinstance(p, str) for p in sources):
+            raise mismatch(f"{field}.sources", "a non-empty list of relative paths", sources)
+        for rel in sources:
+            reason = check_relative(rel)
+            if reason:
+                raise Refusal(f"{field}.sources", f"path {rel!r} escapes the manifest's folder: it {reason}")
+
+
+def validate_job(job, worker_repo, adapter):
+    """Every check that needs no MLX, for the worker of `adapter` whose pinned sources are
+    relative to `worker_repo`. Returns the parsed manifest and the manifest digest."""
     if job["schema_version"] != WORKER_JOB_SCHEMA_VERSION:
         raise mismatch("schema_version", WORKER_JOB_SCHEMA_VERSION, job["schema_version"])
-    if job["adapter"] != "stock":
-        raise mismatch("adapter", "stock", job["adapter"])
+    if job["adapter"] != adapter:
+        raise mismatch("adapter", adapter, job["adapter"])
     if job["mode"] not in ("headline", "fixed_continuation", "reference_pair"):
         raise Refusal("mode", f"unknown mode {job['mode']!r}")
     if not isinstance(job.get("gate", False), bool):
@@ -167,7 +213,8 @@ def validate_job(job, worker_repo):
 
     repo = Path(job["repo_root"])
     if not repo.is_absolute() or repo.resolve() != worker_repo:
-        raise mismatch("repo_root", f"the repository this worker runs from ({worker_repo})", repo)
+        where = "the repository this worker runs from" if adapter == "stock" else "the folder this worker's sources are relative to"
+        raise mismatch("repo_root", f"{where} ({worker_repo})", repo)
 
     manifest_path = Path(job["manifest_path"])
     if not manifest_path.is_absolute():
@@ -200,6 +247,8 @@ def validate_job(job, worker_repo):
             f"a manifest with the keys {sorted(MANIFEST_KEYS)} (and optionally {sorted(OPTIONAL_MANIFEST_KEYS)})",
             sorted(manifest),
         )
+    if "adapters" in manifest:
+        check_adapters(manifest["adapters"])
 
     # The case and its artifact.
     case_id = job["case_id"]
@@ -287,8 +336,8 @@ def validate_job(job, worker_repo):
     if job.get("device", "cpu") != device:
         raise mismatch("device", f"{device} (the device of backend {backend})", job.get("device"))
 
-    check_worker_sources(worker_repo, manifest["worker_sources"]["stock"])
-    lock = worker_repo / lock_path()
+    check_worker_sources(worker_repo, manifest, adapter)
+    lock = SUITE_REPO / lock_path()
     try:
         actual = sha256_file(lock)
     except OSError as err:
@@ -327,17 +376,45 @@ def check_artifact(case_dir, files, case_field):
             raise mismatch(f"{field}[{q(name)}]", f"sha256 {expected}", f"{actual} for {path}")
 
 
-def stock_sources(repo):
-    root = repo / STOCK_ROOT
-    if not root.is_dir():
-        return []
-    return [f"{STOCK_ROOT}/{rel}" for rel in list_tree(root, "worker_sources.stock")]
+def source_roots(manifest, adapter):
+    """The files and folders whose members are `adapter`'s sources, relative to its repo_root:
+    the stock rule, or the manifest's `adapters.<name>.sources`."""
+    if adapter == "stock":
+        return STOCK_ROOTS
+    declared = manifest.get("adapters", {}).get(adapter)
+    if declared is None:
+        raise Refusal(f"adapters[{q(adapter)}]", "missing from the manifest: it declares no adapter of this name")
+    return declared["sources"]
 
 
-def check_worker_sources(repo, pinned):
-    """The stock worker's files by rule (every file under tools/stock/) against the pins."""
-    field = "worker_sources.stock"
-    found = stock_sources(repo)
+def worker_sources(repo, roots, field):
+    """Every member of each folder in `roots` and each file named there, relative to `repo`,
+    sorted; an entry that does not exist contributes nothing."""
+    found = set()
+    for entry in roots:
+        path = repo / entry
+        if path.is_dir() and not path.is_symlink():
+            found.update(f"{entry}/{rel}" for rel in list_tree(path, field))
+        elif path.is_symlink() or (path.exists() and not path.is_file()):
+            raise Refusal(field, f"{path} is a symbolic link or special file, not a regular file")
+        elif path.exists():
+            found.add(entry)
+    return sorted(found, key=lambda rel: rel.encode("utf-8"))
+
+
+def pinned_sources(manifest, adapter):
+    """The manifest's `worker_sources.<adapter>` map."""
+    pinned = manifest["worker_sources"].get(adapter)
+    if not isinstance(pinned, dict):
+        raise Refusal(f"worker_sources.{adapter}", f"missing from the manifest, found {pinned!r}")
+    return pinned
+
+
+def check_worker_sources(repo, manifest, adapter):
+    """The worker's files by rule against the pins: none added, none missing, each digest."""
+    field = f"worker_sources.{adapter}"
+    pinned = pinned_sources(manifest, adapter)
+    found = worker_sources(repo, source_roots(manifest, adapter), field)
     for rel in found:
         if rel not in pinned:
             raise Refusal(field, f"{repo / rel} is a worker source by the rule but not pinned (a file was added)")
@@ -355,7 +432,8 @@ def check_worker_sources(repo, pinned):
 
 
 def worker_sources_sha256(pinned):
-    """The identity's digest of the worker's source set: the freeze over the pinned map."""
+    """The identity's digest of the worker's source set: the freeze over the pinned map
+    (`worker_sources.<adapter>`, which validation proved equal to the files on disk)."""
     return freeze_digest(sorted(pinned.items(), key=lambda kv: kv[0].encode("utf-8")))
 
 
@@ -395,7 +473,7 @@ def code_version(repo):
     return head + ("+dirty" if status.strip() else "")
 
 
-def check_environment_and_identify(job, manifest, manifest_sha256, worker_repo):
+def check_environment_and_identify(job, manifest, manifest_sha256, worker_repo, adapter):
     """Imports MLX and mlx_lm, checks them against the pins, returns the identity block."""
     import mlx.core as mx
     import mlx_lm
@@ -426,8 +504,8 @@ def check_environment_and_identify(job, manifest, manifest_sha256, worker_repo):
     return {
         "manifest_sha256": manifest_sha256,
         "code_version": code_version(worker_repo),
-        "worker_sources_sha256": worker_sources_sha256(manifest["worker_sources"]["stock"]),
-        "lock_sha256": sha256_file(worker_repo / lock_path()),
+        "worker_sources_sha256": worker_sources_sha256(pinned_sources(manifest, adapter)),
+        "lock_sha256": sha256_file(SUITE_REPO / lock_path()),
         "mlx_version": mx.__version__,
         "mlx_lm_version": mlx_lm.__version__,
         "mlx_lm_freeze_sha256": freeze,
