@@ -9,9 +9,10 @@ is not mlx_lm's: no look-ahead, one forward per token, evaluated (`mx.eval`) bef
 Per request, in every mode: the prompt cache is made, then the clock starts
 (`records.start_request`). The whole prompt is prefilled in chunks of at most 2048 tokens
 (mlx_lm's prefill_step_size), `before_prefill_chunk` polled before each; the first token is the
-argmax of the last chunk's logits at position L. There is no seed forward, so this loop offers
-the hook sites `before_prefill_chunk` and `before_decode_step` only. Each step then polls
-`before_decode_step` and runs one forward:
+argmax of the last chunk's logits at position L. There is no separate seed forward: in headline
+and reference_pair `before_seed_forward` is polled just after the last chunk's
+`before_prefill_chunk`, before the forward that produces the first token (req/protocol.md §7).
+Each step then polls `before_decode_step` and runs one forward:
 * headline / reference_pair: feeds the token just produced, up to max_new_tokens tokens in all,
   ending early (`stop`) on a stop-set token, the first token included; reference_pair margins
   come from the logits, after the request.
@@ -28,7 +29,7 @@ sys.dont_write_bytecode = True  # no bytecode caches beside the pinned sources
 
 from pathlib import Path  # noqa: E402
 
-# The folder this adapter's sources are pinned relative to: the manifest's, the repository's.
+# The repository this example lies in, whose kit it imports.
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.append(str(ROOT / "tools" / "kit" / "python"))
 
@@ -36,7 +37,6 @@ from decode_baseline_worker import records, run_worker  # noqa: E402
 
 ADAPTER = "python-sync"
 PREFILL_STEP_SIZE = 2048
-HOOK_SITES = ("before_prefill_chunk", "before_decode_step")
 
 
 def load(job):
@@ -51,10 +51,12 @@ def load(job):
         """Logits at the last of `ids`; the cache advances by len(ids)."""
         return model(mx.array(ids)[None], cache=cache)[0, -1, :]
 
-    def prefill(ids, cache, ctx):
+    def prefill(ids, cache, ctx, seed_site):
         chunks = [ids[i : i + PREFILL_STEP_SIZE] for i in range(0, len(ids), PREFILL_STEP_SIZE)]
         for n, chunk in enumerate(chunks, start=1):
             ctx.poll("before_prefill_chunk")
+            if seed_site and n == len(chunks):
+                ctx.poll("before_seed_forward")
             logits = forward(chunk, cache)
             mx.eval(logits if n == len(chunks) else [c.state for c in cache])
         return logits, len(chunks)
@@ -64,7 +66,7 @@ def load(job):
         ids, L = job["prompt_ids"], len(job["prompt_ids"])
         cache = make_prompt_cache(model)
         t0 = records.start_request()
-        logits, calls = prefill(ids, cache, ctx)
+        logits, calls = prefill(ids, cache, ctx, seed_site=True)
         token = mx.argmax(logits).item()
         first_ns = prev = time.perf_counter_ns() - t0
         first, stamps, tokens, rows = token, [], [], []
@@ -95,7 +97,7 @@ def load(job):
         ids, L = job["prompt_ids"], len(job["prompt_ids"])
         cache = make_prompt_cache(model)
         t0 = records.start_request()
-        logits, calls = prefill(ids, cache, ctx)
+        logits, calls = prefill(ids, cache, ctx, seed_site=False)
         first_ns = time.perf_counter_ns() - t0
         first, _, _ = records.top2(records.host_scores(logits))
         steps = []
@@ -114,4 +116,4 @@ def load(job):
 
 
 if __name__ == "__main__":
-    sys.exit(run_worker(ADAPTER, load, root=ROOT, started_ns=STARTED_NS, hook_sites=HOOK_SITES))
+    sys.exit(run_worker(ADAPTER, load, started_ns=STARTED_NS))

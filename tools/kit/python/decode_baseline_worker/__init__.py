@@ -20,8 +20,7 @@ What the author writes
             return records.request_record(...)
         return run_request
 
-    sys.exit(run_worker("my-loop", load, root=<folder the sources are pinned relative to>,
-                        started_ns=STARTED, hook_sites=(...)))
+    sys.exit(run_worker("my-loop", load, started_ns=STARTED))
 
 The adapter name is `stock` or a declared name (`^[a-z][a-z0-9_-]{0,31}$`, not `controlled`
 or `stock`) with an entry in the manifest's `adapters` map (examples/adapters/README.md).
@@ -34,17 +33,19 @@ What the kit does (runner.run_worker), in the protocol's order
 2. Claim: creates DIR/worker-claim exclusively (an existing claim: exit 1, nothing written).
 3. Job: a job.json that cannot be read or lacks its header is refused with no report (exit 1).
 4. Validation (validate.py), each failure a `failed` report whose error names the field:
-   schema_version; `adapter` equal to this worker's name; mode; gate; `repo_root` resolving to
-   `root`; the manifest, its digest and its pin; the manifest's keys, and the shape of its
+   schema_version; `adapter` equal to this worker's name; mode; gate; `repo_root` (stock: resolving to
+   `root`, its own repository; a declared adapter: the launcher's repository, an absolute
+   folder); the manifest, its digest and its pin; the manifest's keys, and the shape of its
    optional `adapters` map; case, `model_dir` and the artifact's exact file set; prompt,
    continuation, cell, stop set; run policy; environment pins and device; the worker's own
    sources (stock: trees tools/stock and tools/kit/python; a declared name: the members of
-   `manifest.adapters[name].sources` under `repo_root`) against `manifest.worker_sources[name]`
+   `manifest.adapters[name].sources` under the manifest's folder) against `manifest.worker_sources[name]`
    (a changed byte, an added or a removed file); the lock file and its backend; then, importing
    MLX and mlx_lm, their versions, the mlx_lm freeze, the device, the mapped libmlx. It builds the
    report's `identity` (worker_sources_sha256: the freeze of `worker_sources[name]`; code_version:
-   `git rev-parse HEAD` of `root`, `+dirty` if modified, `unknown` when `root` is no git
-   checkout).
+   `git rev-parse HEAD` of `repo_root`, `+dirty` if modified, `unknown` when it is no git
+   checkout: the launcher's code for every adapter, a declared adapter's own code being pinned
+   by its sources digest).
 5. `load(job)`: a Refusal it raises is reported as is (e.g. `validation failed: stop_ids: ...`);
    any other exception as `failed to load the model from <model_dir>: ...`.
 6. Ready: the gate FIFO for a gated job, then DIR/worker-ready; the deadline starts; the watchdog
@@ -68,8 +69,11 @@ What the loop must do (req/protocol.md §5)
   `before_seed_forward` before a separate forward of the last prompt token (stock's headline),
   `before_decode_step` before each decode or fed step. poll checks cancellation and the
   deadline, holds at an armed test hook, checks again, and at `before_decode_step` spins the
-  test slowdown, so it must lie inside the step's timed interval. A loop without a seed forward
-  passes `hook_sites=("before_prefill_chunk", "before_decode_step")` to run_worker.
+  test slowdown, so it must lie inside the step's timed interval. A loop without a separate seed forward
+  polls `before_seed_forward` in headline and reference_pair just after the last chunk's
+  `before_prefill_chunk` (before the forward that yields the first token), so that every site
+  the conformance suite holds is reached; `hook_sites` (default: all three) narrows what a
+  worker offers, and a test hook naming a site left out is refused before the claim.
 * Return `records.request_record(prompt_len, first_token_ns, first_token, steps, model_calls,
   finish_reason, peak_memory_bytes, unused_forwards=0)` with `steps` a list of
   `records.step_record(position, argmax, t_ns, dur_ns, margin, tie)`:

@@ -41,7 +41,7 @@ def _drain():
         mx.synchronize()
 
 
-def run_worker(adapter, load, *, root, argv=None, started_ns=None, hook_sites=proto.FORWARD_SITES):
+def run_worker(adapter, load, *, root=None, argv=None, started_ns=None, hook_sites=proto.FORWARD_SITES):
     """Runs one worker job for `adapter` and returns the exit code.
 
     adapter:    this worker's adapter name (`stock` or the declared name); a job for another is
@@ -50,9 +50,11 @@ def run_worker(adapter, load, *, root, argv=None, started_ns=None, hook_sites=pr
                 the model; it may raise Refusal (reported as is) or anything else (reported as
                 a load failure). run_request(job, ctx) runs one request and returns its record
                 without `index` and `phase` (records.request_record builds one).
-    root:       the folder this worker's pinned sources are relative to, as the worker finds it
-                from its own file: the repository for stock, the manifest's folder for a
-                declared adapter. The job's `repo_root` must resolve to it.
+    root:       the repository a built-in worker's code lives in (stock passes its own), which
+                the job's `repo_root` must resolve to. A declared adapter passes nothing: its
+                `repo_root` is the launcher's repository (relative case paths, the lock files
+                and `code_version` are read there), and its sources are pinned relative to the
+                manifest's folder.
     argv:       the command line after the program (default sys.argv[1:]): `--out-dir DIR`.
     started_ns: time.perf_counter_ns() at the worker's entry point (default: when the kit was
                 imported), the origin of `load_ns` and `start_to_ready_ns`.
@@ -113,8 +115,8 @@ def run_worker(adapter, load, *, root, argv=None, started_ns=None, hook_sites=pr
         return proto.EXIT_FAILED if code is None else code
 
     try:
-        manifest, manifest_sha256 = checks.validate_job(job, root, adapter)
-        identity = checks.check_environment_and_identify(job, manifest, manifest_sha256, root, adapter)
+        manifest, manifest_sha256, repo = checks.validate_job(job, root, adapter)
+        identity = checks.check_environment_and_identify(job, manifest, manifest_sha256, repo, adapter)
     except proto.Refusal as err:
         return fail(str(err))
     except (KeyError, TypeError, AttributeError, ValueError) as err:

@@ -39,11 +39,6 @@ def selected_environment():
     return None if name == "default" else name
 
 
-# The decode-baseline checkout this kit lies in (tools/kit/python/decode_baseline_worker/): the
-# environment's lock files are its, whichever folder a declared adapter's sources are relative to.
-SUITE_REPO = Path(__file__).resolve().parents[4]
-
-
 def lock_path():
     name = selected_environment()
     return f"tools/env/{LOCK_FILE_NAME}" if name is None else f"tools/env/envs/{name}/{LOCK_FILE_NAME}"
@@ -200,8 +195,11 @@ def check_adapters(adapters):
 
 
 def validate_job(job, worker_repo, adapter):
-    """Every check that needs no MLX, for the worker of `adapter` whose pinned sources are
-    relative to `worker_repo`. Returns the parsed manifest and the manifest digest."""
+    """Every check that needs no MLX, for the worker of `adapter`. `worker_repo`: the repository
+    a built-in worker's own code lives in, which `repo_root` must be; `None` for a declared
+    adapter, whose `repo_root` is the launcher's repository and whose sources are relative to
+    the manifest's folder. Returns the parsed manifest, the manifest digest and the resolved
+    `repo_root`."""
     if job["schema_version"] != WORKER_JOB_SCHEMA_VERSION:
         raise mismatch("schema_version", WORKER_JOB_SCHEMA_VERSION, job["schema_version"])
     if job["adapter"] != adapter:
@@ -212,9 +210,11 @@ def validate_job(job, worker_repo, adapter):
         raise Refusal("gate", f"expected true or false, found {job['gate']!r}")
 
     repo = Path(job["repo_root"])
-    if not repo.is_absolute() or repo.resolve() != worker_repo:
-        where = "the repository this worker runs from" if adapter == "stock" else "the folder this worker's sources are relative to"
-        raise mismatch("repo_root", f"{where} ({worker_repo})", repo)
+    if worker_repo is not None and (not repo.is_absolute() or repo.resolve() != worker_repo):
+        raise mismatch("repo_root", f"the repository this worker runs from ({worker_repo})", repo)
+    if not repo.is_absolute() or not repo.is_dir():
+        raise mismatch("repo_root", "the absolute path of the launcher's repository", repo)
+    worker_repo = repo.resolve()
 
     manifest_path = Path(job["manifest_path"])
     if not manifest_path.is_absolute():
@@ -336,8 +336,8 @@ def validate_job(job, worker_repo, adapter):
     if job.get("device", "cpu") != device:
         raise mismatch("device", f"{device} (the device of backend {backend})", job.get("device"))
 
-    check_worker_sources(worker_repo, manifest, adapter)
-    lock = SUITE_REPO / lock_path()
+    check_worker_sources(sources_root(adapter, worker_repo, manifest_path), manifest, adapter)
+    lock = worker_repo / lock_path()
     try:
         actual = sha256_file(lock)
     except OSError as err:
@@ -348,7 +348,7 @@ def validate_job(job, worker_repo, adapter):
     pinned_backend = job["environment"].get("backend") or "cpu"
     if backend != pinned_backend:
         raise mismatch("environment.backend", f"backend {pinned_backend}", f"backend {backend} for {lock}")
-    return manifest, hashlib.sha256(manifest_bytes).hexdigest()
+    return manifest, hashlib.sha256(manifest_bytes).hexdigest(), worker_repo
 
 
 def check_artifact(case_dir, files, case_field):
@@ -376,9 +376,15 @@ def check_artifact(case_dir, files, case_field):
             raise mismatch(f"{field}[{q(name)}]", f"sha256 {expected}", f"{actual} for {path}")
 
 
+def sources_root(adapter, repo, manifest_path):
+    """The folder `adapter`'s pinned sources are relative to: the repository for stock, the
+    manifest's folder for a declared adapter."""
+    return repo if adapter == "stock" else manifest_path.resolve().parent
+
+
 def source_roots(manifest, adapter):
-    """The files and folders whose members are `adapter`'s sources, relative to its repo_root:
-    the stock rule, or the manifest's `adapters.<name>.sources`."""
+    """The files and folders whose members are `adapter`'s sources, relative to its
+    `sources_root`: the stock rule, or the manifest's `adapters.<name>.sources`."""
     if adapter == "stock":
         return STOCK_ROOTS
     declared = manifest.get("adapters", {}).get(adapter)
@@ -505,7 +511,7 @@ def check_environment_and_identify(job, manifest, manifest_sha256, worker_repo, 
         "manifest_sha256": manifest_sha256,
         "code_version": code_version(worker_repo),
         "worker_sources_sha256": worker_sources_sha256(pinned_sources(manifest, adapter)),
-        "lock_sha256": sha256_file(SUITE_REPO / lock_path()),
+        "lock_sha256": sha256_file(worker_repo / lock_path()),
         "mlx_version": mx.__version__,
         "mlx_lm_version": mlx_lm.__version__,
         "mlx_lm_freeze_sha256": freeze,
