@@ -180,12 +180,18 @@ fn check_request(setup: &Setup, i: usize, request: &RequestRecord) -> Result<(),
 /// The model-call counts the protocol fixes for the built-in loops (`req/protocol.md` section
 /// 5); any loop has at least one forward per step and a fixed-continuation request never has an
 /// unused one.
-fn check_forward_counts(adapter: &Adapter, mode: Mode, i: usize, request: &RequestRecord, steps: u32) -> Result<(), Failure> {
+fn check_forward_counts(
+    adapter: &Adapter,
+    mode: Mode,
+    i: usize,
+    request: &RequestRecord,
+    steps: u32,
+) -> Result<(), Failure> {
     let (unused, calls) = (request.unused_forwards, request.model_calls);
     if mode == Mode::FixedContinuation {
         ensure_eq!(unused, 0, "unused_forwards of request {i} (fixed-continuation)");
     }
-    ensure!(calls >= steps + 1, "request {i}: model_calls {calls} below the {steps} steps plus a prefill");
+    ensure!(calls > steps, "request {i}: model_calls {calls} below the {steps} steps plus a prefill");
     if *adapter == Adapter::Stock {
         if mode == Mode::FixedContinuation {
             ensure_eq!(calls, 1 + steps, "model_calls of request {i} (one prefill chunk + the steps)");

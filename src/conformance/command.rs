@@ -12,7 +12,7 @@ use std::{
 use anyhow::Context;
 use decode_baseline::conformance::{
     fixture::FixtureSource,
-    harness::{Outcome, Suite, Target},
+    harness::{Outcome, Suite, Target, WorkerCommand},
     scenarios::Scenario,
     suite::{run_all, select},
 };
@@ -41,7 +41,9 @@ pub struct ConformanceArgs {
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,
     /// Any worker program and its arguments, after `--`; `--out-dir <dir>` is appended, as the
-    /// launcher does. Needs `--name`.
+    /// launcher does. Needs `--name`. It runs in the repository, as the launcher runs workers: a
+    /// program path is resolved against the current folder first, its other arguments are
+    /// passed as given.
     #[arg(last = true, value_name = "PROGRAM [ARGS]", requires = "name")]
     pub worker: Vec<String>,
 }
@@ -70,7 +72,7 @@ pub fn run(args: ConformanceArgs) -> anyhow::Result<ExitCode> {
     let tally = run_all(&suite, &scenarios, print_line);
     println!("{tally}");
     if args.keep.is_some() {
-        println!("scenario folders kept in {}", scratch.display());
+        eprintln!("decode-baseline: scenario folders kept in {}", scratch.display());
     }
     Ok(if tally.failed == 0 { ExitCode::Ok } else { ExitCode::Failed })
 }
@@ -108,7 +110,7 @@ fn target(args: &ConformanceArgs, repo: &Path) -> anyhow::Result<Target> {
 }
 
 /// The command the launcher runs for `adapter`: the one place it is asked for.
-fn launcher_command(adapter: &Adapter, repo: &Path) -> Box<dyn Fn(&Path) -> Vec<String>> {
+fn launcher_command(adapter: &Adapter, repo: &Path) -> WorkerCommand {
     let (adapter, repo) = (adapter.to_owned(), repo.to_owned());
     Box::new(move |out| crate::launcher::plan::worker_command(adapter.to_owned(), out, &repo))
 }

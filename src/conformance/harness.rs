@@ -99,11 +99,13 @@ macro_rules! ensure_eq {
     }};
 }
 
-/// The worker under test: its adapter name (the job's `adapter`) and its command line for an
-/// out dir (the launcher's, `--out-dir <dir>` included).
+/// A worker's command line (argv) for an out dir, `--out-dir <dir>` included.
+pub type WorkerCommand = Box<dyn Fn(&Path) -> Vec<String>>;
+
+/// The worker under test: its adapter name (the job's `adapter`) and its command line.
 pub struct Target {
     pub adapter: Adapter,
-    pub command: Box<dyn Fn(&Path) -> Vec<String>>,
+    pub command: WorkerCommand,
 }
 
 /// One run of the scenarios: the worker, what its fixture manifests are made from (the
@@ -252,8 +254,8 @@ impl<'s> Setup<'s> {
     pub fn report(&self) -> Result<(WorkerReport, Value), Failure> {
         let path = self.path(REPORT_FILE);
         let bytes = std::fs::read(&path).map_err(|err| Failure::new(format!("no readable {REPORT_FILE}: {err}")))?;
-        let value: Value = serde_json::from_slice(&bytes)
-            .map_err(|err| Failure::new(format!("{REPORT_FILE} is not JSON: {err}")))?;
+        let value: Value =
+            serde_json::from_slice(&bytes).map_err(|err| Failure::new(format!("{REPORT_FILE} is not JSON: {err}")))?;
         let report: WorkerReport = serde_json::from_slice(&bytes)
             .map_err(|err| Failure::new(format!("{REPORT_FILE} does not parse as a worker report: {err}")))?;
         Ok((report, value))
@@ -339,7 +341,10 @@ pub fn wait(mut child: Child, bound: Duration) -> Result<Finished, Failure> {
         signal(pid, nix::sys::signal::Signal::SIGKILL);
         let _ = waiter.join();
         let stderr = drain_err.join().unwrap_or_default();
-        return Err(Failure::new(format!("the worker did not exit within {bound:?} (killed); stderr: {}", tail(&stderr))));
+        return Err(Failure::new(format!(
+            "the worker did not exit within {bound:?} (killed); stderr: {}",
+            tail(&stderr)
+        )));
     }
     let status = waiter.join().expect("the waiter thread").map_err(|err| Failure::new(format!("wait: {err}")))?;
     let _ = drain_out.join();

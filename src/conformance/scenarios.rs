@@ -26,8 +26,14 @@ pub struct Scenario {
 pub const SCENARIOS: &[Scenario] = &[
     Scenario { name: "missing_out_dir_is_refused", run: missing_out_dir_is_refused },
     Scenario { name: "file_in_place_of_out_dir_is_refused", run: file_in_place_of_out_dir_is_refused },
-    Scenario { name: "existing_claim_is_refused_and_nothing_written", run: existing_claim_is_refused_and_nothing_written },
-    Scenario { name: "second_worker_on_a_running_folder_is_refused", run: second_worker_on_a_running_folder_is_refused },
+    Scenario {
+        name: "existing_claim_is_refused_and_nothing_written",
+        run: existing_claim_is_refused_and_nothing_written,
+    },
+    Scenario {
+        name: "second_worker_on_a_running_folder_is_refused",
+        run: second_worker_on_a_running_folder_is_refused,
+    },
     Scenario { name: "preseeded_report_survives_and_the_run_fails", run: preseeded_report_survives_and_the_run_fails },
     Scenario { name: "preseeded_ready_gives_a_failed_report", run: preseeded_ready_gives_a_failed_report },
     Scenario { name: "deadline_inside_the_request_loop_times_out", run: deadline_inside_the_request_loop_times_out },
@@ -201,10 +207,7 @@ fn sigterm_at(suite: &Suite, site: &str) -> Outcome {
         .map_err(|why| super::harness::Failure::new(format!("after SIGTERM at {site}: {why}")))?;
     let released = sent.elapsed();
     finished.expect_code(4)?;
-    ensure!(
-        released <= CANCEL_RELEASE_BOUND,
-        "released {released:?} after SIGTERM, bound {CANCEL_RELEASE_BOUND:?}"
-    );
+    ensure!(released <= CANCEL_RELEASE_BOUND, "released {released:?} after SIGTERM, bound {CANCEL_RELEASE_BOUND:?}");
     let report = check_report(&setup, &finished)?;
     ensure_eq!(report.status, Status::Cancelled, "status");
     ensure_eq!(report.requests.len(), 1, "requests (zero tokens from the interrupted request 1)");
@@ -260,7 +263,8 @@ fn headline_on_the_fixture(suite: &Suite) -> Outcome {
         ensure_eq!(request.steps.len() + 1, 128, "tokens of request {} (the first plus 127 steps)", request.index);
     }
     // Greedy on identical inputs: every request generates the same stream.
-    let stream = |r: &RequestRecord| std::iter::once(r.first_token).chain(r.steps.iter().map(|s| s.argmax)).collect::<Vec<_>>();
+    let stream =
+        |r: &RequestRecord| std::iter::once(r.first_token).chain(r.steps.iter().map(|s| s.argmax)).collect::<Vec<_>>();
     let first = stream(&report.requests[0]);
     ensure!(report.requests.iter().all(|r| stream(r) == first), "greedy requests on identical inputs differ");
     let Some(identity) = report.identity else {

@@ -6,7 +6,9 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use decode_baseline_protocol::{manifest::Manifest, worker::REPORT_FILE, Adapter, Mode, Sha256Digest, Status, WorkerJob, WorkerReport};
+use decode_baseline_protocol::{
+    manifest::Manifest, worker::REPORT_FILE, Adapter, Mode, Sha256Digest, Status, WorkerJob, WorkerReport,
+};
 
 use super::{
     fixture::{fixture_job, FIXTURE_DIR},
