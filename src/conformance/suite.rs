@@ -59,3 +59,31 @@ impl std::fmt::Display for Tally {
         write!(f, "{} scenarios, {} passed, {} failed", self.passed + self.failed, self.passed, self.failed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn select_keeps_table_order_and_names_an_unknown_scenario() {
+        let picked = select(&["reference_pair_on_the_fixture".into(), "missing_out_dir_is_refused".into()]).unwrap();
+        let names: Vec<_> = picked.iter().map(|s| s.name).collect();
+        assert_eq!(names, ["missing_out_dir_is_refused", "reference_pair_on_the_fixture"]);
+        assert_eq!(select(&[]).unwrap().len(), SCENARIOS.len());
+        let err = select(&["nope".into()]).err().unwrap();
+        assert!(err.starts_with("no scenario \"nope\"; the scenarios are: missing_out_dir_is_refused, "), "{err}");
+    }
+
+    #[test]
+    fn the_tally_reads_as_documented() {
+        assert_eq!(Tally { passed: 14, failed: 3 }.to_string(), "17 scenarios, 14 passed, 3 failed");
+    }
+
+    #[test]
+    fn a_reason_is_one_line() {
+        assert_eq!(
+            Failure::new("exit 2, expected 1;\n  stderr:\tno job\n").reason(),
+            "exit 2, expected 1; stderr: no job"
+        );
+    }
+}
