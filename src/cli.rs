@@ -31,6 +31,9 @@ pub enum Command {
     Compare(crate::compare::CompareArgs),
     /// Write a session's figures (SVG): step times by position, distributions, roofline.
     Plot(crate::plot::PlotArgs),
+    /// Run the worker conformance scenarios against one worker (an adapter's, or any program)
+    /// on the tiny fixture: one line per scenario, exit 0 only if all pass.
+    Conformance(crate::conformance::ConformanceArgs),
     /// Print what this build runs on: MLX version, libmlx path and SHA-256.
     Env,
     /// Run as a worker on a launcher-created folder (used by the launcher).
@@ -51,6 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Manifest(command) => crate::manifest_cli::run(command),
         Command::Compare(args) => crate::compare::run(args),
         Command::Plot(args) => crate::plot::run(args),
+        Command::Conformance(args) => crate::conformance::run(args),
         Command::Env => crate::environment::run(),
         Command::Worker { out_dir } => crate::worker::run(&out_dir),
     }

@@ -12,3 +12,15 @@ pub mod launcher {
     pub mod session_job;
     pub mod validate;
 }
+
+/// The worker conformance scenarios (`req/protocol.md` seen from outside), their harness and
+/// the tiny fixture's manifest and jobs: the binary's `conformance` command runs them against
+/// any worker (`src/conformance/command.rs`), and so do the integration tests.
+pub mod conformance {
+    pub mod checks;
+    pub mod fixture;
+    pub mod harness;
+    pub mod scenarios;
+    pub mod suite;
+    pub mod tampers;
+}

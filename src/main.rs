@@ -6,6 +6,7 @@ mod bench;
 mod build_env;
 mod cli;
 mod compare;
+mod conformance;
 mod environment;
 mod guard;
 mod launcher;

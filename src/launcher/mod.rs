@@ -7,7 +7,7 @@ mod interleave;
 mod lease;
 mod memory;
 mod output;
-mod plan;
+pub mod plan;
 mod preflight;
 mod recovery;
 mod run;
