@@ -85,11 +85,22 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
             manifest: none_m(),
             job: Box::new(|j, _| j.run_policy.measured_requests += 1),
         },
-        Tamper {
-            name: "repo_root names another checkout",
-            field: "repo_root".into(),
-            manifest: none_m(),
-            job: Box::new(|j, root| j.repo_root = root.to_owned()),
+        // A built-in worker knows its own checkout; a declared one only that `repo_root` must
+        // be an existing absolute folder (the launcher's repository; req/protocol.md §3).
+        if set.is_built_in() {
+            Tamper {
+                name: "repo_root names another checkout",
+                field: "repo_root".into(),
+                manifest: none_m(),
+                job: Box::new(|j, root| j.repo_root = root.to_owned()),
+            }
+        } else {
+            Tamper {
+                name: "repo_root names no folder",
+                field: "repo_root".into(),
+                manifest: none_m(),
+                job: Box::new(|j, root| j.repo_root = root.join("no-such-checkout")),
+            }
         },
         Tamper {
             name: "manifest digest in the job is wrong",

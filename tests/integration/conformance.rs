@@ -1,6 +1,7 @@
 //! The worker conformance suite, run as a third party runs it: `decode-baseline conformance`
-//! against the stock worker and (in a build with the `controlled` feature, the default) the
-//! controlled worker, each of which must pass every scenario; and against a deliberately broken
+//! against the stock worker, the declared example adapter `python-sync` and (in a build with the
+//! `controlled` feature, the default) the controlled worker, each of which must pass every
+//! scenario; and against a deliberately broken
 //! worker, which must fail exactly the scenarios its defect breaks, with a non-zero exit.
 //!
 //! The scenarios themselves live in the library (`src/conformance/`); the list below is declared
@@ -84,6 +85,13 @@ fn assert_all_pass(args: &[&str]) {
 #[test]
 fn stock_passes_every_scenario() {
     assert_all_pass(&["--adapter", "stock"]);
+}
+
+/// The example adapter the repository's manifest declares (`examples/adapters/python-sync`),
+/// started as the launcher starts a declared adapter.
+#[test]
+fn the_declared_python_sync_example_passes_every_scenario() {
+    assert_all_pass(&["--adapter", "python-sync"]);
 }
 
 // The controlled worker is part of this build only with the `controlled` feature.
