@@ -41,14 +41,23 @@ pub fn to_current(report: &mut Value) -> Result<(), String> {
 }
 
 /// Versions 1 to 5 into version 6: stock the reference, the pairwise analysis keyed by adapter.
+/// Only what has the old shape is converted; a key that already has the new one is left alone.
 fn to_six(report: &mut Value) {
-    report["reference"] = json!("stock");
+    if let Some(report) = report.as_object_mut() {
+        report.entry("reference").or_insert(json!("stock"));
+    }
     let cells =
         report.pointer_mut("/analysis/cells").and_then(Value::as_array_mut).map_or(&mut [][..], Vec::as_mut_slice);
     for cell in cells.iter_mut().filter_map(Value::as_object_mut) {
-        let ratio = cell.remove("ratio").unwrap_or(Value::Null);
-        cell.insert("ratios".to_owned(), keyed_controlled(ratio));
-        for key in ["argmax", "stream"] {
+        if let Some(ratio) = cell.remove("ratio") {
+            cell.insert("ratios".to_owned(), keyed_controlled(ratio));
+        }
+        // The old shape is one agreement (or `null`), with fields of its own; the new one a map
+        // by adapter.
+        for (key, own_field) in [("argmax", "mismatches"), ("stream", "identical")] {
+            if !cell.get(key).is_some_and(|v| v.is_null() || v.get(own_field).is_some()) {
+                continue;
+            }
             let mut value = cell.remove(key).unwrap_or(Value::Null);
             let mismatches = match key {
                 "argmax" => value.get_mut("mismatches").and_then(Value::as_array_mut).map(Vec::as_mut_slice),

@@ -18,4 +18,5 @@ mod worker_job;
 // The readers live in the library, where the integration tests reach them.
 use decode_baseline::launcher::{session_job, validate};
 
+pub use analysis::replaced_line;
 pub use run::{new_session_dir, run, RunArgs};

@@ -198,6 +198,11 @@ fn summary_section(h: &mut String, rows: &Rows) {
 fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows) {
     h.push_str("<section id=\"warnings\">\n<h2>Warnings</h2>\n<ul>\n");
     let mut any = false;
+    // An unpinned session says so first, as the table does.
+    for (adapter, argv) in &session.replaced_programs {
+        any = true;
+        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(&crate::launcher::replaced_line(adapter, argv)));
+    }
     for problem in &session.problems {
         any = true;
         let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(problem));

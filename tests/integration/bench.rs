@@ -108,7 +108,7 @@ fn assert_page_shows_session(dir: &Path, session: &Value) {
         for adapter in cell["adapters"].as_object().unwrap().keys() {
             expected.insert((name.clone(), adapter.clone()));
         }
-        if !cell["ratio"].is_null() {
+        if !cell["ratios"].as_object().unwrap().is_empty() {
             ratios.insert(name);
         }
     }

@@ -58,12 +58,15 @@ fn a_real_session_json_validates_against_the_committed_schema() {
     let session = real_session();
     // The session filled in what the schema has to cover: typed host and lease, every part of
     // the analysis, an A/A run, worker reports with step records.
-    assert_eq!(session["schema_version"], 5);
+    assert_eq!(session["schema_version"], 6);
     assert!(session["host"]["hostname"].is_string() && session["lease"]["waited_ns"].is_u64(), "{}", session["host"]);
     let cells = session["analysis"]["cells"].as_array().unwrap();
     assert!(cells.iter().any(|c| !c["paired"].as_object().unwrap().is_empty()), "a paired ratio");
     assert!(cells.iter().any(|c| !c["paired_aa"].as_object().unwrap().is_empty()), "an A/A paired ratio");
-    assert!(cells.iter().any(|c| c["argmax"].is_object()) && cells.iter().any(|c| c["stream"].is_object()));
+    assert!(
+        cells.iter().any(|c| c["argmax"]["controlled"].is_object())
+            && cells.iter().any(|c| c["stream"]["controlled"].is_object())
+    );
     assert!(session["workers"].as_array().unwrap().iter().any(|w| w["aa"] == true), "an A/A run");
     let errors = schema_errors(&committed_schema(), session);
     assert!(errors.is_empty(), "{errors:#?}");
@@ -176,6 +179,7 @@ mod declared {
         pub finished_utc: String,
         pub wall_ns: u64,
         pub launcher_overhead_ns: u64,
+        pub reference: String,
         pub workers: Vec<Worker>,
         pub analysis: Option<Analysis>,
         pub problems: Vec<String>,
@@ -190,6 +194,8 @@ mod declared {
         pub manifest: Option<String>,
         pub cells: Option<Vec<String>>,
         pub adapters: Vec<String>,
+        #[serde(default)]
+        pub reference: Option<String>,
         pub output_root: String,
         pub repetitions: u32,
         pub order: String,
@@ -371,12 +377,12 @@ mod declared {
         pub cell: String,
         pub mode: String,
         pub adapters: BTreeMap<String, AdapterStats>,
-        pub ratio: Option<Ratio>,
+        pub ratios: BTreeMap<String, Ratio>,
         pub aa_ratios: BTreeMap<String, Ratio>,
         pub paired: BTreeMap<String, Ratio>,
         pub paired_aa: BTreeMap<String, Ratio>,
-        pub argmax: Option<Argmax>,
-        pub stream: Option<Stream>,
+        pub argmax: BTreeMap<String, Argmax>,
+        pub stream: BTreeMap<String, Stream>,
     }
 
     #[derive(Deserialize)]
@@ -485,10 +491,10 @@ mod declared {
     #[serde(deny_unknown_fields)]
     pub struct Mismatch {
         pub position: u32,
-        pub controlled: u32,
-        pub stock: u32,
-        pub controlled_margin: Option<f64>,
-        pub stock_margin: Option<f64>,
+        pub adapter_token: u32,
+        pub reference_token: u32,
+        pub adapter_margin: Option<f64>,
+        pub reference_margin: Option<f64>,
     }
 
     #[derive(Deserialize)]
@@ -505,7 +511,7 @@ mod declared {
 fn a_real_session_json_parses_with_independently_declared_types() {
     let session: declared::Session = serde_json::from_value(real_session().clone())
         .unwrap_or_else(|err| panic!("session.json no longer matches its declaration here: {err}"));
-    assert_eq!(session.schema_version, 5);
+    assert_eq!(session.schema_version, 6);
     assert_eq!(session.status, "ok");
     let aa: Vec<&declared::Worker> = session.workers.iter().filter(|w| w.aa).collect();
     assert!(!aa.is_empty() && aa.iter().all(|w| w.intervention.is_none()), "the A/A group ran and ended by itself");

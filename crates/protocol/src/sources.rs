@@ -61,10 +61,17 @@ pub fn adapter_sources(adapter: &Adapter, root: &Path, declared: &[String]) -> R
             let mut out = BTreeSet::new();
             for entry in declared {
                 let path = root.join(entry);
-                if path.is_dir() {
-                    out.extend(tree_members(root, entry, |_| true)?);
-                } else if path.symlink_metadata().is_ok() {
-                    out.insert(entry.clone());
+                match path.symlink_metadata() {
+                    Ok(meta) if meta.is_dir() => out.extend(tree_members(root, entry, |_| true)?),
+                    Ok(meta) if meta.is_file() => {
+                        out.insert(entry.clone());
+                    }
+                    // A link (or a device, a socket) in place of a source could point anywhere.
+                    Ok(meta) => {
+                        let kind = if meta.file_type().is_symlink() { "symbolic link" } else { "special file" };
+                        return Err(TreeError::NotRegular { path, kind });
+                    }
+                    Err(_) => {}
                 }
             }
             Ok(out)
