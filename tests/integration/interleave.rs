@@ -144,7 +144,7 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
         }
     }
     let table = std::fs::read_to_string(s.root().join("launcher.stdout")).unwrap();
-    assert!(table.contains("c/s paired"), "{table}");
+    assert!(table.contains("controlled/stock paired"), "{table}");
 
     // Within the session, with two runs per adapter resampled, the noise is bounded.
     let out = util::run(Command::new(util::binary()).args(["compare", "--format", "json"]).arg(&dir));

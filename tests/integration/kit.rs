@@ -244,23 +244,3 @@ fn the_adapters_map_is_checked_by_every_kit_worker() {
         assert!(error.starts_with(expected.trim_end()), "{key}: expected {expected:?}, found {error:?}");
     }
 }
-
-#[test]
-fn python_sync_refuses_a_hook_site_its_loop_does_not_offer() {
-    let tmp = tempfile::tempdir().unwrap();
-    let job = setup(tmp.path(), Mode::Headline, |_| {});
-    let (out, report, dir) = run_job(tmp.path(), "sync", &with_adapter(&job, EXAMPLE), |o| {
-        let mut cmd = example_command(o);
-        cmd.env(HOOK_ENV, "before_seed_forward");
-        cmd
-    });
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        util::stderr(&out).contains("names a hook site this worker's loop does not offer"),
-        "{}",
-        util::stderr(&out)
-    );
-    assert_eq!(report, Value::Null, "no report");
-    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(names, ["job.json"], "nothing written");
-}

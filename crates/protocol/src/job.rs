@@ -15,7 +15,7 @@ pub const WORKER_JOB_SCHEMA_VERSION: u32 = 1;
 /// Which decode loop a worker runs: one of the two built-in adapters, or one the manifest
 /// declares (`adapters.<name>`). On the wire it is the plain name (`"controlled"`, `"stock"`,
 /// `"python-sync"`); the built-ins sort first, then declared names alphabetically.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum Adapter {
     /// Ours: Rust on mlx-rs, synchronous, no look-ahead.
@@ -72,6 +72,13 @@ impl Adapter {
     /// One of the two adapters this repository ships (their pins follow fixed rules).
     pub fn is_built_in(&self) -> bool {
         !matches!(self, Adapter::Declared(_))
+    }
+}
+
+/// The quoted name, as in JSON (`"controlled"`), so that messages show what the user wrote.
+impl std::fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
     }
 }
 

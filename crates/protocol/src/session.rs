@@ -91,7 +91,7 @@ pub struct SessionJob {
     pub adapters: Vec<Adapter>,
     /// The adapter every other one is measured and checked against (ratios, argmax agreement,
     /// reference streams). Default: `stock` when listed, else the first of `adapters`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub reference: Option<Adapter>,
     /// Where session folders are created; relative paths are relative to the job file.
     pub output_root: PathBuf,

@@ -28,8 +28,7 @@ or `stock`) with an entry in the manifest's `adapters` map (examples/adapters/RE
 What the kit does (runner.run_worker), in the protocol's order
 ---------------------------------------------------------------
 1. Out dir: refuses a missing DIR or a file in its place, writing nothing (exit 1); reads the
-   test hook and test slowdown variables (an unknown site, or a forward site the loop does not
-   offer, is refused the same way).
+   test hook and test slowdown variables (an unknown site is refused the same way).
 2. Claim: creates DIR/worker-claim exclusively (an existing claim: exit 1, nothing written).
 3. Job: a job.json that cannot be read or lacks its header is refused with no report (exit 1).
 4. Validation (validate.py), each failure a `failed` report whose error names the field:
@@ -72,8 +71,7 @@ What the loop must do (req/protocol.md §5)
   test slowdown, so it must lie inside the step's timed interval. A loop without a separate seed forward
   polls `before_seed_forward` in headline and reference_pair just after the last chunk's
   `before_prefill_chunk` (before the forward that yields the first token), so that every site
-  the conformance suite holds is reached; `hook_sites` (default: all three) narrows what a
-  worker offers, and a test hook naming a site left out is refused before the claim.
+  the conformance suite holds is reached.
 * Return `records.request_record(prompt_len, first_token_ns, first_token, steps, model_calls,
   finish_reason, peak_memory_bytes, unused_forwards=0)` with `steps` a list of
   `records.step_record(position, argmax, t_ns, dur_ns, margin, tie)`:

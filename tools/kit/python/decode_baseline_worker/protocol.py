@@ -240,18 +240,15 @@ class Watchdog:
 
 class Hooks:
     """DECODE_BASELINE_TEST_HOOK=<site> holds the worker at the site's first match until
-    <out>/hook-<site>-release exists or the cancel flag is set (see req/protocol.md).
-    `offered` are the FORWARD_SITES the worker's loop reaches; naming another one is refused
-    like an unknown site, since the hold would never come."""
+    <out>/hook-<site>-release exists or the cancel flag is set (see req/protocol.md). Every
+    site is part of the protocol: the worker's loop must reach each of FORWARD_SITES."""
 
-    def __init__(self, out, offered=FORWARD_SITES):
+    def __init__(self, out):
         self._dir = out
         self._spent = False
         site = os.environ.get(HOOK_ENV, "")
         if site and site not in HOOK_SITES:
             raise Refused(f"{HOOK_ENV}={site!r} names no hook site")
-        if site in FORWARD_SITES and site not in offered:
-            raise Refused(f"{HOOK_ENV}={site!r} names a hook site this worker's loop does not offer")
         self.site = site or None
         raw = os.environ.get(HOOK_REQUEST_ENV, "")
         try:

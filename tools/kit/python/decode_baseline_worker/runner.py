@@ -41,7 +41,7 @@ def _drain():
         mx.synchronize()
 
 
-def run_worker(adapter, load, *, root=None, argv=None, started_ns=None, hook_sites=proto.FORWARD_SITES):
+def run_worker(adapter, load, *, root=None, argv=None, started_ns=None):
     """Runs one worker job for `adapter` and returns the exit code.
 
     adapter:    this worker's adapter name (`stock` or the declared name); a job for another is
@@ -58,8 +58,6 @@ def run_worker(adapter, load, *, root=None, argv=None, started_ns=None, hook_sit
     argv:       the command line after the program (default sys.argv[1:]): `--out-dir DIR`.
     started_ns: time.perf_counter_ns() at the worker's entry point (default: when the kit was
                 imported), the origin of `load_ns` and `start_to_ready_ns`.
-    hook_sites: the forward sites (protocol.FORWARD_SITES) the loop polls; a test hook naming
-                another is refused.
     """
     started_ns = _IMPORTED_NS if started_ns is None else started_ns
     parser = argparse.ArgumentParser(description=f"decode-baseline {adapter} worker")
@@ -70,7 +68,7 @@ def run_worker(adapter, load, *, root=None, argv=None, started_ns=None, hook_sit
     cancel.install()
     try:
         out = proto.open_out_dir(args.out_dir)
-        hooks = proto.Hooks(out, hook_sites)
+        hooks = proto.Hooks(out)
         slowdown = proto.Slowdown(adapter)
         marker = proto.claim(out)
     except proto.Refused as err:
