@@ -6,7 +6,17 @@
 //! cargo bench --bench power                       # 10 pairs per order, 3 % slowdown
 //! cargo bench --bench power -- --pairs 4 --slowdown-pct 5 --orders interleaved
 //! cargo bench --bench power -- --hog              # a CPU hog started half-way instead
+//! cargo bench --bench power -- --yardstick --pairs 10 --repetitions 2
 //! ```
+//!
+//! With `--yardstick`, the regression check that holds the machine constant: the controlled loop
+//! against itself under a second name (`controlled-b`, declared in `workloads.json`: this
+//! build's `worker --as controlled-b`, as an older build would be declared beside the new one),
+//! in one interleaved session, `controlled` the reference. Per pair: one session of identical
+//! code (`compare` of that one session calling `controlled-b` faster or slower is a false
+//! alarm), and one with `controlled-b` slowed by the percentage (a `slower` verdict is a
+//! detection). The verdict rests on the paired ratio within each session, its threshold on the
+//! session's own A/A group.
 //!
 //! With `--hog`, per order: one session as it is, then one with a CPU hog (one spinning `sh`
 //! per CPU) started half-way through it; prints each session's controlled/stock ratio with its
@@ -39,11 +49,19 @@ struct Options {
     slowdown_pct: f64,
     orders: Vec<String>,
     hog: bool,
+    yardstick: bool,
+    repetitions: u32,
 }
 
 fn options() -> Options {
-    let mut o =
-        Options { pairs: 10, slowdown_pct: 3.0, orders: vec!["alternate".into(), "interleaved".into()], hog: false };
+    let mut o = Options {
+        pairs: 10,
+        slowdown_pct: 3.0,
+        orders: vec!["alternate".into(), "interleaved".into()],
+        hog: false,
+        yardstick: false,
+        repetitions: 1,
+    };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
@@ -52,7 +70,12 @@ fn options() -> Options {
             "--slowdown-pct" => o.slowdown_pct = value().parse().expect("--slowdown-pct: a number"),
             "--orders" => o.orders = value().split(',').map(str::to_owned).collect(),
             "--hog" => o.hog = true,
-            other => panic!("unknown argument {other:?}; expected --pairs N, --slowdown-pct P, --orders a,b"),
+            "--yardstick" => o.yardstick = true,
+            "--repetitions" => o.repetitions = value().parse().expect("--repetitions: a whole number"),
+            other => panic!(
+                "unknown argument {other:?}; expected --pairs N, --slowdown-pct P, --orders a,b, --hog, --yardstick, \
+                 --repetitions R"
+            ),
         }
     }
     o
@@ -66,10 +89,22 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The adapters of a session, the slowed one, the reference and the worker runs per adapter.
+struct Lineup {
+    adapters: &'static [&'static str],
+    slowed: &'static str,
+    reference: &'static str,
+    repetitions: u32,
+}
+
+/// Controlled against stock, controlled slowed: the comparison of two sessions.
+const AGAINST_STOCK: Lineup =
+    Lineup { adapters: &["controlled", "stock"], slowed: "controlled", reference: "stock", repetitions: 1 };
+
 /// Runs one session of the cell in `order`, the controlled loop slowed by `slowdown_us`;
 /// returns the session folder and its wall time in seconds.
 fn session(root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, f64) {
-    session_with(root, order, name, slowdown_us, None).0
+    session_with(root, order, name, slowdown_us, None, &AGAINST_STOCK).0
 }
 
 /// As [`session`], with a CPU hog (one spinning shell per CPU) started `hog_after_s` into it;
@@ -80,20 +115,21 @@ fn session_with(
     name: &str,
     slowdown_us: u32,
     hog_after_s: Option<f64>,
+    lineup: &Lineup,
 ) -> ((PathBuf, f64), String) {
     let out = root.join(name);
     let job = root.join(format!("{name}.json"));
     let body = json!({
         "schema_version": 1, "manifest": repo().join("workloads.json"), "cells": [CELL],
-        "adapters": ["controlled", "stock"], "output_root": out, "repetitions": 1,
-        "order": order, "aa_pair": true
+        "adapters": lineup.adapters, "reference": lineup.reference, "output_root": out,
+        "repetitions": lineup.repetitions, "order": order, "aa_pair": true
     });
     std::fs::write(&job, body.to_string()).unwrap();
     let mut cmd = Command::new(binary());
     cmd.args(["run", "--job"]).arg(&job).env("HF_HUB_OFFLINE", "1");
     if slowdown_us > 0 {
         cmd.env("DECODE_BASELINE_TEST_SLOWDOWN_US", slowdown_us.to_string())
-            .env("DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER", "controlled");
+            .env("DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER", lineup.slowed);
     }
     let started = Instant::now();
     let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
@@ -120,7 +156,11 @@ fn session_with(
 fn session_ratio(session: &Path) -> (f64, f64, f64) {
     let value: Value = serde_json::from_slice(&std::fs::read(session.join("session.json")).unwrap()).unwrap();
     let cell = &value["analysis"]["cells"][0];
-    let r = if cell["paired"]["controlled"].is_object() { &cell["paired"]["controlled"] } else { &cell["ratio"] };
+    let r = if cell["paired"]["controlled"].is_object() {
+        &cell["paired"]["controlled"]
+    } else {
+        &cell["ratios"]["controlled"]
+    };
     (r["ratio"].as_f64().unwrap(), r["ci"]["lower"].as_f64().unwrap(), r["ci"]["upper"].as_f64().unwrap())
 }
 
@@ -128,8 +168,9 @@ fn session_ratio(session: &Path) -> (f64, f64, f64) {
 fn hog(o: &Options, root: &Path) {
     let mut results = Vec::new();
     for order in &o.orders {
-        let ((quiet, wall), _) = session_with(root, order, &format!("{order}-quiet"), 0, None);
-        let ((busy, _), table) = session_with(root, order, &format!("{order}-hog"), 0, Some(wall / 2.0));
+        let ((quiet, wall), _) = session_with(root, order, &format!("{order}-quiet"), 0, None, &AGAINST_STOCK);
+        let ((busy, _), table) =
+            session_with(root, order, &format!("{order}-hog"), 0, Some(wall / 2.0), &AGAINST_STOCK);
         let (q, b) = (session_ratio(&quiet), session_ratio(&busy));
         let warned = table.contains("warning: host:");
         println!(
@@ -142,6 +183,64 @@ fn hog(o: &Options, root: &Path) {
     let path = repo().join("target/power-hog.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&results).unwrap()).unwrap();
     println!("\nwritten: {}", path.display());
+}
+
+/// `--yardstick`: per pair, an A/A session and a slowed one of `controlled` against
+/// `controlled-b` interleaved, each judged by `compare` of that one session.
+fn yardstick(o: &Options, root: &Path) {
+    let lineup = Lineup {
+        adapters: &["controlled", "controlled-b"],
+        slowed: "controlled-b",
+        reference: "controlled",
+        repetitions: o.repetitions,
+    };
+    let run = |name: &str, slowdown_us| session_with(root, "interleaved", name, slowdown_us, None, &lineup).0;
+    let (calibration, _) = run("yardstick-calibration", 0);
+    let slowdown_us = (controlled_median_ns(&calibration) * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
+    let judge = |session: &Path| {
+        let report = compare_within(session);
+        let row = report["rows"].as_array().unwrap().iter().find(|r| r["adapter"] == "controlled-b").unwrap().clone();
+        let ratio = row["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN);
+        (verdict(&row), threshold(&row), ratio)
+    };
+    let (mut false_alarms, mut detections, mut thresholds, mut walls) = (0, 0, vec![], vec![]);
+    let (mut aa, mut slowed) = (vec![], vec![]);
+    for i in 0..o.pairs {
+        let (a, wa) = run(&format!("yardstick-{i}-aa"), 0);
+        let (b, wb) = run(&format!("yardstick-{i}-slowed"), slowdown_us);
+        walls.extend([wa, wb]);
+        let (va, ta, ra) = judge(&a);
+        let (vb, tb, rb) = judge(&b);
+        false_alarms += usize::from(va == "faster" || va == "slower");
+        detections += usize::from(vb == "slower");
+        thresholds.extend([ta, tb]);
+        eprintln!("power: yardstick pair {i}: A/A {va} ({ra:.3}), slowed {vb} ({rb:.3})");
+        aa.push(json!({"verdict": va, "ratio": ra, "threshold": ta}));
+        slowed.push(json!({"verdict": vb, "ratio": rb, "threshold": tb}));
+    }
+    println!(
+        "\nyardstick (controlled-b against controlled, interleaved, {} repetition(s) per session): \
+         false alarms {false_alarms}/{}, detections of {} % ({slowdown_us} µs per step) {detections}/{}, \
+         A/A threshold {:.1} % (median), wall {:.1} s per session (median)",
+        o.repetitions,
+        o.pairs,
+        o.slowdown_pct,
+        o.pairs,
+        100.0 * median(thresholds),
+        median(walls)
+    );
+    let path = repo().join("target/power-yardstick.json");
+    let record = json!({"pairs": o.pairs, "repetitions": o.repetitions, "slowdown_pct": o.slowdown_pct,
+        "slowdown_us": slowdown_us, "false_alarms": false_alarms, "detections": detections, "aa": aa, "slowed": slowed});
+    std::fs::write(&path, serde_json::to_vec_pretty(&record).unwrap()).unwrap();
+    println!("written: {}", path.display());
+}
+
+/// `compare` of one session: its adapters against its reference.
+fn compare_within(session: &Path) -> Value {
+    let out = Command::new(binary()).arg("compare").arg(session).args(["--format", "json"]).output().unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("compare: {e}: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
 fn compare(a: &Path, b: &Path) -> Value {
@@ -186,6 +285,9 @@ fn main() {
     let root = tempfile::tempdir().unwrap();
     if o.hog {
         return hog(&o, root.path());
+    }
+    if o.yardstick {
+        return yardstick(&o, root.path());
     }
     let mut results = Vec::new();
     for order in &o.orders {

@@ -42,6 +42,10 @@ pub enum Command {
         /// The folder holding `job.json`.
         #[arg(long)]
         out_dir: PathBuf,
+        /// Answer to this adapter name instead of `controlled`: the controlled loop run as an
+        /// adapter the manifest declares (another build of it beside this one, for instance).
+        #[arg(long = "as", value_name = "ADAPTER", value_parser = decode_baseline_protocol::Adapter::parse)]
+        as_adapter: Option<decode_baseline_protocol::Adapter>,
     },
 }
 
@@ -56,6 +60,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plot(args) => crate::plot::run(args),
         Command::Conformance(args) => crate::conformance::run(args),
         Command::Env => crate::environment::run(),
-        Command::Worker { out_dir } => crate::worker::run(&out_dir),
+        Command::Worker { out_dir, as_adapter } => crate::worker::run(&out_dir, as_adapter),
     }
 }

@@ -6,7 +6,8 @@
 //! loader finds libmlx and everything libmlx needs, the NVIDIA driver among them) before it
 //! spawns it as a worker.
 //!
-//! * `decode-baseline-controlled worker --out-dir DIR`: the frozen worker protocol on `DIR`.
+//! * `decode-baseline-controlled worker [--as ADAPTER] --out-dir DIR`: the frozen worker
+//!   protocol on `DIR`, as `controlled` or as the declared adapter `ADAPTER`.
 //! * `decode-baseline-controlled probe`: prints the MLX version and the libmlx it mapped as
 //!   one JSON line, exits 0.
 //!
@@ -15,15 +16,22 @@
 use std::path::{Path, PathBuf};
 
 use decode_baseline_controlled::identity;
-use decode_baseline_protocol::ExitCode;
+use decode_baseline_protocol::{Adapter, ExitCode};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        ["worker", "--out-dir", dir] => worker(Path::new(dir)),
+        ["worker", "--out-dir", dir] => worker(Path::new(dir), Adapter::Controlled),
+        ["worker", "--as", name, "--out-dir", dir] => match Adapter::parse(name) {
+            Ok(adapter) => worker(Path::new(dir), adapter),
+            Err(problem) => {
+                eprintln!("decode-baseline-controlled: error: --as: {problem}");
+                ExitCode::BadInput
+            }
+        },
         ["probe"] => probe(),
         _ => {
-            eprintln!("decode-baseline-controlled: error: expected `worker --out-dir DIR` or `probe`, got {args:?}");
+            eprintln!("decode-baseline-controlled: error: expected `worker [--as ADAPTER] --out-dir DIR` or `probe`, got {args:?}");
             ExitCode::BadInput
         }
     };
@@ -36,8 +44,8 @@ fn repo() -> PathBuf {
     decode_baseline_protocol::installed::repo_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
-fn worker(out_dir: &Path) -> ExitCode {
-    let mut driver = decode_baseline_controlled::worker::ControlledDriver::new(repo());
+fn worker(out_dir: &Path, adapter: Adapter) -> ExitCode {
+    let mut driver = decode_baseline_controlled::worker::ControlledDriver::new(repo(), adapter);
     decode_baseline_protocol::worker::run_worker(out_dir, &mut driver)
 }
 

@@ -18,15 +18,18 @@ use crate::config::ModelConfig;
 use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options, RunError};
 use crate::model::Model;
 
-/// The controlled adapter, for a binary built from the repository at `repo`.
+/// The controlled loop, for a binary built from the repository at `repo`, answering to
+/// `adapter`: `controlled`, or a name the manifest declares for it (say, an older build run
+/// beside the current one in one interleaved session).
 pub struct ControlledDriver {
     repo: PathBuf,
+    adapter: Adapter,
     model: Option<Model>,
 }
 
 impl ControlledDriver {
-    pub fn new(repo: PathBuf) -> Self {
-        ControlledDriver { repo, model: None }
+    pub fn new(repo: PathBuf, adapter: Adapter) -> Self {
+        ControlledDriver { repo, adapter, model: None }
     }
 }
 
@@ -44,11 +47,24 @@ fn chain(err: &dyn std::error::Error) -> String {
 
 impl Driver for ControlledDriver {
     fn adapter(&self) -> Adapter {
-        Adapter::Controlled
+        self.adapter.clone()
     }
 
     fn validate(&mut self, job: &WorkerJob) -> Result<Identity, Refusal> {
-        let validated = validate_job(job, &self.repo)?;
+        // As a declared adapter this build need not live in the launcher's repository: that is
+        // `repo_root`, which must then only be a folder (req/protocol.md §3).
+        let repo = if self.adapter.is_built_in() {
+            self.repo.clone()
+        } else if job.repo_root.is_absolute() && job.repo_root.is_dir() {
+            job.repo_root.clone()
+        } else {
+            return Err(Refusal::mismatch(
+                "repo_root",
+                "the absolute path of the launcher's repository",
+                job.repo_root.display(),
+            ));
+        };
+        let validated = validate_job(job, &repo)?;
         // An architecture or quantization this loop does not implement is refused here, before
         // anything is loaded or timed.
         ModelConfig::load(&job.model_dir).map_err(|e| Refusal::new("model_dir", chain(&e)))?;
