@@ -51,10 +51,11 @@ fn copy_fixture(fixture: &Path, m: &mut Manifest, root: &Path, case: &str) -> Pa
 /// The key an unknown-key tamper adds.
 const UNKNOWN_KEY: &str = "conformance_unknown";
 
-/// A job edit that adds [`UNKNOWN_KEY`] to the manifest's object at the JSON `pointer`, and
-/// re-pins it (the job follows), so that only the unknown key is wrong.
-fn unknown_key_at(pointer: String) -> JobEdit {
-    Box::new(move |j, _| {
+/// A tamper that adds [`UNKNOWN_KEY`] to the manifest's object at the JSON `pointer` and
+/// re-pins the manifest (the job follows), so that only the unknown key is wrong: refused as
+/// serde refuses it, naming `manifest_path`.
+fn unknown_key(name: &'static str, pointer: String) -> Tamper {
+    let job: JobEdit = Box::new(move |j, _| {
         let mut value: serde_json::Value = serde_json::from_slice(&std::fs::read(&j.manifest_path).unwrap()).unwrap();
         let object = value.pointer_mut(&pointer).and_then(serde_json::Value::as_object_mut);
         object.expect("the tampered object").insert(UNKNOWN_KEY.into(), serde_json::Value::Bool(true));
@@ -63,7 +64,14 @@ fn unknown_key_at(pointer: String) -> JobEdit {
         std::fs::write(&j.manifest_path, &bytes).unwrap();
         std::fs::write(pins::pin_path(&j.manifest_path), pins::pin_text(&j.manifest_path, &bytes)).unwrap();
         j.manifest_sha256 = Sha256Digest::of_bytes(&bytes);
-    })
+    });
+    Tamper {
+        name,
+        field: "manifest_path".into(),
+        says: Some(format!("unknown field `{UNKNOWN_KEY}`")),
+        manifest: Box::new(|_, _| {}),
+        job,
+    }
 }
 
 /// `key` as one token of a JSON pointer.
@@ -304,27 +312,9 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
             }),
             job: none_j(),
         },
-        Tamper {
-            name: "unknown key inside a case",
-            field: "manifest_path".into(),
-            says: Some(format!("unknown field `{UNKNOWN_KEY}`")),
-            manifest: none_m(),
-            job: unknown_key_at(format!("/cases/{}", pointer_token(&case))),
-        },
-        Tamper {
-            name: "unknown key inside a prompt",
-            field: "manifest_path".into(),
-            says: Some(format!("unknown field `{UNKNOWN_KEY}`")),
-            manifest: none_m(),
-            job: unknown_key_at(format!("/prompts/{}", pointer_token(&prompt))),
-        },
-        Tamper {
-            name: "unknown key inside the run policy",
-            field: "manifest_path".into(),
-            says: Some(format!("unknown field `{UNKNOWN_KEY}`")),
-            manifest: none_m(),
-            job: unknown_key_at("/run_policy".into()),
-        },
+        unknown_key("unknown key inside a case", format!("/cases/{}", pointer_token(&case))),
+        unknown_key("unknown key inside a prompt", format!("/prompts/{}", pointer_token(&prompt))),
+        unknown_key("unknown key inside the run policy", "/run_policy".into()),
         Tamper {
             name: "prompt of another name",
             field: "prompt_id".into(),
