@@ -7,7 +7,7 @@ use std::{
 };
 
 use decode_baseline_protocol::{
-    manifest::Manifest, worker::REPORT_FILE, Adapter, Mode, Sha256Digest, Status, WorkerJob, WorkerReport,
+    manifest::Manifest, pins, worker::REPORT_FILE, Adapter, Mode, Sha256Digest, Status, WorkerJob, WorkerReport,
 };
 
 use super::{
@@ -20,10 +20,12 @@ type ManifestEdit = Box<dyn Fn(&mut Manifest, &Path)>;
 /// An edit of the worker job (given the scratch root).
 type JobEdit = Box<dyn Fn(&mut WorkerJob, &Path)>;
 
-/// A tamper of the manifest, the job or the artifact, and the field the worker must name.
+/// A tamper of the manifest, the job or the artifact, the field the worker must name and,
+/// where both workers word it alike, what the error must say.
 struct Tamper {
     name: &'static str,
     field: String,
+    says: Option<String>,
     manifest: ManifestEdit,
     job: JobEdit,
 }
@@ -44,6 +46,37 @@ fn copy_fixture(fixture: &Path, m: &mut Manifest, root: &Path, case: &str) -> Pa
     }
     m.cases.get_mut(case).expect("the fixture case").path = dir.clone();
     dir
+}
+
+/// The key an unknown-key tamper adds.
+const UNKNOWN_KEY: &str = "conformance_unknown";
+
+/// A tamper that adds [`UNKNOWN_KEY`] to the manifest's object at the JSON `pointer` and
+/// re-pins the manifest (the job follows), so that only the unknown key is wrong: refused as
+/// serde refuses it, naming `manifest_path`.
+fn unknown_key(name: &'static str, pointer: String) -> Tamper {
+    let job: JobEdit = Box::new(move |j, _| {
+        let mut value: serde_json::Value = serde_json::from_slice(&std::fs::read(&j.manifest_path).unwrap()).unwrap();
+        let object = value.pointer_mut(&pointer).and_then(serde_json::Value::as_object_mut);
+        object.expect("the tampered object").insert(UNKNOWN_KEY.into(), serde_json::Value::Bool(true));
+        let mut bytes = serde_json::to_vec_pretty(&value).unwrap();
+        bytes.push(b'\n');
+        std::fs::write(&j.manifest_path, &bytes).unwrap();
+        std::fs::write(pins::pin_path(&j.manifest_path), pins::pin_text(&j.manifest_path, &bytes)).unwrap();
+        j.manifest_sha256 = Sha256Digest::of_bytes(&bytes);
+    });
+    Tamper {
+        name,
+        field: "manifest_path".into(),
+        says: Some(format!("unknown field `{UNKNOWN_KEY}`")),
+        manifest: Box::new(|_, _| {}),
+        job,
+    }
+}
+
+/// `key` as one token of a JSON pointer.
+fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// The tampers of `set`'s fixture: `source` is one of its pinned worker files, `missing` a pinned
@@ -68,12 +101,14 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "job schema version",
             field: "schema_version".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(|j, _| j.schema_version = 2),
         },
         Tamper {
             name: "job for the other adapter",
             field: "adapter".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(|j, _| {
                 j.adapter = if j.adapter == Adapter::Stock { Adapter::Controlled } else { Adapter::Stock }
@@ -82,6 +117,7 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "run-policy value differs from the manifest",
             field: "run_policy.measured_requests".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(|j, _| j.run_policy.measured_requests += 1),
         },
@@ -91,6 +127,7 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
             Tamper {
                 name: "repo_root names another checkout",
                 field: "repo_root".into(),
+                says: None,
                 manifest: none_m(),
                 job: Box::new(|j, root| j.repo_root = root.to_owned()),
             }
@@ -98,6 +135,7 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
             Tamper {
                 name: "repo_root names no folder",
                 field: "repo_root".into(),
+                says: None,
                 manifest: none_m(),
                 job: Box::new(|j, root| j.repo_root = root.join("no-such-checkout")),
             }
@@ -105,12 +143,14 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "manifest digest in the job is wrong",
             field: "manifest_sha256".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(move |j, _| flip(&mut j.manifest_sha256)),
         },
         Tamper {
             name: "manifest edited without re-pinning",
             field: "manifest_sha256".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(|j, _| {
                 // The job follows the edited bytes; the pin beside the manifest does not.
@@ -123,30 +163,35 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "prompt id changed",
             field: "prompt_ids".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(|j, _| j.prompt_ids[0] += 1),
         },
         Tamper {
             name: "prompt digest changed",
             field: "prompt_sha256".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(move |j, _| flip(&mut j.prompt_sha256)),
         },
         Tamper {
             name: "stop set differs from the case's",
             field: "stop_ids".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(|j, _| j.stop_ids = vec![510, 511]),
         },
         Tamper {
             name: "continuation in headline mode",
             field: "continuation".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(|j, _| j.continuation = Some(vec![1; 32])),
         },
         Tamper {
             name: "worker source byte changed",
             field: format!("worker_sources.{set_name}[{stock_file:?}]"),
+            says: None,
             manifest: Box::new({
                 let (f, set) = (stock_file.clone(), set.to_owned());
                 move |m, _| flip(source_set(m, &set).get_mut(&f).expect("a pinned source"))
@@ -156,6 +201,7 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "worker file added (not pinned)",
             field: format!("worker_sources.{set_name}"),
+            says: None,
             manifest: Box::new({
                 let (f, set) = (stock_file.clone(), set.to_owned());
                 move |m, _| {
@@ -167,6 +213,7 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "worker file removed (pinned, missing)",
             field: format!("worker_sources.{set_name}[{missing:?}]"),
+            says: None,
             manifest: Box::new({
                 let set = set.to_owned();
                 move |m, _| {
@@ -178,6 +225,7 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "stray model-extra.safetensors beside the case",
             field: format!("{case_q}.files"),
+            says: None,
             manifest: Box::new({
                 let (case, fixture) = (case.clone(), fixture_dir.clone());
                 move |m, root| {
@@ -190,6 +238,7 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "artifact byte flipped",
             field: format!("{case_q}.files[\"config.json\"]"),
+            says: None,
             manifest: Box::new({
                 let (case, fixture) = (case.clone(), fixture_dir.clone());
                 move |m, root| {
@@ -204,6 +253,7 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "case path escapes the repository",
             field: format!("{case_q}.path"),
+            says: None,
             manifest: Box::new({
                 let case = case.clone();
                 move |m, _| m.cases.get_mut(&case).unwrap().path = PathBuf::from("../outside")
@@ -213,42 +263,62 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         Tamper {
             name: "cell not in the manifest",
             field: "cells".into(),
+            says: None,
             manifest: Box::new(|m, _| m.cells.retain(|c| c.mode != Mode::Headline)),
             job: none_j(),
         },
         Tamper {
             name: "lock file edited (its pin differs)",
             field: "environment.lock_sha256".into(),
+            says: None,
             manifest: Box::new(move |m, _| flip(&mut m.environment.lock_sha256)),
             job: Box::new(move |j, _| flip(&mut j.environment.lock_sha256)),
         },
         Tamper {
             name: "installed mlx_lm file edited (the freeze differs)",
             field: "environment.mlx_lm_freeze_sha256".into(),
+            says: None,
             manifest: Box::new(move |m, _| flip(&mut m.environment.mlx_lm_freeze_sha256)),
             job: Box::new(move |j, _| flip(&mut j.environment.mlx_lm_freeze_sha256)),
         },
         Tamper {
             name: "libmlx differs from its pin",
             field: "environment.libmlx_sha256".into(),
+            says: None,
             manifest: Box::new(move |m, _| flip(&mut m.environment.libmlx_sha256)),
             job: Box::new(move |j, _| flip(&mut j.environment.libmlx_sha256)),
         },
         Tamper {
             name: "mlx version differs from its pin",
             field: "environment.mlx_version".into(),
+            says: None,
             manifest: Box::new(|m, _| m.environment.mlx_version = "0.0.1".into()),
             job: Box::new(|j, _| j.environment.mlx_version = "0.0.1".into()),
         },
         Tamper {
             name: "job environment differs from the manifest's",
             field: "environment.mlx_lm_version".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(|j, _| j.environment.mlx_lm_version = "0.0.1".into()),
         },
         Tamper {
+            name: "prompt's continuation digest wrong (manifest re-pinned)",
+            field: format!("prompts[{prompt:?}].continuation_sha256"),
+            says: None,
+            manifest: Box::new({
+                let prompt = prompt.clone();
+                move |m, _| flip(&mut m.prompts.get_mut(&prompt).expect("the fixture prompt").continuation_sha256)
+            }),
+            job: none_j(),
+        },
+        unknown_key("unknown key inside a case", format!("/cases/{}", pointer_token(&case))),
+        unknown_key("unknown key inside a prompt", format!("/prompts/{}", pointer_token(&prompt))),
+        unknown_key("unknown key inside the run policy", "/run_policy".into()),
+        Tamper {
             name: "prompt of another name",
             field: "prompt_id".into(),
+            says: None,
             manifest: none_m(),
             job: Box::new(move |j, _| j.prompt_id = format!("{prompt}-other")),
         },
@@ -298,8 +368,17 @@ fn refused_naming_the_field(suite: &Suite, tamper: &Tamper) -> Result<Option<Str
     let report = std::fs::read(out.join(REPORT_FILE)).map(|b| serde_json::from_slice::<WorkerReport>(&b));
     Ok(match report {
         Ok(Ok(report)) => match report.error.as_deref() {
-            Some(error) if error.starts_with(&expected) && report.status == Status::Failed => None,
-            other => Some(format!("expected an error starting {expected:?}, found {other:?}")),
+            Some(error)
+                if error.starts_with(&expected)
+                    && tamper.says.as_ref().is_none_or(|says| error.contains(says.as_str()))
+                    && report.status == Status::Failed =>
+            {
+                None
+            }
+            other => {
+                let says = tamper.says.as_ref().map(|s| format!(" and saying {s:?}")).unwrap_or_default();
+                Some(format!("expected an error starting {expected:?}{says}, found {other:?}"))
+            }
         },
         Ok(Err(err)) => Some(format!("{REPORT_FILE} does not parse: {err}")),
         Err(err) => Some(format!("no {REPORT_FILE}: {err}")),

@@ -135,6 +135,8 @@ pub enum Mode {
 }
 
 impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Headline, Mode::FixedContinuation, Mode::ReferencePair];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Headline => "headline",

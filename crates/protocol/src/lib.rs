@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod backend;
+pub mod constants;
 pub mod digest;
 pub mod exit;
 pub mod freeze;

@@ -20,7 +20,7 @@ use crate::{
     freeze::{freeze_tree, Freeze, TreeError},
     installed::{lock_path, selected_environment, Installed, InstalledError},
     job::{token_ids_sha256, EnvironmentPins},
-    manifest::{Case, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
+    manifest::{Case, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
     policy::PolicyError,
     sources::{adapter_sources, check_relative, sources_root, PathRefusal},
     Adapter, Backend, RunPolicy, Sha256Digest,
@@ -304,6 +304,17 @@ pub fn check_policy(policy: &RunPolicy) -> Vec<PinError> {
     out
 }
 
+/// The prompt's `continuation_sha256` against its continuation as listed (a check of
+/// [`check_structure`], and of every worker for its job's prompt).
+pub fn check_continuation_digest(id: &str, prompt: &Prompt) -> Option<PinError> {
+    let actual = token_ids_sha256(&prompt.continuation);
+    (actual != prompt.continuation_sha256).then(|| PinError::TokenDigest {
+        field: format!("prompts[{id:?}].continuation_sha256"),
+        expected: prompt.continuation_sha256,
+        actual,
+    })
+}
+
 /// Every structural check: the policy, ids, references between cells, prompts and cases,
 /// prompt and continuation digests, stop sets, and the shape of the artifact and source pins
 /// (paths are checked by [`check_confinement`]).
@@ -361,14 +372,7 @@ pub fn check_structure(manifest: &Manifest) -> Vec<PinError> {
                 actual: prompt.continuation.len(),
             });
         }
-        let actual = token_ids_sha256(&prompt.continuation);
-        if actual != prompt.continuation_sha256 {
-            out.push(PinError::TokenDigest {
-                field: format!("{field}.continuation_sha256"),
-                expected: prompt.continuation_sha256,
-                actual,
-            });
-        }
+        out.extend(check_continuation_digest(id, prompt));
     }
     let mut seen = BTreeSet::new();
     for (i, cell) in manifest.cells.iter().enumerate() {

@@ -87,7 +87,13 @@ impl Site {
         )
     }
 
-    fn forces_deadline(self) -> bool {
+    /// Whether the site is one a decode loop reaches itself, before one of its forwards.
+    pub fn before_forward(self) -> bool {
+        matches!(self, Site::BeforePrefillChunk | Site::BeforeSeedForward | Site::BeforeDecodeStep)
+    }
+
+    /// Whether the site first moves the watchdog deadline to now and waits for the fire.
+    pub fn forces_deadline(self) -> bool {
         matches!(self, Site::RequestLoop | Site::FinalRequest | Site::Stall)
     }
 }

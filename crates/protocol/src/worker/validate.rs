@@ -83,6 +83,10 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
         PinError::SchemaVersion { expected, actual, .. } => {
             Refusal::mismatch("manifest.schema_version", expected, actual)
         }
+        // serde's own words name the key or value it refused (an unknown field at any depth).
+        PinError::ManifestParse { path, source } => {
+            Refusal::new("manifest_path", format!("failed to parse {}: {source}", path.display()))
+        }
         other => refusal(&other, "manifest_path"),
     })?;
 
@@ -122,6 +126,9 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
     let ids_digest = token_ids_sha256(&job.prompt_ids);
     if ids_digest != prompt.sha256 {
         return Err(Refusal::mismatch("prompt_sha256", prompt.sha256, format!("{ids_digest} for the ids as listed")));
+    }
+    if let Some(err) = pins::check_continuation_digest(&job.prompt_id, prompt) {
+        return Err(refusal(&err, "prompts"));
     }
     if let (Mode::FixedContinuation, Some(continuation)) = (job.mode, &job.continuation) {
         if *continuation != prompt.continuation {

@@ -25,18 +25,25 @@ What the author writes
 The adapter name is `stock` or a declared name (`^[a-z][a-z0-9_-]{0,31}$`, not `controlled`
 or `stock`) with an entry in the manifest's `adapters` map (examples/adapters/README.md).
 
+The protocol's constants (file names, environment variables, hook sites, statuses and exit
+codes, schema versions, the request plan's rule, the key sets of the job and the manifest) are
+read at import from protocol_constants.json beside this package's modules, generated from the
+Rust definitions (crates/protocol/src/constants.rs) and checked there for staleness.
+
 What the kit does (runner.run_worker), in the protocol's order
 ---------------------------------------------------------------
 1. Out dir: refuses a missing DIR or a file in its place, writing nothing (exit 1); reads the
    test hook and test slowdown variables (an unknown site is refused the same way).
 2. Claim: creates DIR/worker-claim exclusively (an existing claim: exit 1, nothing written).
-3. Job: a job.json that cannot be read or lacks its header is refused with no report (exit 1).
+3. Job: a job.json that cannot be read, lacks its header, or has a key the job does not allow
+   (or lacks one it requires) at any depth is refused with no report (exit 1).
 4. Validation (validate.py), each failure a `failed` report whose error names the field:
    schema_version; `adapter` equal to this worker's name; mode; gate; `repo_root` (stock: resolving to
    `root`, its own repository; a declared adapter: the launcher's repository, an absolute
-   folder); the manifest, its digest and its pin; the manifest's keys, and the shape of its
-   optional `adapters` map; case, `model_dir` and the artifact's exact file set; prompt,
-   continuation, cell, stop set; run policy; environment pins and device; the worker's own
+   folder); the manifest, its digest and its pin; the manifest's keys at every depth (an unknown
+   or missing key names `manifest_path`, as serde does), and the shape of its optional
+   `adapters` map; case, `model_dir` and the artifact's exact file set; prompt, its
+   continuation's digest, continuation, cell, stop set; run policy; environment pins and device; the worker's own
    sources (stock: trees tools/stock and tools/kit/python; a declared name: the members of
    `manifest.adapters[name].sources` under the manifest's folder) against `manifest.worker_sources[name]`
    (a changed byte, an added or a removed file); the lock file and its backend; then, importing
@@ -50,8 +57,8 @@ What the kit does (runner.run_worker), in the protocol's order
 6. Ready: the gate FIFO for a gated job, then DIR/worker-ready; the deadline starts; the watchdog
    thread polls every `watchdog_poll_ms` and, `backstop_grace_s` after it fires, writes the
    `timeout` report itself if the main loop has not started writing it.
-7. Requests (`request_plan`): `first`, `warmup`, `measured` by the run policy (reference_pair:
-   one request, phase None). Before each: the cancel/deadline check, the gate wait (deadline
+7. Requests (`request_plan`, by the rule in protocol_constants.json): `first`, `warmup`,
+   `measured` by the run policy (reference_pair: one request, phase None). Before each: the cancel/deadline check, the gate wait (deadline
    paused), the `request_loop` and `stall` hooks. The record `run_request` returns gets its
    `index` and `phase`; a gated job then creates request-<i>-done. A stop (ctx.poll raising
    protocol.Interrupted) drops the request, drains MLX (`mx.synchronize`) and ends `timeout` or

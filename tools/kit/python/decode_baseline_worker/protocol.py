@@ -17,43 +17,38 @@ import threading
 import time
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_TIMEOUT = 3
-EXIT_CANCELLED = 4
+# The protocol's constants, generated from the Rust definitions (crates/protocol/src/constants.rs)
+# and committed beside this module; a test there fails when this file is stale.
+CONSTANTS = json.loads(Path(__file__).with_name("protocol_constants.json").read_text(encoding="utf-8"))
 
-JOB_FILE = "job.json"
-CLAIM_FILE = "worker-claim"
-READY_FILE = "worker-ready"
-REPORT_FILE = "report.json"
-REPORT_TEMP_PREFIX = "report.json.tmp."
-REQUEST_FILE_PREFIX = "request-"
-GATE_POLL_S = 0.0002
-GATE_WAKE_TIMEOUT_S = 0.02
-GATE_FIFO = "gate"
-LAUNCHER_MESSAGE = "out_dir must be created by the launcher"
+STATUS_EXIT = CONSTANTS["status_exit_codes"]
+EXIT_OK = STATUS_EXIT["ok"]
+EXIT_FAILED = STATUS_EXIT["failed"]
+EXIT_TIMEOUT = STATUS_EXIT["timeout"]
+EXIT_CANCELLED = STATUS_EXIT["cancelled"]
 
-SLOWDOWN_ENV = "DECODE_BASELINE_TEST_SLOWDOWN_US"
-SLOWDOWN_ADAPTER_ENV = "DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER"
-HOOK_ENV = "DECODE_BASELINE_TEST_HOOK"
-HOOK_REQUEST_ENV = "DECODE_BASELINE_TEST_HOOK_REQUEST"
-HOOK_SITES = (
-    "after_claim",
-    "after_ready",
-    "before_prefill_chunk",
-    "before_seed_forward",
-    "before_decode_step",
-    "request_loop",
-    "final_request",
-    "stall",
-    "before_report_write",
-)
+_FILES = CONSTANTS["files"]
+JOB_FILE = _FILES["job"]
+CLAIM_FILE = _FILES["claim"]
+READY_FILE = _FILES["ready"]
+REPORT_FILE = _FILES["report"]
+REPORT_TEMP_PREFIX = _FILES["report_temp_prefix"]
+REQUEST_FILE_PREFIX = _FILES["request_prefix"]
+GATE_FIFO = _FILES["gate_fifo"]
+GATE_POLL_S = CONSTANTS["gate"]["poll_s"]
+GATE_WAKE_TIMEOUT_S = CONSTANTS["gate"]["wake_timeout_s"]
+LAUNCHER_MESSAGE = CONSTANTS["launcher_message"]
+
+_ENV = CONSTANTS["env"]
+SLOWDOWN_ENV = _ENV["slowdown"]
+SLOWDOWN_ADAPTER_ENV = _ENV["slowdown_adapter"]
+HOOK_ENV = _ENV["hook"]
+HOOK_REQUEST_ENV = _ENV["hook_request"]
+HOOK_SITES = tuple(site["name"] for site in CONSTANTS["hook_sites"])
 # The sites a decode loop reaches itself, before its forwards; a loop offers some of them.
-FORWARD_SITES = ("before_prefill_chunk", "before_seed_forward", "before_decode_step")
-PER_REQUEST_SITES = frozenset([*FORWARD_SITES, "request_loop", "stall"])
-DEADLINE_SITES = frozenset(["request_loop", "final_request", "stall"])
-
-STATUS_EXIT = {"ok": EXIT_OK, "failed": EXIT_FAILED, "timeout": EXIT_TIMEOUT, "cancelled": EXIT_CANCELLED}
+FORWARD_SITES = tuple(site["name"] for site in CONSTANTS["hook_sites"] if site["before_forward"])
+PER_REQUEST_SITES = frozenset(site["name"] for site in CONSTANTS["hook_sites"] if site["per_request"])
+DEADLINE_SITES = frozenset(site["name"] for site in CONSTANTS["hook_sites"] if site["forces_deadline"])
 
 
 class Refused(Exception):

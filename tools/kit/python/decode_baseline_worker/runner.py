@@ -15,22 +15,19 @@ import time
 from . import protocol as proto
 from . import validate as checks
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = proto.CONSTANTS["schema_versions"]["report"]
 _IMPORTED_NS = time.perf_counter_ns()
 
 
 def request_plan(job):
-    """[(index, phase, last)] for the job's mode: `first`, `warmup`, `measured` requests by the
-    run policy for headline and fixed_continuation, one request of phase None for reference_pair."""
-    if job["mode"] == "reference_pair":
-        phases = [None]
-    else:
-        policy = job["run_policy"]
-        phases = (
-            ["first"] * policy["first_requests"]
-            + ["warmup"] * policy["warmup_requests"]
-            + ["measured"] * policy["measured_requests"]
-        )
+    """[(index, phase, last)] for the job's mode, by the rule of crates/protocol/src/worker/run.rs
+    (protocol_constants.json `request_plan`): runs of one phase, each counted by a run-policy
+    field or a fixed number (`first`, `warmup`, `measured` for headline and fixed_continuation,
+    one request of phase None for reference_pair)."""
+    phases = []
+    for run in proto.CONSTANTS["request_plan"][job["mode"]]:
+        count = run["count"]
+        phases += [run["phase"]] * (job["run_policy"][count] if isinstance(count, str) else count)
     return [(i, phase, i + 1 == len(phases)) for i, phase in enumerate(phases)]
 
 
@@ -82,6 +79,10 @@ def run_worker(adapter, load, *, root=None, argv=None, started_ns=None):
         header = {k: job[k] for k in ("run_id", "adapter", "mode", "case_id", "prompt_id")}
     except (OSError, ValueError, KeyError, TypeError) as err:
         print(f"worker refused: failed to read {out / proto.JOB_FILE}: {err!r}", file=sys.stderr, flush=True)
+        return proto.EXIT_FAILED
+    wrong = checks.key_error(job, checks.JOB_SHAPE)
+    if wrong:
+        print(f"worker refused: failed to parse {out / proto.JOB_FILE}: {wrong}", file=sys.stderr, flush=True)
         return proto.EXIT_FAILED
 
     slot = proto.ReportSlot(

@@ -11,25 +11,24 @@ libmlx the process actually mapped). Every failure raises Refusal naming the fie
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-import re
+from .protocol import CONSTANTS, Refusal, mismatch
 
-from .protocol import Refusal, mismatch
-
-MANIFEST_SCHEMA_VERSION = 1
-WORKER_JOB_SCHEMA_VERSION = 1
+MANIFEST_SCHEMA_VERSION = CONSTANTS["schema_versions"]["manifest"]
+WORKER_JOB_SCHEMA_VERSION = CONSTANTS["schema_versions"]["worker_job"]
 # The stock worker's sources by rule: its own tree and this kit's (crates/protocol/src/sources.rs).
-STOCK_ROOTS = ("tools/stock", "tools/kit/python")
-BUILT_IN_ADAPTERS = ("controlled", "stock")
+STOCK_ROOTS = tuple(CONSTANTS["adapters"]["stock_roots"])
+BUILT_IN_ADAPTERS = tuple(CONSTANTS["adapters"]["built_in"])
 # A declared adapter's name (the manifest's `adapters` keys).
-ADAPTER_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-ADAPTER_KEYS = {"command", "interpreter", "sources"}
-INTERPRETERS = (None, "python")
+ADAPTER_NAME = re.compile(CONSTANTS["adapters"]["name_pattern"].removeprefix("^").removesuffix("$"))
+INTERPRETERS = (None, *CONSTANTS["adapters"]["interpreters"])
+MODES = tuple(CONSTANTS["request_plan"])
 # The selected environment and its lock, by the rules of crates/protocol/src/installed.rs.
-ENV_NAME_ENV = "DECODE_BASELINE_ENV"
+ENV_NAME_ENV = CONSTANTS["env"]["environment"]
 LOCK_FILE_NAME = "requirements-macos.lock" if sys.platform == "darwin" else "requirements-linux.lock"
 
 
@@ -45,20 +44,12 @@ def lock_path():
 
 
 LIBMLX_NAME = "libmlx.dylib" if sys.platform == "darwin" else "libmlx.so"
-POLICY_FIELDS = (
-    "first_requests",
-    "warmup_requests",
-    "measured_requests",
-    "max_new_tokens",
-    "fixed_continuation_steps",
-    "ready_timeout_s",
-    "job_deadline_s",
-    "watchdog_poll_ms",
-    "backstop_grace_s",
-)
-ENVIRONMENT_FIELDS = ("backend", "lock_sha256", "mlx_version", "mlx_lm_version", "mlx_lm_freeze_sha256", "libmlx_sha256")
-MANIFEST_KEYS = {"schema_version", "cases", "prompts", "cells", "run_policy", "worker_sources", "environment"}
-OPTIONAL_MANIFEST_KEYS = {"environments", "adapters"}
+# The Rust worker's order: sorted by name.
+POLICY_FIELDS = tuple(CONSTANTS["policy_fields"])
+ENVIRONMENT_FIELDS = tuple(CONSTANTS["environment_fields"])
+# The key sets of the manifest and the job at every depth, as serde reads them.
+MANIFEST_SHAPE = CONSTANTS["manifest"]
+JOB_SHAPE = CONSTANTS["job"]
 
 
 # An environment's backend is the one MLX backend package its lock names; on cpu the worker runs
@@ -89,6 +80,32 @@ def token_ids_sha256(ids):
 def q(key):
     """A map key as the Rust side prints it in a field name (Debug of a string)."""
     return json.dumps(key)
+
+
+def key_error(value, shape, where=""):
+    """The first key `value` has that `shape` does not allow, or lacks that it requires, at
+    any depth, worded as serde words it; None when every key is allowed."""
+    if shape is None:
+        return None
+    at = f" at {where}" if where else ""
+    if "keys" in shape:
+        if not isinstance(value, dict):
+            return None
+        for key in value:
+            if key not in shape["keys"]:
+                expected = ", ".join(f"`{k}`" for k in shape["keys"])
+                return f"unknown field `{key}`{at}, expected one of {expected}"
+        for key in shape["required"]:
+            if key not in value:
+                return f"missing field `{key}`{at}"
+        found = (key_error(value[k], sub, f"{where}.{k}" if where else k) for k, sub in shape["fields"].items() if k in value)
+    elif "values" in shape and isinstance(value, dict):
+        found = (key_error(v, shape["values"], f"{where}[{q(k)}]") for k, v in value.items())
+    elif "items" in shape and isinstance(value, list):
+        found = (key_error(v, shape["items"], f"{where}[{i}]") for i, v in enumerate(value))
+    else:
+        return None
+    return next((err for err in found if err is not None), None)
 
 
 # --- trees and freezes (req/manifest.md) ------------------------------------------------------
@@ -177,9 +194,8 @@ def check_adapters(adapters):
         field = f"adapters[{q(name)}]"
         if not is_declared_name(name):
             raise Refusal(field, f"expected a name matching {ADAPTER_NAME.pattern} other than {BUILT_IN_ADAPTERS}")
-        if not isinstance(entry, dict) or not {"command", "sources"} <= set(entry) <= ADAPTER_KEYS:
-            found = sorted(entry) if isinstance(entry, dict) else entry
-            raise mismatch(field, "an object with `command`, `sources` and optionally `interpreter`", found)
+        if not isinstance(entry, dict):
+            raise mismatch(field, "an object with `command`, `sources` and optionally `interpreter`", entry)
         command = entry["command"]
         if not isinstance(command, list) or not command or not all(isinstance(w, str) for w in command):
             raise mismatch(f"{field}.command", "a non-empty list of strings", command)
@@ -204,7 +220,7 @@ def validate_job(job, worker_repo, adapter):
         raise mismatch("schema_version", WORKER_JOB_SCHEMA_VERSION, job["schema_version"])
     if job["adapter"] != adapter:
         raise mismatch("adapter", adapter, job["adapter"])
-    if job["mode"] not in ("headline", "fixed_continuation", "reference_pair"):
+    if job["mode"] not in MODES:
         raise Refusal("mode", f"unknown mode {job['mode']!r}")
     if not isinstance(job.get("gate", False), bool):
         raise Refusal("gate", f"expected true or false, found {job['gate']!r}")
@@ -241,12 +257,9 @@ def validate_job(job, worker_repo, adapter):
     if not isinstance(manifest, dict) or manifest.get("schema_version") != MANIFEST_SCHEMA_VERSION:
         found = manifest.get("schema_version") if isinstance(manifest, dict) else None
         raise mismatch("manifest.schema_version", MANIFEST_SCHEMA_VERSION, found)
-    if not MANIFEST_KEYS <= set(manifest) <= MANIFEST_KEYS | OPTIONAL_MANIFEST_KEYS:
-        raise mismatch(
-            "manifest_path",
-            f"a manifest with the keys {sorted(MANIFEST_KEYS)} (and optionally {sorted(OPTIONAL_MANIFEST_KEYS)})",
-            sorted(manifest),
-        )
+    wrong = key_error(manifest, MANIFEST_SHAPE)
+    if wrong:
+        raise Refusal("manifest_path", f"failed to parse {manifest_path}: {wrong}")
     if "adapters" in manifest:
         check_adapters(manifest["adapters"])
 
@@ -290,6 +303,13 @@ def validate_job(job, worker_repo, adapter):
         raise mismatch("prompt_sha256", prompt["sha256"], job["prompt_sha256"])
     if actual != prompt["sha256"]:
         raise mismatch("prompt_sha256", prompt["sha256"], f"{actual} for the ids as listed")
+    actual = token_ids_sha256(prompt["continuation"])
+    if actual != prompt["continuation_sha256"]:
+        raise mismatch(
+            f"prompts[{q(prompt_id)}].continuation_sha256",
+            f"token-id sha256 {prompt['continuation_sha256']}",
+            f"{actual} for the ids as listed",
+        )
     policy = manifest["run_policy"]
     if job["mode"] == "fixed_continuation":
         continuation = job["continuation"]
@@ -297,8 +317,6 @@ def validate_job(job, worker_repo, adapter):
             raise Refusal("continuation", "required in fixed_continuation mode, found null")
         if continuation != prompt["continuation"]:
             raise Refusal("continuation", f"differs from prompts[{q(prompt_id)}].continuation")
-        if token_ids_sha256(continuation) != prompt["continuation_sha256"]:
-            raise mismatch("continuation", prompt["continuation_sha256"], token_ids_sha256(continuation))
         if len(continuation) != policy["fixed_continuation_steps"]:
             raise mismatch("continuation", f"{policy['fixed_continuation_steps']} ids", len(continuation))
     elif job["continuation"] is not None:
