@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
-use crate::{Adapter, Backend, DeviceKind, Mode, Sha256Digest};
+use crate::{Adapter, Backend, DeviceKind, ExitCode, Mode, Sha256Digest};
 
 /// The version of [`WorkerReport`] this code reads and writes.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -25,6 +25,19 @@ pub enum Status {
     Timeout,
     /// SIGTERM or SIGINT arrived; only complete requests are recorded.
     Cancelled,
+}
+
+impl Status {
+    /// The exit code a worker whose report has this status ends with (`req/protocol.md`): the
+    /// one mapping, for the worker that exits with it and every reader that checks it.
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Status::Ok => ExitCode::Ok,
+            Status::Failed => ExitCode::Failed,
+            Status::Timeout => ExitCode::Timeout,
+            Status::Cancelled => ExitCode::Cancelled,
+        }
+    }
 }
 
 /// Where a request sits in the run policy.
