@@ -12,8 +12,8 @@ use std::{
 
 use anyhow::{bail, ensure, Context};
 use decode_baseline_protocol::{
-    once,
     manifest::{Cell, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
+    once,
     pins::{built_in_sources, environment_pins, is_path_safe_id, pin_path, pin_text},
     session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
     Adapter, ExitCode, Mode, RunPolicy,

@@ -89,7 +89,6 @@ fn check_key_sets(value: &Value) -> Result<(), Failure> {
     Ok(())
 }
 
-
 /// Every check a launcher makes on any report; returns the report.
 pub fn check_report(setup: &Setup, finished: &Finished) -> Result<WorkerReport, Failure> {
     let (report, value) = setup.report()?;

@@ -58,7 +58,9 @@ pub fn write_session(dir: &Path, report: &SessionReport) -> Result<(), OutputErr
     match once::link_new(&temp, &path, &session_bytes(report)) {
         Ok(Linked::Written) => Ok(()),
         Ok(Linked::Exists) => Err(OutputError::Exists { path }),
-        Err(LinkError::Temp { source, .. } | LinkError::Link { source, .. }) => Err(OutputError::Write { path, source }),
+        Err(LinkError::Temp { source, .. } | LinkError::Link { source, .. }) => {
+            Err(OutputError::Write { path, source })
+        }
     }
 }
 

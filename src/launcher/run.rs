@@ -9,13 +9,13 @@ use std::{
 use anyhow::Context;
 use decode_baseline::host;
 use decode_baseline_protocol::{
+    once,
     pins::{self, PinError},
     report::Status,
     session::{
         self, CaseFiles, HostFacts, InterventionReason, InterventionSignal, LauncherMarker, LeaseFacts, SessionReport,
         SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
     },
-    once,
     worker::JOB_FILE,
     Adapter, ExitCode,
 };
@@ -249,7 +249,8 @@ fn execute(session: &Session, quiet_wait: u64, execution: &mut dyn Execution) ->
     for group in session.groups.iter().cloned() {
         let members = &session.prepared[group];
         if interrupts.count() > 0 {
-            let not_started = members.iter().map(|p| format!("{}: not started, the session was cancelled", p.job.run_id));
+            let not_started =
+                members.iter().map(|p| format!("{}: not started, the session was cancelled", p.job.run_id));
             executed.problems.extend(not_started);
             continue;
         }
@@ -738,6 +739,10 @@ mod tests {
         assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::WorkerFailed);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert_eq!(report.status, SessionStatus::WorkerFailed);
-        assert!(report.problems.iter().any(|p| p.contains("worker ended Failed: validation failed: model_dir")), "{:?}", report.problems);
+        assert!(
+            report.problems.iter().any(|p| p.contains("worker ended Failed: validation failed: model_dir")),
+            "{:?}",
+            report.problems
+        );
     }
 }

@@ -194,7 +194,10 @@ fn bad_session_jobs_name_the_field_and_create_nothing() {
         (with("schema_version", json!(2)), "schema_version must be 1, found 2"),
         (with("cells", json!(["nope.p4.headline"])), "cells names unknown cell \"nope.p4.headline\""),
         (with("adapters", json!(["turbo"])), "adapters names \"turbo\", which the manifest"),
-        (with("adapters", json!(["Turbo!"])), "adapter name \"Turbo!\" is not \"controlled\", \"stock\" or a declared name"),
+        (
+            with("adapters", json!(["Turbo!"])),
+            "adapter name \"Turbo!\" is not \"controlled\", \"stock\" or a declared name",
+        ),
         (with("reference", json!("controlled")), "reference names \"controlled\", which is not in adapters"),
         (with("repetitions", json!(0)), "repetitions must be between 1 and 1000, found 0"),
         (with("repetitions", json!(4294967295u32)), "repetitions must be between 1 and 1000, found 4294967295"),

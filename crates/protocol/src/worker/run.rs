@@ -297,8 +297,8 @@ impl Worker {
         hooks.reach(Site::AfterClaim, None, &cancel, None);
 
         // A job that cannot be read leaves no report: there is nothing to fill its header with.
-        let bytes = std::fs::read(out.job())
-            .map_err(|err| Stop(format!("failed to read {}: {err}", out.job().display())))?;
+        let bytes =
+            std::fs::read(out.job()).map_err(|err| Stop(format!("failed to read {}: {err}", out.job().display())))?;
         let job: WorkerJob = serde_json::from_slice(&bytes)
             .map_err(|err| Stop(format!("failed to parse {}: {err}", out.job().display())))?;
 
@@ -329,13 +329,11 @@ impl Worker {
     /// `worker-ready`; returns the gate, for a gated job.
     fn prepare<D: Driver>(&self, driver: &mut D, started: Instant) -> Result<Option<Gate>, Stop> {
         let job = &self.job;
-        let identity = common_checks(job, driver.adapter())
-            .and_then(|()| driver.validate(job))
-            ?;
+        let identity = common_checks(job, driver.adapter()).and_then(|()| driver.validate(job))?;
         lock(&self.slot).report.identity = Some(identity);
-        driver.load(job).map_err(|message| {
-            Stop(format!("failed to load the model from {}: {message}", job.model_dir.display()))
-        })?;
+        driver
+            .load(job)
+            .map_err(|message| Stop(format!("failed to load the model from {}: {message}", job.model_dir.display())))?;
         let load_ns = nanos(started.elapsed());
         // Made before ready, so that the launcher's first grant finds it.
         let wake = job.gate.then(|| Gate::open(&self.out));
