@@ -7,6 +7,7 @@ mod build_env;
 mod cli;
 mod compare;
 mod conformance;
+mod duration;
 mod environment;
 mod guard;
 mod launcher;

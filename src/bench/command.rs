@@ -13,6 +13,7 @@ use std::{
 use anyhow::{bail, ensure, Context};
 use decode_baseline_protocol::{
     manifest::{Cell, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
+    once,
     pins::{built_in_sources, environment_pins, is_path_safe_id, pin_path, pin_text},
     session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
     Adapter, ExitCode, Mode, RunPolicy,
@@ -409,10 +410,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
+/// Writes `value` as `path` in the new session folder, once ([`once::link_new`]).
 fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
-    manifest_cli::write_atomically(path, &bytes)
+    let name = path.file_name().context("the target has no file name")?.to_string_lossy();
+    let temp = path.with_file_name(format!(".{name}.{}", std::process::id()));
+    match once::link_new(&temp, path, &bytes)? {
+        once::Linked::Written => Ok(()),
+        once::Linked::Exists => bail!("{} already exists; it is never overwritten", path.display()),
+    }
 }
 
 #[cfg(test)]

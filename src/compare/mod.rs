@@ -18,5 +18,4 @@ mod upgrade;
 pub use command::{run, CompareArgs};
 pub use error::CompareError;
 pub use load::load_session;
-pub use render::human_ns;
 pub use samples::{cells, request_pairs, CellData, MeasuredRequest};

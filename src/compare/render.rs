@@ -4,21 +4,12 @@
 
 use decode_baseline::stats::{NoiseBound, ThresholdSource, Verdict, DEFAULT_NOISE_THRESHOLD};
 
+use crate::duration::human_ns;
+
 use super::{
     estimate::{Basis, CompareReport, Kind, Row, RowResult},
     threshold::ThresholdOrigin,
 };
-
-/// Nanoseconds for people: `612.3 µs`, `1.24 ms`, `2.50 s`.
-pub fn human_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.1} µs", ns / 1e3)
-    }
-}
 
 fn verdict_words(v: Verdict) -> &'static str {
     match v {

@@ -89,16 +89,6 @@ fn check_key_sets(value: &Value) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The process exit code of each report status (`req/protocol.md`).
-fn status_code(status: Status) -> i32 {
-    match status {
-        Status::Ok => 0,
-        Status::Failed => 1,
-        Status::Timeout => 3,
-        Status::Cancelled => 4,
-    }
-}
-
 /// Every check a launcher makes on any report; returns the report.
 pub fn check_report(setup: &Setup, finished: &Finished) -> Result<WorkerReport, Failure> {
     let (report, value) = setup.report()?;
@@ -109,7 +99,7 @@ pub fn check_report(setup: &Setup, finished: &Finished) -> Result<WorkerReport, 
     ensure_eq!(report.mode, setup.job.mode, "mode");
     ensure_eq!(report.run_id, setup.job.run_id, "run_id");
     ensure_eq!(report.exit_code, finished.code()?, "report exit_code vs the process's");
-    ensure_eq!(report.exit_code, status_code(report.status), "exit_code of status {:?}", report.status);
+    ensure_eq!(report.exit_code, report.status.exit_code().code(), "exit_code of status {:?}", report.status);
     ensure!(report.status == Status::Ok || report.error.is_some(), "status {:?} without an error", report.status);
     ensure!(report.status != Status::Ok || report.error.is_none(), "status ok with error {:?}", report.error);
     ensure_eq!(report.pid, finished.pid, "report pid vs the spawned process");

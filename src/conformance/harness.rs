@@ -262,10 +262,7 @@ impl<'s> Setup<'s> {
     }
 
     pub fn total_requests(&self) -> usize {
-        match self.job.mode {
-            Mode::ReferencePair => 1,
-            _ => self.job.run_policy.total_requests() as usize,
-        }
+        self.job.run_policy.requests(self.job.mode) as usize
     }
 }
 

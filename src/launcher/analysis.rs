@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::agreement;
-use crate::compare::{human_ns, request_pairs};
+use crate::{compare::request_pairs, duration::human_ns};
 use decode_baseline::host;
 use decode_baseline::stats::{
     drift_between_halves, ratio_of_medians, summarize, summarize_requests, BootstrapConfig, ClusteredSample,

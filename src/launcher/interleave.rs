@@ -121,9 +121,10 @@ pub fn supervise_group(
                     continue;
                 }
                 // A grant that cannot be written leaves the worker waiting until its run limit
-                // ends it; the record says why.
-                match std::fs::write(dirs[m].granted(k), b"") {
+                // ends it; the record says why. One that exists already grants as well.
+                match decode_baseline_protocol::once::create_new(&dirs[m].granted(k), b"") {
                     Ok(()) => wake(&dirs[m]),
+                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => wake(&dirs[m]),
                     Err(err) => {
                         eprintln!(
                             "decode-baseline: failed to grant request {k} in {}: {err}",

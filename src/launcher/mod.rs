@@ -3,6 +3,7 @@
 mod agreement;
 mod analysis;
 mod device;
+mod execute;
 mod interleave;
 mod lease;
 mod memory;

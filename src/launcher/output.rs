@@ -1,9 +1,12 @@
 //! What the launcher leaves behind and shows: `session.json`, written atomically and once, and
 //! the summary table on the terminal.
 
-use std::{io::Write, path::Path};
+use std::path::Path;
 
-use decode_baseline_protocol::session::SessionReport;
+use decode_baseline_protocol::{
+    once::{self, LinkError, Linked},
+    session::SessionReport,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
@@ -47,26 +50,18 @@ pub fn session_bytes(report: &SessionReport) -> Vec<u8> {
     bytes
 }
 
-/// Writes `session.json` into `dir`: a temp file in the same folder, flushed and synced, then
-/// hard-linked to the final name (which fails if it exists), then the temp removed. A failure
-/// leaves neither the temp nor a partial report.
+/// Writes `session.json` into `dir` once ([`once::link_new`], temp `.session.json.<pid>`): a
+/// failure leaves neither the temp nor a partial report, an existing report is never replaced.
 pub fn write_session(dir: &Path, report: &SessionReport) -> Result<(), OutputError> {
     let path = dir.join("session.json");
-    let wrap = |source| OutputError::Write { path: path.clone(), source };
-    let bytes = session_bytes(report);
-    let mut temp = tempfile::Builder::new().prefix(".session.json.").tempfile_in(dir).map_err(wrap)?;
-    // A temp file is private (0600); the report is for everyone who can read the folder.
-    temp.as_file()
-        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
-        .and_then(|_| temp.write_all(&bytes))
-        .and_then(|_| temp.as_file().sync_all())
-        .map_err(wrap)?;
-    match std::fs::hard_link(temp.path(), &path) {
-        Ok(()) => Ok(()),
-        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Err(OutputError::Exists { path }),
-        Err(source) => Err(OutputError::Write { path, source }),
+    let temp = dir.join(format!(".session.json.{}", std::process::id()));
+    match once::link_new(&temp, &path, &session_bytes(report)) {
+        Ok(Linked::Written) => Ok(()),
+        Ok(Linked::Exists) => Err(OutputError::Exists { path }),
+        Err(LinkError::Temp { source, .. } | LinkError::Link { source, .. }) => {
+            Err(OutputError::Write { path, source })
+        }
     }
-    // `temp` is removed when dropped, on every path.
 }
 
 #[cfg(test)]

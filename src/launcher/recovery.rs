@@ -19,10 +19,11 @@ use super::{output, plan, validate};
 
 pub const MARKER: &str = "launcher.json";
 
+/// Writes `launcher.json` into a new session folder, once (create-new).
 pub fn write_marker(session_dir: &Path, marker: &LauncherMarker) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(marker).expect("marker serializes");
     bytes.push(b'\n');
-    std::fs::write(session_dir.join(MARKER), bytes)
+    decode_baseline_protocol::once::create_new(&session_dir.join(MARKER), &bytes)
 }
 
 /// Marks every abandoned session below `output_root` incomplete; returns one line per session.

@@ -9,18 +9,22 @@ use std::{
 use anyhow::Context;
 use decode_baseline::host;
 use decode_baseline_protocol::{
+    once,
     pins::{self, PinError},
     report::Status,
     session::{
         self, CaseFiles, HostFacts, InterventionReason, InterventionSignal, LauncherMarker, LeaseFacts, SessionReport,
         SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
     },
+    worker::JOB_FILE,
     Adapter, ExitCode,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{
-    analysis, device, interleave, lease, memory, output, plan, preflight, recovery,
+    analysis, device,
+    execute::{Execution, Prepared, Processes},
+    lease, memory, output, plan, preflight, recovery,
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -56,7 +60,45 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
+/// Runs a session: prepare (job, manifest, plan, folders, worker jobs) → execute (each group
+/// of workers) → finish (analysis, `session.json`, the table, the exit code).
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let session = match prepare(&args)? {
+        Ok(session) => session,
+        Err(code) => return Ok(code),
+    };
+    if args.dry_run {
+        println!("session folder: {}", session.dir.display());
+        for p in &session.prepared {
+            println!("{}", p.command.join(" "));
+        }
+        return Ok(ExitCode::Ok);
+    }
+    let executed = execute(&session, args.quiet_wait, &mut Processes)?;
+    finish(session, executed, &Show::of(&args))
+}
+
+/// A session with its folder, its marker and every worker's folder and job written.
+struct Session {
+    resolved: session_job::ResolvedJob,
+    loaded: LoadedManifest,
+    cells: Vec<decode_baseline_protocol::manifest::Cell>,
+    /// Ranges of `prepared` that run together (one member when sequential).
+    groups: Vec<std::ops::Range<usize>>,
+    repo: PathBuf,
+    interrupts: Interrupts,
+    id: String,
+    started_utc: String,
+    started: Instant,
+    /// `None` for a dry run.
+    lease: Option<lease::Lease>,
+    dir: PathBuf,
+    prepared: Vec<Prepared>,
+    replaced_programs: BTreeMap<Adapter, Vec<String>>,
+}
+
+/// Prepares a session; `Err` holds the exit code of a session refused before it started.
+fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
     // A full disk can show up as RLIMIT_FSIZE, whose SIGXFSZ would kill the launcher in the
     // middle of writing `session.json` without a word. Ignored, the write fails with EFBIG,
     // the temp is removed and the error is reported. Workers inherit the ignored disposition.
@@ -68,7 +110,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(loaded) => loaded,
         Err(err @ (PinError::ManifestPin { .. } | PinError::PinRead { .. } | PinError::PinFormat { .. })) => {
             eprintln!("decode-baseline: {err}; run `decode-baseline guard` for every check");
-            return Ok(ExitCode::GuardMismatch);
+            return Ok(Err(ExitCode::GuardMismatch));
         }
         Err(err) => return Err(err.into()),
     };
@@ -79,7 +121,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let repo = repo_root();
     if let Err(problem) = check_memory(&loaded, &runs, &groups, &repo) {
         eprintln!("decode-baseline: error: session job {}: order: {problem}", resolved.job_path.display());
-        return Ok(ExitCode::BadInput);
+        return Ok(Err(ExitCode::BadInput));
     }
     let programs: BTreeMap<Adapter, Vec<String>> = resolved
         .job
@@ -91,12 +133,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !args.dry_run && plan::controlled_needs_probe() && runs.iter().any(|r| r.adapter == Adapter::Controlled) {
         if let Err(problem) = preflight::probe_controlled(&plan::controlled_program()) {
             eprintln!("decode-baseline: error: {problem}");
-            return Ok(ExitCode::BadInput);
+            return Ok(Err(ExitCode::BadInput));
         }
     }
     let interrupts = Interrupts::install().context("failed to install the Ctrl-C handler")?;
     let started_utc = utc_now();
-    let session_id = match &args.session_dir {
+    let id = match &args.session_dir {
         Some(dir) => dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
         None => session_id(&started_utc),
     };
@@ -104,31 +146,31 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let lease = if args.dry_run {
         None
     } else {
-        match lease::acquire(&session_id, args.no_wait) {
+        match lease::acquire(&id, args.no_wait) {
             Ok(lease) => Some(lease),
             Err(err @ lease::LeaseError::Busy { .. }) => {
                 eprintln!("decode-baseline: {err}");
-                return Ok(ExitCode::LeaseBusy);
+                return Ok(Err(ExitCode::LeaseBusy));
             }
             Err(err) => return Err(err.into()),
         }
     };
     let started = Instant::now();
     if lease.is_some() {
-        for line in recovery::recover(&resolved.output_root, &session_id, &started_utc) {
+        for line in recovery::recover(&resolved.output_root, &id, &started_utc) {
             eprintln!("decode-baseline: {line}");
         }
     }
-    let session_dir = match &args.session_dir {
+    let dir = match &args.session_dir {
         Some(dir) => dir.clone(),
-        None => create_session_dir(&resolved.output_root, &session_id)?,
+        None => create_session_dir(&resolved.output_root, &id)?,
     };
     if !args.dry_run {
         recovery::write_marker(
-            &session_dir,
+            &dir,
             &LauncherMarker {
                 schema_version: LAUNCHER_MARKER_SCHEMA_VERSION,
-                session_id: session_id.clone(),
+                session_id: id.clone(),
                 pid: std::process::id(),
                 started_utc: started_utc.clone(),
                 job: resolved.job.clone(),
@@ -136,23 +178,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 manifest_sha256: loaded.sha256,
             },
         )
-        .with_context(|| format!("failed to write {}", session_dir.join(recovery::MARKER).display()))?;
+        .with_context(|| format!("failed to write {}", dir.join(recovery::MARKER).display()))?;
     }
 
     // Every worker's folder and job first: a dry run stops here, a real run finds them ready.
     let mut prepared = Vec::new();
     let gated: Vec<bool> = groups.iter().flat_map(|g| std::iter::repeat_n(g.len() > 1, g.len())).collect();
     for (sequence, planned) in runs.iter().enumerate() {
-        let out_dir = session_dir.join(planned.cell.name()).join(planned.folder_name());
+        let out_dir = dir.join(planned.cell.name()).join(planned.folder_name());
         std::fs::create_dir_all(out_dir.parent().unwrap())
             .and_then(|_| std::fs::create_dir(&out_dir))
             .with_context(|| format!("failed to create worker folder {}", out_dir.display()))?;
-        let run_id = format!("{session_id}/{}/{}", planned.cell.name(), planned.folder_name());
+        let run_id = format!("{id}/{}/{}", planned.cell.name(), planned.folder_name());
         let job = worker_job::build(&loaded, &planned.cell, &planned.adapter, run_id, &repo, gated[sequence])?;
         let mut bytes = serde_json::to_vec_pretty(&job)?;
         bytes.push(b'\n');
-        std::fs::write(out_dir.join("job.json"), bytes)
-            .with_context(|| format!("failed to write {}", out_dir.join("job.json").display()))?;
+        let job_path = out_dir.join(JOB_FILE);
+        once::create_new(&job_path, &bytes).with_context(|| format!("failed to write {}", job_path.display()))?;
         let command = plan::worker_command(&programs[&planned.adapter], &out_dir);
         prepared.push(Prepared { sequence: sequence as u32, planned: planned.clone(), out_dir, job, command });
     }
@@ -160,63 +202,67 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for (adapter, argv) in &replaced_programs {
         eprintln!("decode-baseline: {}", analysis::replaced_line(adapter, argv));
     }
-    if args.dry_run {
-        println!("session folder: {}", session_dir.display());
-        for p in &prepared {
-            println!("{}", p.command.join(" "));
-        }
-        return Ok(ExitCode::Ok);
-    }
+    Ok(Ok(Session {
+        resolved,
+        loaded,
+        cells,
+        groups,
+        repo,
+        interrupts,
+        id,
+        started_utc,
+        started,
+        lease,
+        dir,
+        prepared,
+        replaced_programs,
+    }))
+}
 
+/// What the workers of a session left, as the launcher recorded it.
+struct Executed {
+    workers: Vec<WorkerRun>,
+    problems: Vec<String>,
+    /// Wall time spent inside worker groups (members of an interleaved group overlap).
+    groups_wall: std::time::Duration,
+}
+
+/// Runs every group of the session in turn with `execution` and records each worker's run.
+fn execute(session: &Session, quiet_wait: u64, execution: &mut dyn Execution) -> anyhow::Result<Executed> {
     // Taken once the session's folders exist, so that a session folder inside the repository
     // already shows in `git status` when the workers take theirs.
-    let code_version = decode_baseline_protocol::worker::code_version(&repo);
-    let expected: BTreeMap<Adapter, validate::ExpectedIdentity> = resolved
+    let code_version = decode_baseline_protocol::worker::code_version(&session.repo);
+    let expected: BTreeMap<Adapter, validate::ExpectedIdentity> = session
+        .resolved
         .job
         .adapters
         .iter()
-        .map(|a| (a.clone(), validate::ExpectedIdentity::new(&loaded.manifest, a, code_version.clone())))
+        .map(|a| (a.clone(), validate::ExpectedIdentity::new(&session.loaded.manifest, a, code_version.clone())))
         .collect();
-    let total_requests: u64 = prepared.iter().map(|p| expected_requests(&p.job) as u64).sum();
+    let total_requests: u64 = session.prepared.iter().map(|p| u64::from(p.requests())).sum();
     let progress = ProgressBar::new(total_requests).with_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} requests, ~{eta} left  {msg}")
             .expect("valid template"),
     );
-    let mut workers: Vec<WorkerRun> = Vec::new();
-    let mut problems: Vec<String> = Vec::new();
-    // Wall time spent inside worker groups (members of an interleaved group overlap).
-    let mut groups_wall = std::time::Duration::ZERO;
-    for group in groups {
-        let members = &prepared[group];
+    let interrupts = &session.interrupts;
+    let mut executed = Executed { workers: Vec::new(), problems: Vec::new(), groups_wall: Default::default() };
+    for group in session.groups.iter().cloned() {
+        let members = &session.prepared[group];
         if interrupts.count() > 0 {
-            problems
-                .extend(members.iter().map(|p| format!("{}: not started, the session was cancelled", p.job.run_id)));
+            let not_started =
+                members.iter().map(|p| format!("{}: not started, the session was cancelled", p.job.run_id));
+            executed.problems.extend(not_started);
             continue;
         }
         let names: Vec<&str> = members.iter().map(|p| p.planned.adapter.as_str()).collect();
         progress.set_message(format!("{} {}", members[0].planned.cell.name(), names.join(" + ")));
-        let quiet_note = wait_for_quiet(args.quiet_wait, &interrupts, &progress);
+        let quiet_note = wait_for_quiet(quiet_wait, interrupts, &progress);
         let limits = limits(&members[0].job.run_policy, members.len() as u32);
         let children_before = host::reaped_children_cpu_time();
         let sampler = host::HostSampler::start();
         let group_started = Instant::now();
-        let outcomes = if members.len() == 1 {
-            let p = &members[0];
-            let outcome = supervise::supervise(&p.command, &p.out_dir, limits, &interrupts, || progress.tick())?;
-            progress.inc(expected_requests(&p.job) as u64);
-            vec![outcome]
-        } else {
-            let gated: Vec<interleave::Member<'_>> = members
-                .iter()
-                .map(|p| interleave::Member {
-                    argv: &p.command,
-                    out_dir: &p.out_dir,
-                    requests: expected_requests(&p.job),
-                })
-                .collect();
-            interleave::supervise_group(&gated, limits, &interrupts, || progress.tick(), |_| progress.inc(1))?
-        };
-        groups_wall += group_started.elapsed();
+        let outcomes = execution.run_group(members, limits, interrupts, &progress)?;
+        executed.groups_wall += group_started.elapsed();
         let measured =
             host::reaped_children_cpu_time().zip(children_before).map(|(after, before)| after.saturating_sub(before));
         let activity = sampler.finish(measured);
@@ -224,34 +270,55 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             progress.suspend(|| eprintln!("decode-baseline: {}: {note}", members[0].planned.cell.name()));
         }
         for (p, outcome) in members.iter().zip(outcomes) {
-            let mut run = record_run(p, &expected[&p.planned.adapter], outcome, &mut problems);
+            let mut run = record_run(p, &expected[&p.planned.adapter], outcome, &mut executed.problems);
             run.host_activity = Some(activity.clone());
-            workers.push(run);
+            executed.workers.push(run);
         }
     }
     progress.finish_and_clear();
+    Ok(executed)
+}
 
-    let reference = resolved.job.reference();
-    let analysis = analysis::analyze(&workers, &cells, resolved.job.order, &reference);
+/// Where the end of a session is shown.
+struct Show {
+    /// The session report as JSON on stdout instead of the table.
+    json: bool,
+    /// Nothing on stdout (problems still go to stderr).
+    quiet: bool,
+}
+
+impl Show {
+    fn of(args: &RunArgs) -> Self {
+        Self { json: args.json, quiet: args.quiet }
+    }
+}
+
+/// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
+/// the result and returns the session's exit code.
+fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<ExitCode> {
+    let Executed { workers, mut problems, groups_wall } = executed;
+    let reference = session.resolved.job.reference();
+    let analysis = analysis::analyze(&workers, &session.cells, session.resolved.job.order, &reference);
     problems.extend(analysis.problems.iter().cloned());
-    let status = session_status(&workers, &interrupts, &problems);
-    let wall = started.elapsed();
+    let status = session_status(&workers, &session.interrupts, &problems);
+    let wall = session.started.elapsed();
     let workers_wall = groups_wall.as_nanos() as u64;
+    let lease = session.lease;
     let report = SessionReport {
         schema_version: SESSION_REPORT_SCHEMA_VERSION,
-        session_id,
+        session_id: session.id,
         status,
-        job: resolved.job.clone(),
-        manifest_path: loaded.path.clone(),
-        manifest_sha256: loaded.sha256,
-        model_files: Some(model_files(&loaded, &cells)),
+        job: session.resolved.job.clone(),
+        manifest_path: session.loaded.path.clone(),
+        manifest_sha256: session.loaded.sha256,
+        model_files: Some(model_files(&session.loaded, &session.cells)),
         host: Some(host_facts()),
         device: device::identify(&workers),
         lease: Some(LeaseFacts {
             path: lease.as_ref().map(|l| l.path.clone()),
             waited_ns: lease.as_ref().map(|l| l.waited.as_nanos() as u64),
         }),
-        started_utc,
+        started_utc: session.started_utc,
         finished_utc: utc_now(),
         wall_ns: wall.as_nanos() as u64,
         launcher_overhead_ns: (wall.as_nanos() as u64).saturating_sub(workers_wall),
@@ -259,9 +326,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         workers,
         analysis: Some(analysis.body.clone()),
         problems,
-        unpinned: !replaced_programs.is_empty(),
-        replaced_programs,
+        unpinned: !session.replaced_programs.is_empty(),
+        replaced_programs: session.replaced_programs,
     };
+    let session_dir = session.dir;
     if let Err(err) = output::write_session(&session_dir, &report) {
         // The session ran and only its record is missing: not bad input. The worker folders stay
         // for the next launcher, which marks the session incomplete.
@@ -281,11 +349,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("decode-baseline: warning: {} not written: {err:#}", session_dir.join(crate::report::PAGE).display());
     }
     drop(lease);
-    if args.quiet {
+    if show.quiet {
         for problem in &report.problems {
             eprintln!("problem: {problem}");
         }
-    } else if args.json {
+    } else if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", analysis::table(&report, &analysis.body));
@@ -294,13 +362,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         println!("session: {:?}, report: {}", report.status, session_dir.join("session.json").display());
     }
-    Ok(match status {
-        SessionStatus::Ok => ExitCode::Ok,
-        SessionStatus::ValidationFailed => ExitCode::Failed,
-        SessionStatus::WorkerFailed | SessionStatus::Incomplete => ExitCode::WorkerFailed,
-        SessionStatus::Timeout => ExitCode::Timeout,
-        SessionStatus::Cancelled => ExitCode::Cancelled,
-    })
+    Ok(status.exit_code())
 }
 
 /// Refuses a group of runs whose models' weights, loaded at once, exceed the available memory.
@@ -320,15 +382,6 @@ fn check_memory(
         memory::check_fits(&runs[group.start].cell.name(), group.len(), needed, available)?;
     }
     Ok(())
-}
-
-/// A worker run with its folder and job written, ready to start.
-struct Prepared {
-    sequence: u32,
-    planned: plan::PlannedRun,
-    out_dir: PathBuf,
-    job: decode_baseline_protocol::WorkerJob,
-    command: Vec<String>,
 }
 
 /// The launcher's limits for a worker that runs in a group of `members` (1 when sequential).
@@ -450,13 +503,6 @@ fn describe(intervention: Intervention, sent: Option<nix::sys::signal::Signal>) 
     Some(session::Intervention { reason, signal })
 }
 
-fn expected_requests(job: &decode_baseline_protocol::WorkerJob) -> u32 {
-    match job.mode {
-        decode_baseline_protocol::Mode::ReferencePair => 1,
-        _ => job.run_policy.total_requests(),
-    }
-}
-
 /// Reads the manifest and checks it against its pin; the workers check everything else it pins.
 fn load_manifest(path: &Path) -> Result<LoadedManifest, PinError> {
     let (manifest, bytes) = pins::load_manifest(path)?;
@@ -501,5 +547,202 @@ fn host_facts() -> HostFacts {
         arch: std::env::consts::ARCH.to_owned(),
         cpus: std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX)),
         cpu_model: device::cpu_model(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{os::unix::process::ExitStatusExt, process::ExitStatus, time::Duration};
+
+    use decode_baseline_protocol::{
+        report::{Identity, Phase, RequestRecord, StepRecord, WorkerReport},
+        worker::{pinned_sources_sha256, Marker, CLAIM_FILE, REPORT_FILE},
+        Mode, REPORT_SCHEMA_VERSION,
+    };
+
+    use super::*;
+
+    /// An in-process stand-in for the worker processes: each member leaves its claim and a
+    /// report of the given status, as a worker of its job would, and "exits" accordingly.
+    struct FakeWorkers {
+        status: Status,
+        code_version: String,
+        manifest: decode_baseline_protocol::manifest::Manifest,
+    }
+
+    impl FakeWorkers {
+        fn report(&self, p: &Prepared, pid: u32) -> WorkerReport {
+            let job = &p.job;
+            let pins = &job.environment;
+            let steps_per_request = match job.mode {
+                Mode::FixedContinuation => job.run_policy.fixed_continuation_steps,
+                Mode::Headline | Mode::ReferencePair => job.run_policy.max_new_tokens - 1,
+            };
+            let prompt_len = job.prompt_ids.len() as u32;
+            let plan: Vec<Option<Phase>> = job.run_policy.request_plan(job.mode);
+            let requests = if self.status == Status::Ok { plan } else { Vec::new() };
+            let requests = requests
+                .into_iter()
+                .enumerate()
+                .map(|(index, phase)| RequestRecord {
+                    index: index as u32,
+                    phase,
+                    prompt_len,
+                    prefill_dur_ns: 1_000,
+                    first_token_ns: 1_000,
+                    first_token: 1,
+                    steps: (1..=steps_per_request)
+                        .map(|s| StepRecord {
+                            position: prompt_len + s,
+                            argmax: 1,
+                            // Step times that differ a little, as measured ones do.
+                            t_ns: 1_000 + u64::from(s) * 500 + u64::from(s % 3),
+                            dur_ns: 500,
+                            build_ns: None,
+                            eval_ns: None,
+                            margin: (job.mode != Mode::Headline).then_some(1.0),
+                            tie: (job.mode != Mode::Headline).then_some(false),
+                        })
+                        .collect(),
+                    unused_forwards: 0,
+                    model_calls: steps_per_request + 1,
+                    peak_memory_bytes: Some(1),
+                    finish_reason: "length".into(),
+                })
+                .collect();
+            WorkerReport {
+                schema_version: REPORT_SCHEMA_VERSION,
+                run_id: job.run_id.clone(),
+                adapter: job.adapter.clone(),
+                mode: job.mode,
+                case_id: job.case_id.clone(),
+                prompt_id: job.prompt_id.clone(),
+                status: self.status,
+                exit_code: self.status.exit_code().code(),
+                error: (self.status != Status::Ok).then(|| "validation failed: model_dir: fake refusal".to_owned()),
+                pid,
+                claimed_utc: "2026-12-01T00:00:00.000000Z".into(),
+                finished_utc: "2026-12-01T00:00:01.000000Z".into(),
+                start_to_ready_ns: Some(1),
+                load_ns: Some(1),
+                identity: Some(Identity {
+                    manifest_sha256: job.manifest_sha256,
+                    code_version: self.code_version.clone(),
+                    worker_sources_sha256: pinned_sources_sha256(&self.manifest, &job.adapter),
+                    lock_sha256: pins.lock_sha256,
+                    mlx_version: pins.mlx_version.clone(),
+                    mlx_lm_version: pins.mlx_lm_version.clone(),
+                    mlx_lm_freeze_sha256: pins.mlx_lm_freeze_sha256,
+                    libmlx_path: "/fake/libmlx.so".into(),
+                    libmlx_sha256: pins.libmlx_sha256,
+                    device: job.device,
+                    backend: Some(pins.backend()),
+                    device_info: Default::default(),
+                }),
+                test_slowdown_us: None,
+                requests,
+            }
+        }
+    }
+
+    impl Execution for FakeWorkers {
+        fn run_group(
+            &mut self,
+            members: &[Prepared],
+            _: Limits,
+            _: &Interrupts,
+            progress: &ProgressBar,
+        ) -> anyhow::Result<Vec<supervise::Outcome>> {
+            let mut outcomes = Vec::new();
+            for p in members {
+                let pid = 40_000 + p.sequence;
+                let claim = Marker { utc: "2026-12-01T00:00:00.000000Z".into(), pid };
+                std::fs::write(p.out_dir.join(CLAIM_FILE), serde_json::to_vec(&claim)?)?;
+                let report = self.report(p, pid);
+                std::fs::write(p.out_dir.join(REPORT_FILE), serde_json::to_vec_pretty(&report)?)?;
+                progress.inc(u64::from(p.requests()));
+                outcomes.push(supervise::Outcome {
+                    pid,
+                    status: ExitStatus::from_raw(report.exit_code << 8),
+                    intervention: Intervention::None,
+                    sent: None,
+                    wall: Duration::from_millis(3),
+                });
+            }
+            Ok(outcomes)
+        }
+    }
+
+    /// A session of the repository's manifest, prepared (folders and worker jobs) in a temp
+    /// folder without the host lease, and a fake for its workers.
+    fn prepared_session(root: &Path, status: Status) -> (Session, FakeWorkers) {
+        let job = serde_json::json!({
+            "schema_version": decode_baseline_protocol::session::SESSION_JOB_SCHEMA_VERSION,
+            "manifest": repo_root().join("workloads.json"),
+            "cells": ["tiny-qwen3.tiny-qwen3-L16.headline", "tiny-qwen3.tiny-qwen3-L16.reference_pair"],
+            "adapters": ["stock", "controlled"],
+            "reference": "stock",
+            "output_root": root.join("out"),
+            "repetitions": 1,
+            "order": "fixed",
+            "aa_pair": false
+        });
+        let job_path = root.join("job.json");
+        std::fs::write(&job_path, job.to_string()).unwrap();
+        let args = RunArgs {
+            job: job_path,
+            no_wait: true,
+            json: false,
+            // Prepared as a dry run prepares it: no lease, no launcher marker.
+            dry_run: true,
+            quiet_wait: 0,
+            session_dir: None,
+            quiet: true,
+        };
+        let session = prepare(&args).unwrap().unwrap_or_else(|code| panic!("prepare refused with {code:?}"));
+        let fake = FakeWorkers {
+            status,
+            code_version: decode_baseline_protocol::worker::code_version(&session.repo),
+            manifest: session.loaded.manifest.clone(),
+        };
+        (session, fake)
+    }
+
+    const SHOW: Show = Show { json: false, quiet: true };
+
+    #[test]
+    fn a_session_of_fake_workers_is_validated_analysed_and_recorded_ok() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (session, mut fake) = prepared_session(tmp.path(), Status::Ok);
+        assert_eq!(session.prepared.len(), 4, "two cells, two adapters");
+        let dir = session.dir.clone();
+        let executed = execute(&session, 0, &mut fake).unwrap();
+        assert!(executed.problems.is_empty(), "{:?}", executed.problems);
+        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+
+        let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
+        assert_eq!(report.status, SessionStatus::Ok, "{:?}", report.problems);
+        assert_eq!(report.workers.len(), 4);
+        assert!(report.workers.iter().all(|w| w.validation_errors.is_empty() && w.exit_code == Some(0)));
+        let analysis = report.analysis.expect("an analysis");
+        let headline = serde_json::to_value(&analysis).unwrap().to_string();
+        assert!(headline.contains("tiny-qwen3.tiny-qwen3-L16.headline"), "{headline}");
+        assert!(dir.join(crate::report::PAGE).is_file());
+    }
+
+    #[test]
+    fn a_session_whose_fake_workers_fail_is_worker_failed_with_exit_5() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (session, mut fake) = prepared_session(tmp.path(), Status::Failed);
+        let dir = session.dir.clone();
+        let executed = execute(&session, 0, &mut fake).unwrap();
+        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::WorkerFailed);
+        let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
+        assert_eq!(report.status, SessionStatus::WorkerFailed);
+        assert!(
+            report.problems.iter().any(|p| p.contains("worker ended Failed: validation failed: model_dir")),
+            "{:?}",
+            report.problems
+        );
     }
 }

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use decode_baseline_protocol::{
     manifest::Manifest,
-    report::{Phase, RequestRecord, Status, WorkerReport},
+    report::{RequestRecord, Status, WorkerReport},
     worker::pinned_sources_sha256,
-    Adapter, ExitCode, Mode, Sha256Digest, WorkerJob, REPORT_SCHEMA_VERSION,
+    Adapter, Mode, Sha256Digest, WorkerJob, REPORT_SCHEMA_VERSION,
 };
 
 /// What the launcher expects in an adapter's identity block beyond the job's own pins (the
@@ -75,13 +75,7 @@ pub fn validate(
         report.prompt_id == job.prompt_id,
         format!("prompt_id: expected {}, found {}", job.prompt_id, report.prompt_id),
     );
-    let expected_code = match report.status {
-        Status::Ok => ExitCode::Ok,
-        Status::Failed => ExitCode::Failed,
-        Status::Timeout => ExitCode::Timeout,
-        Status::Cancelled => ExitCode::Cancelled,
-    }
-    .code();
+    let expected_code = report.status.exit_code().code();
     check(
         report.exit_code == expected_code,
         format!("exit_code: status {:?} requires {expected_code}, found {}", report.status, report.exit_code),
@@ -166,16 +160,7 @@ fn check_identity(report: &WorkerReport, job: &WorkerJob, expected: &ExpectedIde
 }
 
 fn check_requests(report: &WorkerReport, job: &WorkerJob, problems: &mut Vec<String>) {
-    let policy = &job.run_policy;
-    let expected: Vec<Option<Phase>> = match job.mode {
-        Mode::ReferencePair => vec![None],
-        Mode::Headline | Mode::FixedContinuation => {
-            std::iter::repeat_n(Some(Phase::First), policy.first_requests as usize)
-                .chain(std::iter::repeat_n(Some(Phase::Warmup), policy.warmup_requests as usize))
-                .chain(std::iter::repeat_n(Some(Phase::Measured), policy.measured_requests as usize))
-                .collect()
-        }
-    };
+    let expected = job.run_policy.request_plan(job.mode);
     if report.requests.len() != expected.len() {
         problems.push(format!(
             "requests: expected {} for {:?}, found {}",

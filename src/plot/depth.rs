@@ -44,7 +44,7 @@ pub fn figure(title: &str, series: &BTreeMap<String, Vec<DepthPoint>>) -> Option
     frame.draw_axes(
         &mut svg,
         "context length (prompt tokens before the decode steps)",
-        &format!("time per token ({})", unit.name),
+        &format!("time per token ({})", unit.name()),
     );
     let mut entries = Vec::new();
     for (adapter, pts) in series {

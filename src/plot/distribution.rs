@@ -43,7 +43,7 @@ pub fn figure(cell: &CellData) -> Option<String> {
         INK,
         None,
     );
-    frame.draw_axes(&mut svg, &format!("step time ({})", unit.name), "fraction of steps at or below");
+    frame.draw_axes(&mut svg, &format!("step time ({})", unit.name()), "fraction of steps at or below");
     let mut entries = Vec::new();
     for (adapter, v) in &sorted {
         let pts: Vec<(f64, f64)> = (0..=400)

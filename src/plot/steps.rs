@@ -70,7 +70,7 @@ pub fn figure(cell: &CellData) -> Option<String> {
         INK,
         None,
     );
-    frame.draw_axes(&mut svg, "sequence position of the token fed", &format!("step time ({})", unit.name));
+    frame.draw_axes(&mut svg, "sequence position of the token fed", &format!("step time ({})", unit.name()));
     let mut entries = Vec::new();
     for (adapter, _, p) in &profiles {
         let pts = |ys: &[f64]| p.positions.iter().zip(ys).map(|(&x, &y)| frame.at(x, unit.of(y))).collect::<Vec<_>>();

@@ -6,6 +6,8 @@
 
 use std::fmt::Write;
 
+use crate::duration::Unit;
+
 /// The colour of each adapter, and of everything else.
 pub const CONTROLLED: &str = "#1f77b4";
 pub const STOCK: &str = "#e6550d";
@@ -198,35 +200,31 @@ pub fn tick_label(v: f64) -> String {
     format!("{v:.3}")
 }
 
-/// A time unit for an axis: µs below 5 ms, ms above, so that tick labels stay short.
+/// A time unit for an axis: µs below 5 ms, ms above, so that tick labels stay short. Values
+/// are in microseconds; they are shown by [`crate::duration`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TimeUnit {
-    /// Microseconds per unit.
-    pub per_us: f64,
-    pub name: &'static str,
-}
+pub struct TimeUnit(Unit);
 
 impl TimeUnit {
     /// The unit for values up to `max_us` microseconds.
     pub fn for_max_us(max_us: f64) -> Self {
-        if max_us >= 5_000.0 {
-            TimeUnit { per_us: 1_000.0, name: "ms" }
-        } else {
-            TimeUnit { per_us: 1.0, name: "µs" }
-        }
+        TimeUnit(if max_us >= 5_000.0 { Unit::Millis } else { Unit::Micros })
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.0.name()
     }
 
     pub fn of(&self, us: f64) -> f64 {
-        us / self.per_us
+        match self.0 {
+            Unit::Micros => us,
+            Unit::Millis | Unit::Seconds => us / (self.0.ns() / 1e3),
+        }
     }
 
     /// `1.67 ms`, `612.3 µs`.
     pub fn show(&self, us: f64) -> String {
-        if self.per_us > 1.0 {
-            format!("{:.2} {}", self.of(us), self.name)
-        } else {
-            format!("{:.1} {}", us, self.name)
-        }
+        self.0.show(us * 1e3)
     }
 }
 

@@ -15,7 +15,7 @@ use decode_baseline_protocol::session::SessionReport;
 use super::rows::Rows;
 use crate::{
     bench::{BenchRecord, ModelSource},
-    compare::human_ns,
+    duration::human_ns,
     plot::{esc, Figure},
 };
 

@@ -15,7 +15,7 @@ use decode_baseline_protocol::{
     Adapter,
 };
 
-use crate::compare::human_ns;
+use crate::duration::human_ns;
 
 /// One cell and adapter.
 #[derive(Debug, Clone, PartialEq)]

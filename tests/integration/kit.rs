@@ -182,9 +182,12 @@ fn each_worker_refuses_a_job_for_another_adapter() {
     assert_eq!(report["error"], "validation failed: adapter: expected stock, found python-sync");
 }
 
+/// An edit of the manifest.
+type Edit = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn python_sync_checks_its_declared_sources() {
-    let cases: [(&str, Box<dyn Fn(&mut Value)>, String); 4] = [
+    let cases: [(&str, Edit, String); 4] = [
         (
             "a changed byte",
             Box::new(|m| m["worker_sources"][EXAMPLE][EXAMPLE_WORKER] = json!("0".repeat(64))),

@@ -14,6 +14,7 @@ pub mod host;
 pub mod installed;
 pub mod job;
 pub mod manifest;
+pub mod once;
 pub mod pins;
 pub mod policy;
 pub mod report;

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::{Mode, Phase};
+
 /// Finite limits of a run. All counts and durations must be positive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -73,6 +75,29 @@ impl RunPolicy {
     pub fn total_requests(&self) -> u32 {
         self.first_requests + self.warmup_requests + self.measured_requests
     }
+
+    /// The phase of every request a job of `mode` runs, in order: one request without a phase
+    /// for reference-pair; first, warm-up and measured requests otherwise. The one statement of
+    /// the request plan, for the worker that runs it and the launcher that checks and counts it.
+    pub fn request_plan(&self, mode: Mode) -> Vec<Option<Phase>> {
+        match mode {
+            Mode::ReferencePair => vec![None],
+            Mode::Headline | Mode::FixedContinuation => {
+                std::iter::repeat_n(Some(Phase::First), self.first_requests as usize)
+                    .chain(std::iter::repeat_n(Some(Phase::Warmup), self.warmup_requests as usize))
+                    .chain(std::iter::repeat_n(Some(Phase::Measured), self.measured_requests as usize))
+                    .collect()
+            }
+        }
+    }
+
+    /// How many requests a job of `mode` runs: the length of [`RunPolicy::request_plan`].
+    pub fn requests(&self, mode: Mode) -> u32 {
+        match mode {
+            Mode::ReferencePair => 1,
+            Mode::Headline | Mode::FixedContinuation => self.total_requests(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -84,5 +109,18 @@ mod tests {
         assert_eq!(RunPolicy::frozen().validate(), Ok(()));
         let policy = RunPolicy { warmup_requests: 0, ..RunPolicy::frozen() };
         assert_eq!(policy.validate(), Err(PolicyError { field: "warmup_requests", value: 0 }));
+    }
+
+    #[test]
+    fn the_plan_follows_the_policy_and_its_length_is_the_count() {
+        use Phase::*;
+        let policy = RunPolicy { first_requests: 1, warmup_requests: 2, measured_requests: 3, ..RunPolicy::frozen() };
+        let plan = policy.request_plan(Mode::Headline);
+        assert_eq!(plan, [Some(First), Some(Warmup), Some(Warmup), Some(Measured), Some(Measured), Some(Measured)]);
+        assert_eq!(policy.request_plan(Mode::FixedContinuation), plan);
+        assert_eq!(policy.request_plan(Mode::ReferencePair), [None]);
+        for mode in [Mode::Headline, Mode::FixedContinuation, Mode::ReferencePair] {
+            assert_eq!(policy.requests(mode) as usize, policy.request_plan(mode).len(), "{mode:?}");
+        }
     }
 }

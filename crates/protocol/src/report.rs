@@ -28,9 +28,11 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order of their exit codes.
     pub const ALL: [Status; 4] = [Status::Ok, Status::Failed, Status::Timeout, Status::Cancelled];
 
-    /// The worker's exit code for a run that ended with this status.
+    /// The exit code a worker whose report has this status ends with (`req/protocol.md`): the
+    /// one mapping, for the worker that exits with it and every reader that checks it.
     pub fn exit_code(self) -> ExitCode {
         match self {
             Status::Ok => ExitCode::Ok,

@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{analysis::Analysis, Adapter, Sha256Digest, WorkerReport};
+use crate::{analysis::Analysis, Adapter, ExitCode, Sha256Digest, WorkerReport};
 
 /// The version of [`SessionJob`] this code reads.
 pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
@@ -121,6 +121,19 @@ pub enum SessionStatus {
     Cancelled,
     /// The launcher died before finishing; written by the next launcher that found it.
     Incomplete,
+}
+
+impl SessionStatus {
+    /// The launcher's exit code for a session that ended so (`req/session.md`).
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            SessionStatus::Ok => ExitCode::Ok,
+            SessionStatus::ValidationFailed => ExitCode::Failed,
+            SessionStatus::WorkerFailed | SessionStatus::Incomplete => ExitCode::WorkerFailed,
+            SessionStatus::Timeout => ExitCode::Timeout,
+            SessionStatus::Cancelled => ExitCode::Cancelled,
+        }
+    }
 }
 
 /// Why the launcher stepped in on a worker.

@@ -115,12 +115,7 @@ impl Drop for Gate {
 /// Tells the launcher that request `index` is complete.
 pub fn signal_done(out: &OutDir, index: u32) -> Result<(), DoneError> {
     let path = out.done(index);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map(drop)
-        .map_err(|source| DoneError { path, source })
+    crate::once::create_new(&path, b"").map_err(|source| DoneError { path, source })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The `{utc, pid}` marker files (`worker-claim`, `worker-ready`), created exclusively: the
 //! create fails if the file exists, so two processes can never both believe they made it.
 
-use std::{io::Write, path::Path};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -27,9 +27,7 @@ impl Marker {
 /// An `AlreadyExists` error means someone else made it; a later write error leaves the file
 /// (the claim is sticky either way).
 pub(crate) fn create_exclusive(path: &Path, marker: &Marker) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
     let mut bytes = serde_json::to_vec(marker).expect("a marker serializes");
     bytes.push(b'\n');
-    file.write_all(&bytes)?;
-    file.sync_all()
+    crate::once::create_new(path, &bytes)
 }

@@ -6,67 +6,25 @@
 //! failure leaves neither a temp nor a report, a refused link leaves the existing report
 //! byte-identical and no temp.
 
-use std::{io::Write, path::PathBuf};
-
 use super::outdir::OutDir;
-use crate::WorkerReport;
+use crate::{
+    once::{link_new, LinkError, Linked},
+    WorkerReport,
+};
 
-/// How a write ended when nothing went wrong with the file system.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteOutcome {
-    /// `report.json` now holds this report.
-    Written,
-    /// `report.json` already existed and was left as it was; this report is lost.
-    Refused,
-}
+/// How a write ended when nothing went wrong with the file system: `Written`, or `Exists`
+/// (`report.json` already existed and was left as it was; this report is lost).
+pub type WriteOutcome = Linked;
 
-#[derive(Debug, thiserror::Error)]
-pub enum ReportWriteError {
-    #[error("failed to write the report temp file {path}")]
-    Temp {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("failed to link {temp} to {path}")]
-    Link {
-        temp: PathBuf,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
+/// A temp that could not be written, or a link that failed for another reason than an
+/// existing report.
+pub type ReportWriteError = LinkError;
 
 /// Writes `report` to `out`'s `report.json` once, never replacing an existing one.
 pub fn write_once(out: &OutDir, report: &WorkerReport) -> Result<WriteOutcome, ReportWriteError> {
-    let temp = out.report_temp(std::process::id());
-    let target = out.report();
     let mut bytes = serde_json::to_vec_pretty(report).expect("a report serializes");
     bytes.push(b'\n');
-    if let Err(source) = write_temp(&temp, &bytes) {
-        // Best effort: the temp may not exist (create failed) or be partial (write failed).
-        let _ = std::fs::remove_file(&temp);
-        return Err(ReportWriteError::Temp { path: temp, source });
-    }
-    let linked = std::fs::hard_link(&temp, &target);
-    let _ = std::fs::remove_file(&temp);
-    match linked {
-        Ok(()) => {
-            // Make the new directory entry durable; a failure here does not undo the report.
-            if let Ok(dir) = std::fs::File::open(out.path()) {
-                let _ = dir.sync_all();
-            }
-            Ok(WriteOutcome::Written)
-        }
-        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(WriteOutcome::Refused),
-        Err(source) => Err(ReportWriteError::Link { temp, path: target, source }),
-    }
-}
-
-fn write_temp(temp: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(temp)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+    link_new(&out.report_temp(std::process::id()), &out.report(), &bytes)
 }
 
 #[cfg(test)]
@@ -115,7 +73,7 @@ mod tests {
         assert_eq!(parsed, sample_report());
 
         let second = WorkerReport { run_id: "other".into(), ..sample_report() };
-        assert_eq!(write_once(&out, &second).unwrap(), WriteOutcome::Refused);
+        assert_eq!(write_once(&out, &second).unwrap(), WriteOutcome::Exists);
         assert_eq!(std::fs::read(out.report()).unwrap(), first);
         assert_eq!(listing(&out), vec!["report.json"]);
     }

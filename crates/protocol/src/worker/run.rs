@@ -94,18 +94,9 @@ pub struct RequestSpec {
     pub last: bool,
 }
 
-/// The requests a job runs, in order.
+/// The requests a job runs, in order ([`crate::RunPolicy::request_plan`]).
 pub fn request_plan(job: &WorkerJob) -> Vec<RequestSpec> {
-    let phases: Vec<Option<Phase>> = match job.mode {
-        Mode::ReferencePair => vec![None],
-        Mode::Headline | Mode::FixedContinuation => {
-            let p = &job.run_policy;
-            std::iter::repeat_n(Some(Phase::First), p.first_requests as usize)
-                .chain(std::iter::repeat_n(Some(Phase::Warmup), p.warmup_requests as usize))
-                .chain(std::iter::repeat_n(Some(Phase::Measured), p.measured_requests as usize))
-                .collect()
-        }
-    };
+    let phases = job.run_policy.request_plan(job.mode);
     let n = phases.len();
     phases.into_iter().enumerate().map(|(i, phase)| RequestSpec { index: i as u32, phase, last: i + 1 == n }).collect()
 }
@@ -175,15 +166,6 @@ struct Slot {
 
 type SharedSlot = Arc<Mutex<Slot>>;
 
-fn exit_code_of(status: Status) -> ExitCode {
-    match status {
-        Status::Ok => ExitCode::Ok,
-        Status::Failed => ExitCode::Failed,
-        Status::Timeout => ExitCode::Timeout,
-        Status::Cancelled => ExitCode::Cancelled,
-    }
-}
-
 /// Fills in the end state, writes the report once and returns the process's exit code.
 /// Returns `None` if the other party already took over.
 fn finish(
@@ -193,13 +175,13 @@ fn finish(
     error: Option<String>,
     before_write: impl FnOnce(),
 ) -> Option<ExitCode> {
-    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = lock(slot);
     if guard.taken {
         return None;
     }
     guard.taken = true;
     before_write();
-    let code = exit_code_of(status);
+    let code = status.exit_code();
     let report = &mut guard.report;
     report.status = status;
     report.exit_code = code.code();
@@ -207,7 +189,7 @@ fn finish(
     report.finished_utc = utc_now_rfc3339();
     match write_once(out, report) {
         Ok(WriteOutcome::Written) => Some(code),
-        Ok(WriteOutcome::Refused) => {
+        Ok(WriteOutcome::Exists) => {
             eprintln!(
                 "worker: {} already exists and was left untouched; this run's report (status {}) \
                  was not recorded, so the run ends failed",
@@ -227,6 +209,10 @@ fn finish(
     }
 }
 
+fn lock(slot: &SharedSlot) -> std::sync::MutexGuard<'_, Slot> {
+    slot.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn err_source(err: &(dyn std::error::Error + 'static)) -> String {
     err.source().map(|s| s.to_string()).unwrap_or_default()
 }
@@ -235,77 +221,91 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Runs the whole worker protocol on `out_dir` and returns the exit code.
+/// Why the worker stops before its requests, from whichever phase found it: every phase up
+/// to `worker-ready` returns it, and [`stop`] alone handles it.
+#[derive(Debug)]
+struct Stop(String);
+
+impl<E: fmt::Display> From<E> for Stop {
+    fn from(err: E) -> Self {
+        Stop(err.to_string())
+    }
+}
+
+/// Handles a [`Stop`]. Before the job is read (signal handlers, the out dir, hooks, slowdown,
+/// the claim, the job itself) there is no worker and nothing to fill a report's header with,
+/// so the reason goes to stderr alone; after, a failed report says why.
+fn stop(worker: Option<&Worker>, Stop(message): Stop) -> ExitCode {
+    match worker {
+        None => {
+            eprintln!("worker refused: {message}");
+            ExitCode::Failed
+        }
+        Some(w) => {
+            eprintln!("worker: {message}");
+            finish(&w.out, &w.slot, Status::Failed, Some(message), || {
+                w.hooks.reach(Site::BeforeReportWrite, None, &w.cancel, None)
+            })
+            .unwrap_or(ExitCode::Failed)
+        }
+    }
+}
+
+/// A worker that holds its claimed out dir and has read its job.
+struct Worker {
+    out: OutDir,
+    cancel: CancelFlag,
+    hooks: Hooks,
+    slowdown: Slowdown,
+    job: WorkerJob,
+    /// The report under construction, shared with the watchdog's backstop.
+    slot: SharedSlot,
+}
+
+/// Runs the whole worker protocol on `out_dir` and returns the exit code: open (claim and
+/// job) → prepare (validate, load, `worker-ready`) → the requests → the report.
 pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
     let started = Instant::now();
-    // Signals first: from here on SIGTERM sets the flag instead of killing the process.
-    let cancel = match CancelFlag::install() {
-        Ok(flag) => flag,
-        Err(err) => {
-            eprintln!("worker refused: failed to install the SIGTERM/SIGINT handlers: {err}");
-            return ExitCode::Failed;
-        }
+    let worker = match Worker::open(out_dir, driver.adapter()) {
+        Ok(worker) => worker,
+        Err(reason) => return stop(None, reason),
     };
-    // A write past RLIMIT_FSIZE (a full quota, a test's small limit) raises SIGXFSZ, whose
-    // default action kills the process before the failed report write can be cleaned up and
-    // reported. With a no-op handler the write fails with EFBIG and takes the documented path
-    // (no temp, no report, exit 1). Python workers get the same from the interpreter, which
-    // ignores SIGXFSZ at start-up.
-    // SAFETY: the handler does nothing, which is async-signal-safe.
-    if let Err(err) = unsafe { signal_hook::low_level::register(signal_hook::consts::SIGXFSZ, || {}) } {
-        eprintln!("worker refused: failed to install the SIGXFSZ handler: {err}");
-        return ExitCode::Failed;
+    match worker.prepare(driver, started) {
+        Ok(wake) => worker.run_requests(driver, wake),
+        Err(reason) => stop(Some(&worker), reason),
     }
-    let out = match OutDir::open(out_dir) {
-        Ok(out) => out,
-        Err(err) => {
-            eprintln!("worker refused: {err}");
-            return ExitCode::Failed;
-        }
-    };
-    let hooks = match Hooks::from_env(out.path()) {
-        Ok(hooks) => hooks,
-        Err(err) => {
-            eprintln!("worker refused: {err}");
-            return ExitCode::Failed;
-        }
-    };
-    let slowdown = match Slowdown::from_env(driver.adapter()) {
-        Ok(slowdown) => slowdown,
-        Err(err) => {
-            eprintln!("worker refused: {err}");
-            return ExitCode::Failed;
-        }
-    };
-    let marker = match claim(&out) {
-        Ok(marker) => marker,
-        Err(err) => {
-            eprintln!("worker refused: {err}");
-            return ExitCode::Failed;
-        }
-    };
-    hooks.reach(Site::AfterClaim, None, &cancel, None);
+}
 
-    // A job that cannot be read leaves no report: there is nothing to fill its header with.
-    let job: WorkerJob = match std::fs::read(out.job()) {
-        Ok(bytes) => match serde_json::from_slice(&bytes) {
-            Ok(job) => job,
-            Err(err) => {
-                eprintln!("worker refused: failed to parse {}: {err}", out.job().display());
-                return ExitCode::Failed;
-            }
-        },
-        Err(err) => {
-            eprintln!("worker refused: failed to read {}: {err}", out.job().display());
-            return ExitCode::Failed;
-        }
-    };
+impl Worker {
+    /// Installs the signal handlers, opens and claims the out dir and reads the job.
+    fn open(out_dir: &Path, adapter: Adapter) -> Result<Self, Stop> {
+        // Signals first: from here on SIGTERM sets the flag instead of killing the process.
+        let cancel = CancelFlag::install()
+            .map_err(|err| Stop(format!("failed to install the SIGTERM/SIGINT handlers: {err}")))?;
+        // A write past RLIMIT_FSIZE (a full quota, a test's small limit) raises SIGXFSZ, whose
+        // default action kills the process before the failed report write can be cleaned up and
+        // reported. With a no-op handler the write fails with EFBIG and takes the documented
+        // path (no temp, no report, exit 1). Python workers get the same from the interpreter,
+        // which ignores SIGXFSZ at start-up.
+        // SAFETY: the handler does nothing, which is async-signal-safe.
+        unsafe { signal_hook::low_level::register(signal_hook::consts::SIGXFSZ, || {}) }
+            .map_err(|err| Stop(format!("failed to install the SIGXFSZ handler: {err}")))?;
+        let out = OutDir::open(out_dir)?;
+        let hooks = Hooks::from_env(out.path())?;
+        let slowdown = Slowdown::from_env(adapter.clone())?;
+        let marker = claim(&out)?;
+        hooks.reach(Site::AfterClaim, None, &cancel, None);
 
-    let slot: SharedSlot = Arc::new(Mutex::new(Slot {
-        report: WorkerReport {
+        // A job that cannot be read leaves no report: there is nothing to fill its header with.
+        let bytes =
+            std::fs::read(out.job()).map_err(|err| Stop(format!("failed to read {}: {err}", out.job().display())))?;
+        let job: WorkerJob = serde_json::from_slice(&bytes)
+            .map_err(|err| Stop(format!("failed to parse {}: {err}", out.job().display())))?;
+
+        let report = WorkerReport {
             schema_version: REPORT_SCHEMA_VERSION,
             run_id: job.run_id.clone(),
-            adapter: driver.adapter(),
+            adapter,
             mode: job.mode,
             case_id: job.case_id.clone(),
             prompt_id: job.prompt_id.clone(),
@@ -320,120 +320,121 @@ pub fn run_worker<D: Driver>(out_dir: &Path, driver: &mut D) -> ExitCode {
             identity: None,
             test_slowdown_us: slowdown.micros(),
             requests: Vec::new(),
-        },
-        taken: false,
-    }));
-    let fail = |message: String| {
-        eprintln!("worker: {message}");
-        finish(&out, &slot, Status::Failed, Some(message), || hooks.reach(Site::BeforeReportWrite, None, &cancel, None))
-            .unwrap_or(ExitCode::Failed)
-    };
-
-    let identity = match common_checks(&job, driver.adapter()).and_then(|()| driver.validate(&job)) {
-        Ok(identity) => identity,
-        Err(refusal) => return fail(refusal.to_string()),
-    };
-    slot.lock().unwrap_or_else(|e| e.into_inner()).report.identity = Some(identity);
-
-    if let Err(message) = driver.load(&job) {
-        return fail(format!("failed to load the model from {}: {message}", job.model_dir.display()));
+        };
+        let slot = Arc::new(Mutex::new(Slot { report, taken: false }));
+        Ok(Self { out, cancel, hooks, slowdown, job, slot })
     }
-    let load_ns = nanos(started.elapsed());
-    // Made before ready, so that the launcher's first grant finds it.
-    let wake = job.gate.then(|| Gate::open(&out));
-    if let Err(err) = signal_ready(&out) {
-        return fail(err.to_string());
-    }
-    {
-        let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+
+    /// Validates the job (the common checks, then the driver's), loads the model and signals
+    /// `worker-ready`; returns the gate, for a gated job.
+    fn prepare<D: Driver>(&self, driver: &mut D, started: Instant) -> Result<Option<Gate>, Stop> {
+        let job = &self.job;
+        let identity = common_checks(job, driver.adapter()).and_then(|()| driver.validate(job))?;
+        lock(&self.slot).report.identity = Some(identity);
+        driver
+            .load(job)
+            .map_err(|message| Stop(format!("failed to load the model from {}: {message}", job.model_dir.display())))?;
+        let load_ns = nanos(started.elapsed());
+        // Made before ready, so that the launcher's first grant finds it.
+        let wake = job.gate.then(|| Gate::open(&self.out));
+        signal_ready(&self.out)?;
+        let mut guard = lock(&self.slot);
         guard.report.load_ns = Some(load_ns);
         guard.report.start_to_ready_ns = Some(nanos(started.elapsed()));
+        Ok(wake)
     }
 
-    let policy = &job.run_policy;
-    let backstop_out = out.clone();
-    let backstop_slot = Arc::clone(&slot);
-    let grace = policy.backstop_grace_s;
-    let watchdog = Watchdog::start(
-        Duration::from_secs(u64::from(policy.job_deadline_s)),
-        Duration::from_millis(u64::from(policy.watchdog_poll_ms)),
-        Duration::from_secs(u64::from(grace)),
-        Box::new(move || {
-            let message = format!(
-                "job deadline passed and the decode loop did not stop within {grace} s; \
-                 report written by the watchdog"
-            );
-            eprintln!("worker: {message}");
-            if let Some(code) = finish(&backstop_out, &backstop_slot, Status::Timeout, Some(message), || ()) {
-                std::process::exit(code.code());
-            }
-        }),
-    );
-    hooks.reach(Site::AfterReady, None, &cancel, Some(&watchdog));
+    /// The job deadline's watchdog, started at `worker-ready`; its backstop writes the report
+    /// itself if the decode loop does not stop within the grace.
+    fn start_watchdog(&self) -> Watchdog {
+        let policy = &self.job.run_policy;
+        let backstop_out = self.out.clone();
+        let backstop_slot = Arc::clone(&self.slot);
+        let grace = policy.backstop_grace_s;
+        Watchdog::start(
+            Duration::from_secs(u64::from(policy.job_deadline_s)),
+            Duration::from_millis(u64::from(policy.watchdog_poll_ms)),
+            Duration::from_secs(u64::from(grace)),
+            Box::new(move || {
+                let message = format!(
+                    "job deadline passed and the decode loop did not stop within {grace} s; \
+                     report written by the watchdog"
+                );
+                eprintln!("worker: {message}");
+                if let Some(code) = finish(&backstop_out, &backstop_slot, Status::Timeout, Some(message), || ()) {
+                    std::process::exit(code.code());
+                }
+            }),
+        )
+    }
 
-    let mut end: Option<(Status, Option<String>)> = None;
-    for spec in request_plan(&job) {
-        let ctx = RequestContext {
-            index: spec.index,
-            cancel: &cancel,
-            watchdog: &watchdog,
-            hooks: &hooks,
-            slowdown: &slowdown,
-        };
-        let gate = || wake.as_ref().map_or(Ok(()), |gate| gate.wait(&out, spec.index, &cancel, &watchdog));
-        if let Err(interrupt) = ctx.check().and_then(|()| gate()) {
-            end = Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
-            break;
-        }
-        if hooks.is_armed() {
-            hooks.reach(Site::RequestLoop, Some(spec.index), &cancel, Some(&watchdog));
-            hooks.reach(Site::Stall, Some(spec.index), &cancel, Some(&watchdog));
-        }
-        match driver.run_request(&job, spec, &ctx) {
-            Ok(record) => {
-                slot.lock().unwrap_or_else(|e| e.into_inner()).report.requests.push(record);
-                if job.gate {
-                    if let Err(err) = signal_done(&out, spec.index) {
-                        end = Some((
-                            Status::Failed,
-                            Some(format!("request {}: {err}: {}", spec.index, err_source(&err))),
-                        ));
-                        break;
+    /// Runs the job's requests under the watchdog and writes the report.
+    fn run_requests<D: Driver>(&self, driver: &mut D, wake: Option<Gate>) -> ExitCode {
+        let watchdog = self.start_watchdog();
+        self.hooks.reach(Site::AfterReady, None, &self.cancel, Some(&watchdog));
+        let end = self.request_loop(driver, wake.as_ref(), &watchdog);
+        drop(wake);
+        // The post-loop check: a deadline that fired during the final request is never `ok`.
+        let (status, error) = end.unwrap_or_else(|| {
+            if watchdog.fired() {
+                (Status::Timeout, Some("job deadline passed during the final request".to_owned()))
+            } else if self.cancel.is_cancelled() {
+                (Status::Cancelled, Some("cancelled after the final request".to_owned()))
+            } else {
+                (Status::Ok, None)
+            }
+        });
+        let code = finish(&self.out, &self.slot, status, error, || {
+            watchdog.stop();
+            self.hooks.reach(Site::BeforeReportWrite, None, &self.cancel, None);
+        });
+        // `None`: the backstop took over and exits the process; wait for it.
+        code.unwrap_or_else(|| loop {
+            std::thread::park();
+        })
+    }
+
+    /// Every request of the plan in turn; returns how the loop ended early, if it did.
+    fn request_loop<D: Driver>(
+        &self,
+        driver: &mut D,
+        wake: Option<&Gate>,
+        watchdog: &Watchdog,
+    ) -> Option<(Status, Option<String>)> {
+        let (job, out, cancel, hooks) = (&self.job, &self.out, &self.cancel, &self.hooks);
+        for spec in request_plan(job) {
+            let ctx = RequestContext { index: spec.index, cancel, watchdog, hooks, slowdown: &self.slowdown };
+            let gate = || wake.map_or(Ok(()), |gate| gate.wait(out, spec.index, cancel, watchdog));
+            if let Err(interrupt) = ctx.check().and_then(|()| gate()) {
+                return Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
+            }
+            if hooks.is_armed() {
+                hooks.reach(Site::RequestLoop, Some(spec.index), cancel, Some(watchdog));
+                hooks.reach(Site::Stall, Some(spec.index), cancel, Some(watchdog));
+            }
+            match driver.run_request(job, spec, &ctx) {
+                Ok(record) => {
+                    lock(&self.slot).report.requests.push(record);
+                    if job.gate {
+                        if let Err(err) = signal_done(out, spec.index) {
+                            let message = format!("request {}: {err}: {}", spec.index, err_source(&err));
+                            return Some((Status::Failed, Some(message)));
+                        }
                     }
                 }
+                Err(RequestError::Interrupted(interrupt)) => {
+                    return Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
+                }
+                Err(RequestError::Failed(message)) => {
+                    return Some((Status::Failed, Some(format!("request {} failed: {message}", spec.index))));
+                }
             }
-            Err(RequestError::Interrupted(interrupt)) => {
-                end = Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
-                break;
-            }
-            Err(RequestError::Failed(message)) => {
-                end = Some((Status::Failed, Some(format!("request {} failed: {message}", spec.index))));
-                break;
+            if spec.last {
+                hooks.reach(Site::FinalRequest, None, cancel, Some(watchdog));
             }
         }
-        if spec.last {
-            hooks.reach(Site::FinalRequest, None, &cancel, Some(&watchdog));
-        }
+        None
     }
-    drop(wake);
-    // The post-loop check: a deadline that fired during the final request is never `ok`.
-    let (status, error) = end.unwrap_or_else(|| {
-        if watchdog.fired() {
-            (Status::Timeout, Some("job deadline passed during the final request".to_owned()))
-        } else if cancel.is_cancelled() {
-            (Status::Cancelled, Some("cancelled after the final request".to_owned()))
-        } else {
-            (Status::Ok, None)
-        }
-    });
-    let code = finish(&out, &slot, status, error, || {
-        watchdog.stop();
-        hooks.reach(Site::BeforeReportWrite, None, &cancel, None);
-    });
-    // `None`: the backstop took over and exits the process; wait for it.
-    code.unwrap_or_else(|| loop {
-        std::thread::park();
-    })
 }
 
 fn stop_message(interrupt: Interrupt, index: u32) -> String {
