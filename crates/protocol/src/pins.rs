@@ -517,6 +517,16 @@ pub fn check_confinement(repo: &Path, manifest_path: &Path, manifest: &Manifest)
 // Model artifacts
 // ---------------------------------------------------------------------------------------------
 
+/// The file at `path` against its pinned `expected` digest: `None` when they match, else the
+/// difference (or the read failure) under `field`.
+fn check_digest(field: String, path: PathBuf, expected: Sha256Digest) -> Option<PinError> {
+    match Sha256Digest::of_file(&path) {
+        Ok(actual) if actual == expected => None,
+        Ok(actual) => Some(PinError::Digest { field, path, expected, actual }),
+        Err(source) => Some(PinError::Hash { field, source }),
+    }
+}
+
 /// The file names that make up the artifact in `dir`: every top-level entry that is not a
 /// folder (symbolic links are followed: a Hugging Face cache snapshot is made of them) and
 /// whose name does not start with `.`. Sorted.
@@ -571,11 +581,7 @@ pub fn check_case(repo: &Path, id: &str, case: &Case) -> Vec<PinError> {
             out.push(PinError::Missing { field, path });
             continue;
         }
-        match Sha256Digest::of_file(&path) {
-            Ok(actual) if actual == *expected => {}
-            Ok(actual) => out.push(PinError::Digest { field, path, expected: *expected, actual }),
-            Err(source) => out.push(PinError::Hash { field, source }),
-        }
+        out.extend(check_digest(field, path, *expected));
     }
     out
 }
@@ -672,11 +678,7 @@ pub fn check_adapter_sources(
             }
             continue;
         }
-        match Sha256Digest::of_file(&path) {
-            Ok(actual) if actual == *expected => {}
-            Ok(actual) => out.push(PinError::Digest { field, path, expected: *expected, actual }),
-            Err(source) => out.push(PinError::Hash { field, source }),
-        }
+        out.extend(check_digest(field, path, *expected));
     }
     out
 }
