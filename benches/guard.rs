@@ -7,9 +7,10 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use decode_baseline_protocol::{
+use decode_baseline_pins::{
+    self as pins,
     installed::{mlx_dir_override, venv_dir, Installed},
-    pins::{self, EnvironmentCheck},
+    EnvironmentCheck,
 };
 
 fn repo() -> PathBuf {

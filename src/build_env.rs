@@ -7,7 +7,8 @@
 //! refused rather than silently mixing two MLX versions. A build without MLX (no `controlled`
 //! feature) takes the selection from `$DECODE_BASELINE_ENV` as it is.
 
-use decode_baseline_protocol::installed::{DEFAULT_ENV_NAME, ENV_NAME_ENV};
+use decode_baseline_pins::installed::DEFAULT_ENV_NAME;
+use decode_baseline_wire::manifest::ENV_NAME_ENV;
 
 /// The environment this build links, if it links MLX.
 pub const BUILT_FOR: Option<&str> = option_env!("DECODE_BASELINE_BUILD_ENV");

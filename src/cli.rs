@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use decode_baseline_protocol::ExitCode;
+use decode_baseline_wire::ExitCode;
 
 /// A reproducible measurement suite for LLM decoding on MLX.
 #[derive(Debug, Parser)]
@@ -44,8 +44,8 @@ pub enum Command {
         out_dir: PathBuf,
         /// Answer to this adapter name instead of `controlled`: the controlled loop run as an
         /// adapter the manifest declares (another build of it beside this one, for instance).
-        #[arg(long = "as", value_name = "ADAPTER", value_parser = decode_baseline_protocol::Adapter::parse)]
-        as_adapter: Option<decode_baseline_protocol::Adapter>,
+        #[arg(long = "as", value_name = "ADAPTER", value_parser = decode_baseline_wire::Adapter::parse)]
+        as_adapter: Option<decode_baseline_wire::Adapter>,
     },
 }
 

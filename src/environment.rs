@@ -1,6 +1,6 @@
 //! `decode-baseline env`: what this build's controlled worker runs on.
 
-use decode_baseline_protocol::ExitCode;
+use decode_baseline_wire::ExitCode;
 
 #[cfg(feature = "controlled")]
 pub fn run() -> anyhow::Result<ExitCode> {

@@ -1,6 +1,6 @@
 //! `decode-baseline guard`: the CI manifest-digest guard.
 //!
-//! Runs every check of [`decode_baseline_protocol::pins`] against the repository the manifest
+//! Runs every check of [`decode_baseline_pins`] against the repository the manifest
 //! sits in, prints each failure, and exits 0 when all pass, 6 (`GuardMismatch`) when anything
 //! does not match its pin, 2 (`BadInput`) when the manifest cannot be read or parsed. Needs no
 //! MLX: the installed environment is inspected as files (see `req/manifest.md`).
@@ -8,11 +8,12 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use decode_baseline_protocol::{
+use decode_baseline_pins::{
+    self as pins,
     installed::{mlx_dir_override, venv_dir},
-    pins::{self, EnvironmentCheck},
-    ExitCode,
+    EnvironmentCheck,
 };
+use decode_baseline_wire::ExitCode;
 
 /// The manifest's file name at the repository root.
 pub const MANIFEST_NAME: &str = "workloads.json";
@@ -56,7 +57,7 @@ pub fn environment_check(repo: &Path, skip: bool) -> EnvironmentCheck {
     }
     let venv = venv_dir(repo);
     let mlx_dir = mlx_dir_override();
-    if std::env::var_os(decode_baseline_protocol::installed::VENV_ENV).is_some_and(|v| !v.is_empty()) {
+    if std::env::var_os(decode_baseline_pins::installed::VENV_ENV).is_some_and(|v| !v.is_empty()) {
         EnvironmentCheck::Required { venv, mlx_dir }
     } else {
         EnvironmentCheck::IfPresent { venv, mlx_dir }

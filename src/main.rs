@@ -9,6 +9,8 @@ mod compare;
 mod conformance;
 mod duration;
 mod environment;
+#[cfg(test)]
+mod generated;
 mod guard;
 mod launcher;
 mod manifest_cli;
@@ -20,14 +22,14 @@ mod worker;
 fn main() {
     if let Err(why) = build_env::select() {
         eprintln!("decode-baseline: error: {why}");
-        std::process::exit(decode_baseline_protocol::ExitCode::BadInput.code());
+        std::process::exit(decode_baseline_wire::ExitCode::BadInput.code());
     }
     let args = cli::Cli::parse();
     let code = match cli::run(args) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("decode-baseline: error: {err:#}");
-            decode_baseline_protocol::ExitCode::BadInput
+            decode_baseline_wire::ExitCode::BadInput
         }
     };
     std::process::exit(code.code());

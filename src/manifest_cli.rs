@@ -23,7 +23,7 @@ mod write;
 
 use std::path::PathBuf;
 
-use decode_baseline_protocol::ExitCode;
+use decode_baseline_wire::ExitCode;
 
 pub use derive::{derive_case, prompt_id};
 pub use pin::installed;

@@ -11,10 +11,10 @@ use std::{
 };
 
 use anyhow::{bail, ensure, Context};
-use decode_baseline_protocol::{
+use decode_baseline_pins::once;
+use decode_baseline_pins::{built_in_sources, environment_pins, is_path_safe_id, pin_path, pin_text};
+use decode_baseline_wire::{
     manifest::{Cell, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
-    once,
-    pins::{built_in_sources, environment_pins, is_path_safe_id, pin_path, pin_text},
     session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
     Adapter, ExitCode, Mode, RunPolicy,
 };
@@ -315,7 +315,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let pins = environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?;
     // A named environment (DECODE_BASELINE_ENV) is pinned under its name as well, where the
     // launcher and the workers look for it.
-    let environments = decode_baseline_protocol::installed::selected_environment()
+    let environments = decode_baseline_pins::installed::selected_environment()
         .map(|name| [(name, pins.clone())].into())
         .unwrap_or_default();
     let mut manifest = Manifest {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use decode_baseline_protocol::{Adapter, Mode};
+use decode_baseline_wire::{Adapter, Mode};
 use serde::{Deserialize, Serialize};
 
 /// The version of [`BenchRecord`] this code reads and writes.

@@ -3,7 +3,7 @@
 
 use std::{io::Write, path::PathBuf};
 
-use decode_baseline_protocol::ExitCode;
+use decode_baseline_wire::ExitCode;
 
 use super::{estimate, load::load_session, render};
 

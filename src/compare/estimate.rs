@@ -11,7 +11,7 @@ use decode_baseline::stats::{
     against_yardstick, ratio_of_medians, BootstrapConfig, Comparison, NoiseBound, NoiseThreshold, RatioEstimate,
     Resampling, SessionRatio, Verdict,
 };
-use decode_baseline_protocol::{session::SessionStatus, Adapter, ExitCode, Mode};
+use decode_baseline_wire::{session::SessionStatus, Adapter, ExitCode, Mode};
 use serde::Serialize;
 
 use super::{

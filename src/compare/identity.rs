@@ -21,7 +21,7 @@ use std::{
     collections::{BTreeMap, BTreeSet},
 };
 
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
     manifest::Manifest,
     report::{Identity, Status},
     session::{CaseFiles, SessionReport},
@@ -111,7 +111,7 @@ pub fn is_device(mismatch: &Mismatch) -> bool {
 }
 
 /// A session's device in one line: name, then memory and compute capability where recorded.
-fn device_line(device: &decode_baseline_protocol::backend::DeviceIdentity) -> String {
+fn device_line(device: &decode_baseline_wire::backend::DeviceIdentity) -> String {
     let mut line = device.name.clone();
     if let Some(memory) = device.info.get("total_memory").or_else(|| device.info.get("memory_size")) {
         line.push_str(&format!(", {memory} bytes"));

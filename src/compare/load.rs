@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use decode_baseline_protocol::session::{
+use decode_baseline_wire::session::{
     SessionReport, SESSION_REPORT_OLDEST_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
 };
 

@@ -11,7 +11,7 @@ mod load;
 mod render;
 mod samples;
 #[cfg(test)]
-mod schema;
+pub(crate) mod schema;
 mod threshold;
 mod upgrade;
 

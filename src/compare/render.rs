@@ -190,7 +190,7 @@ fn devices_line(report: &CompareReport) -> Option<String> {
 }
 
 /// The status as `session.json` spells it (`ok`, `worker_failed`, …).
-fn status_word(status: decode_baseline_protocol::session::SessionStatus) -> String {
+fn status_word(status: decode_baseline_wire::session::SessionStatus) -> String {
     serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
@@ -209,7 +209,7 @@ fn ratio_line(report: &CompareReport) -> String {
                 .rows
                 .iter()
                 .find_map(|r| r.against.as_ref())
-                .map_or("the reference", decode_baseline_protocol::Adapter::as_str);
+                .map_or("the reference", decode_baseline_wire::Adapter::as_str);
             format!(
                 "ratio = B / A; vs {reference}: the adapter's ratio to {reference} in B over the same in A (holds the \
                  machine constant); raw: the adapter's own per-token medians; below 1: B is faster"

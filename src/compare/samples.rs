@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use decode_baseline::stats::{ClusteredSample, PairedSample, RatioEstimate, Sample, StatsError};
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
     analysis::CellAnalysis,
     report::{Phase, RequestRecord, Status, WorkerReport},
     session::{SessionReport, WorkerOrder, WorkerRun},

@@ -21,7 +21,7 @@
 
 use serde_json::{json, Map, Value};
 
-use decode_baseline_protocol::session::SESSION_REPORT_SCHEMA_VERSION;
+use decode_baseline_wire::session::SESSION_REPORT_SCHEMA_VERSION;
 
 /// The run-id suffix versions 1 to 4 gave the extra run of an A/A pair.
 const LEGACY_AA_SUFFIX: &str = "-aa";

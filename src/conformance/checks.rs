@@ -4,8 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use decode_baseline_protocol::{
-    worker::{CLAIM_FILE, READY_FILE},
+use decode_baseline_wire::{
+    outdir::{CLAIM_FILE, READY_FILE},
     Adapter, Mode, RequestRecord, Status, WorkerReport,
 };
 use serde_json::Value;

@@ -16,7 +16,7 @@ use decode_baseline::conformance::{
     scenarios::Scenario,
     suite::{run_all, select},
 };
-use decode_baseline_protocol::{Adapter, ExitCode};
+use decode_baseline_wire::{Adapter, ExitCode};
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["adapter", "worker"])))]

@@ -4,13 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use decode_baseline_protocol::{
-    digest::DigestIoError,
+use decode_baseline_pins::{
+    self as pins,
+    file_digest::DigestIoError,
     installed::{self, mlx_dir_override, venv_dir, Installed, InstalledError},
+    sources::sources_root,
+    PinError,
+};
+use decode_baseline_wire::{
     job::{token_ids_sha256, EnvironmentPins},
     manifest::{Case, Cell, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
-    pins::{self, PinError},
-    sources::sources_root,
     Adapter, DeviceKind, Mode, RunPolicy, Sha256Digest, WorkerJob, WORKER_JOB_SCHEMA_VERSION,
 };
 

@@ -16,9 +16,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
+    hooks::{HOOK_ENV, HOOK_REQUEST_ENV},
     manifest::Manifest,
-    worker::{Marker, HOOK_ENV, HOOK_REQUEST_ENV, REPORT_FILE, REPORT_TEMP_PREFIX},
+    marker::Marker,
+    outdir::{REPORT_FILE, REPORT_TEMP_PREFIX},
     Adapter, Mode, RunPolicy, WorkerJob, WorkerReport,
 };
 use serde_json::Value;

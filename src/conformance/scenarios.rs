@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use decode_baseline_protocol::{
-    worker::{CLAIM_FILE, LAUNCHER_MESSAGE, READY_FILE, REPORT_FILE},
+use decode_baseline_wire::{
+    outdir::{CLAIM_FILE, LAUNCHER_MESSAGE, READY_FILE, REPORT_FILE},
     Mode, RequestRecord, RunPolicy, Status,
 };
 

@@ -6,8 +6,9 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use decode_baseline_protocol::{
-    manifest::Manifest, pins, worker::REPORT_FILE, Adapter, Mode, Sha256Digest, Status, WorkerJob, WorkerReport,
+use decode_baseline_pins as pins;
+use decode_baseline_wire::{
+    manifest::Manifest, outdir::REPORT_FILE, Adapter, Mode, Sha256Digest, Status, WorkerJob, WorkerReport,
 };
 
 use super::{

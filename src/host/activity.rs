@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-pub use decode_baseline_protocol::host::{FreqRange as Range, HostActivity};
+pub use decode_baseline_wire::host::{FreqRange as Range, HostActivity};
 
 use super::{
     linux::{self, CpuTimes},

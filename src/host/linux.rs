@@ -40,7 +40,7 @@ impl TickDelta {
     }
 }
 
-pub use decode_baseline_protocol::host::FreqRange as Range;
+pub use decode_baseline_wire::host::FreqRange as Range;
 
 /// Parses `/proc/stat`: the aggregate `cpu` line and the number of `cpuN` lines.
 pub fn parse_stat(text: &str) -> Option<CpuTimes> {

@@ -2,8 +2,8 @@
 //! (zero mismatches required, exact ties listed), and reference-pair stream identity or first
 //! divergence.
 
-use decode_baseline_protocol::analysis::{ArgmaxAgreement, Mismatch, StreamAgreement};
-use decode_baseline_protocol::report::{RequestRecord, WorkerReport};
+use decode_baseline_wire::analysis::{ArgmaxAgreement, Mismatch, StreamAgreement};
+use decode_baseline_wire::report::{RequestRecord, WorkerReport};
 
 fn argmaxes(request: &RequestRecord) -> Vec<(u32, u32, Option<f64>, Option<bool>)> {
     request.steps.iter().map(|s| (s.position, s.argmax, s.margin, s.tie)).collect()
@@ -68,7 +68,7 @@ pub fn reference_pair(adapter: &WorkerReport, reference: &WorkerReport) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use decode_baseline_protocol::{report::StepRecord, Adapter, Mode, Status};
+    use decode_baseline_wire::{report::StepRecord, Adapter, Mode, Status};
 
     /// A reference-pair report whose stream is `first` then `steps` (argmax, tie).
     fn report(adapter: Adapter, first: u32, steps: &[(u32, bool)]) -> WorkerReport {
@@ -87,7 +87,7 @@ mod tests {
             })
             .collect();
         WorkerReport {
-            schema_version: decode_baseline_protocol::REPORT_SCHEMA_VERSION,
+            schema_version: decode_baseline_wire::REPORT_SCHEMA_VERSION,
             run_id: "s/c/x-0".into(),
             adapter,
             mode: Mode::ReferencePair,

@@ -11,8 +11,8 @@ use decode_baseline::stats::{
     drift_between_halves, ratio_of_medians, summarize, summarize_requests, BootstrapConfig, ClusteredSample,
     PairedSample, RatioEstimate, Resampling, StatsError,
 };
-use decode_baseline_protocol::analysis::StreamAgreement;
-use decode_baseline_protocol::{
+use decode_baseline_wire::analysis::StreamAgreement;
+use decode_baseline_wire::{
     analysis::{AdapterStats, Analysis, CellAnalysis},
     manifest::Cell,
     report::{Phase, Status, WorkerReport},
@@ -220,7 +220,7 @@ fn adapter_stats(
     let per_token_ns = summarize_requests(&sample, Resampling::ByRequest, config)?;
     let measured: Vec<_> =
         reports.iter().flat_map(|r| &r.requests).filter(|q| matches!(q.phase, Some(Phase::Measured) | None)).collect();
-    let per_request = |f: &dyn Fn(&decode_baseline_protocol::report::RequestRecord) -> f64| {
+    let per_request = |f: &dyn Fn(&decode_baseline_wire::report::RequestRecord) -> f64| {
         decode_baseline::stats::Sample::new(measured.iter().map(|q| f(q)).collect())
             .ok()
             .and_then(|s| summarize(&s, config).ok())

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use decode_baseline_protocol::{backend::DeviceIdentity, report::Identity, session::WorkerRun, Backend, DeviceKind};
+use decode_baseline_wire::{backend::DeviceIdentity, report::Identity, session::WorkerRun, Backend, DeviceKind};
 
 /// The session's device, from its workers' identities; `None` when none reported one.
 pub fn identify(workers: &[WorkerRun]) -> Option<DeviceIdentity> {
@@ -94,7 +94,7 @@ pub fn cuda_runtime_version(libmlx: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use decode_baseline_protocol::Sha256Digest;
+    use decode_baseline_wire::Sha256Digest;
 
     fn identity(backend: Backend, device: DeviceKind, libmlx: &str) -> Identity {
         let d = Sha256Digest::of_bytes(b"x");

@@ -21,7 +21,7 @@ pub struct Prepared {
     pub sequence: u32,
     pub planned: plan::PlannedRun,
     pub out_dir: PathBuf,
-    pub job: decode_baseline_protocol::WorkerJob,
+    pub job: decode_baseline_wire::WorkerJob,
     /// The worker command: the adapter's program with `--out-dir <out_dir>`.
     pub command: Vec<String>,
 }

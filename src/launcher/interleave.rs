@@ -13,7 +13,7 @@
 
 use std::{path::Path, time::Duration};
 
-use decode_baseline_protocol::worker::OutDir;
+use decode_baseline_wire::outdir::OutDir;
 
 use super::{
     signals::Interrupts,
@@ -86,7 +86,7 @@ pub fn supervise_group(
     mut on_tick: impl FnMut(),
     mut on_request: impl FnMut(usize),
 ) -> Result<Vec<Outcome>, SuperviseError> {
-    let dirs = members.iter().map(|m| OutDir::open(m.out_dir)).collect::<Result<Vec<_>, _>>()?;
+    let dirs: Vec<OutDir> = members.iter().map(|m| OutDir::at(m.out_dir)).collect();
     let mut running = Vec::with_capacity(members.len());
     for member in members {
         running.push(Supervised::spawn(member.argv, member.out_dir, limits)?);
@@ -122,7 +122,7 @@ pub fn supervise_group(
                 }
                 // A grant that cannot be written leaves the worker waiting until its run limit
                 // ends it; the record says why. One that exists already grants as well.
-                match decode_baseline_protocol::once::create_new(&dirs[m].granted(k), b"") {
+                match decode_baseline_pins::once::create_new(&dirs[m].granted(k), b"") {
                     Ok(()) => wake(&dirs[m]),
                     Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => wake(&dirs[m]),
                     Err(err) => {
@@ -151,7 +151,7 @@ mod tests {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
         let tmp = tempfile::tempdir().unwrap();
-        let out = OutDir::open(tmp.path()).unwrap();
+        let out = OutDir::at(tmp.path());
         wake(&out); // no FIFO: nothing happens, nothing is created
         assert!(!out.gate().exists());
 

@@ -3,10 +3,8 @@
 
 use std::path::Path;
 
-use decode_baseline_protocol::{
-    once::{self, LinkError, Linked},
-    session::SessionReport,
-};
+use decode_baseline_pins::once::{self, LinkError, Linked};
+use decode_baseline_wire::session::SessionReport;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {

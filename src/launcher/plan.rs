@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
     manifest::{Cell, Interpreter, Manifest},
     session::{SessionJob, WorkerOrder},
     Adapter, Mode,
@@ -171,13 +171,13 @@ pub fn controlled_needs_probe() -> bool {
 
 /// The selected pinned environment's interpreter.
 pub fn venv_python(repo: &Path) -> PathBuf {
-    decode_baseline_protocol::installed::venv_dir(repo).join("bin/python")
+    decode_baseline_pins::installed::venv_dir(repo).join("bin/python")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use decode_baseline_protocol::session::SESSION_JOB_SCHEMA_VERSION;
+    use decode_baseline_wire::session::SESSION_JOB_SCHEMA_VERSION;
 
     fn job(order: WorkerOrder, repetitions: u32, aa_pair: bool) -> SessionJob {
         SessionJob {

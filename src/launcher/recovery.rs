@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use decode_baseline_protocol::session::{
+use decode_baseline_wire::session::{
     LauncherMarker, SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION,
 };
 
@@ -23,7 +23,7 @@ pub const MARKER: &str = "launcher.json";
 pub fn write_marker(session_dir: &Path, marker: &LauncherMarker) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(marker).expect("marker serializes");
     bytes.push(b'\n');
-    decode_baseline_protocol::once::create_new(&session_dir.join(MARKER), &bytes)
+    decode_baseline_pins::once::create_new(&session_dir.join(MARKER), &bytes)
 }
 
 /// Marks every abandoned session below `output_root` incomplete; returns one line per session.
@@ -95,7 +95,7 @@ fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
         });
     let mut runs: Vec<WorkerRun> = folders
         .filter_map(|(cell, worker_dir)| {
-            let job: decode_baseline_protocol::WorkerJob =
+            let job: decode_baseline_wire::WorkerJob =
                 serde_json::from_slice(&std::fs::read(worker_dir.join("job.json")).ok()?).ok()?;
             let report = validate::read_report(&worker_dir).ok();
             Some(WorkerRun {

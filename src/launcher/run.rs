@@ -8,15 +8,15 @@ use std::{
 
 use anyhow::Context;
 use decode_baseline::host;
-use decode_baseline_protocol::{
-    once,
-    pins::{self, PinError},
+use decode_baseline_pins::once;
+use decode_baseline_pins::{self as pins, PinError, PinProblem};
+use decode_baseline_wire::{
+    outdir::JOB_FILE,
     report::Status,
     session::{
         self, CaseFiles, HostFacts, InterventionReason, InterventionSignal, LauncherMarker, LeaseFacts, SessionReport,
         SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
     },
-    worker::JOB_FILE,
     Adapter, ExitCode,
 };
 use indicatif::{ProgressBar, ProgressStyle};
@@ -82,7 +82,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 struct Session {
     resolved: session_job::ResolvedJob,
     loaded: LoadedManifest,
-    cells: Vec<decode_baseline_protocol::manifest::Cell>,
+    cells: Vec<decode_baseline_wire::manifest::Cell>,
     /// Ranges of `prepared` that run together (one member when sequential).
     groups: Vec<std::ops::Range<usize>>,
     repo: PathBuf,
@@ -108,7 +108,12 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
     let resolved = session_job::load(&args.job)?;
     let loaded = match load_manifest(&resolved.manifest_path) {
         Ok(loaded) => loaded,
-        Err(err @ (PinError::ManifestPin { .. } | PinError::PinRead { .. } | PinError::PinFormat { .. })) => {
+        Err(err)
+            if matches!(
+                err.problem,
+                PinProblem::ManifestPin { .. } | PinProblem::PinRead { .. } | PinProblem::PinFormat { .. }
+            ) =>
+        {
             eprintln!("decode-baseline: {err}; run `decode-baseline guard` for every check");
             return Ok(Err(ExitCode::GuardMismatch));
         }
@@ -231,7 +236,7 @@ struct Executed {
 fn execute(session: &Session, quiet_wait: u64, execution: &mut dyn Execution) -> anyhow::Result<Executed> {
     // Taken once the session's folders exist, so that a session folder inside the repository
     // already shows in `git status` when the workers take theirs.
-    let code_version = decode_baseline_protocol::worker::code_version(&session.repo);
+    let code_version = decode_baseline_pins::code_version(&session.repo);
     let expected: BTreeMap<Adapter, validate::ExpectedIdentity> = session
         .resolved
         .job
@@ -387,7 +392,7 @@ fn check_memory(
 /// The launcher's limits for a worker that runs in a group of `members` (1 when sequential).
 /// A gated worker's own deadline pauses while it waits at the gate, so from its ready file to
 /// its exit it may take every member's deadline.
-fn limits(policy: &decode_baseline_protocol::RunPolicy, members: u32) -> Limits {
+fn limits(policy: &decode_baseline_wire::RunPolicy, members: u32) -> Limits {
     let grace = std::time::Duration::from_secs(policy.backstop_grace_s.into());
     Limits {
         ready_timeout: std::time::Duration::from_secs(policy.ready_timeout_s.into()),
@@ -459,7 +464,7 @@ fn wait_for_quiet(bound_s: u64, interrupts: &Interrupts, progress: &ProgressBar)
 }
 
 /// The pinned files of every case of `cells`, from the manifest the session loaded.
-fn model_files(loaded: &LoadedManifest, cells: &[decode_baseline_protocol::manifest::Cell]) -> CaseFiles {
+fn model_files(loaded: &LoadedManifest, cells: &[decode_baseline_wire::manifest::Cell]) -> CaseFiles {
     cells
         .iter()
         .filter_map(|cell| Some((cell.case.clone(), loaded.manifest.cases.get(&cell.case)?.files.clone())))
@@ -507,7 +512,9 @@ fn describe(intervention: Intervention, sent: Option<nix::sys::signal::Signal>) 
 fn load_manifest(path: &Path) -> Result<LoadedManifest, PinError> {
     let (manifest, bytes) = pins::load_manifest(path)?;
     let sha256 = pins::verify_pin(path, &bytes)?;
-    let path = path.canonicalize().map_err(|source| PinError::ManifestRead { path: path.to_owned(), source })?;
+    let path = path
+        .canonicalize()
+        .map_err(|source| PinError::of_manifest(PinProblem::ManifestRead { path: path.to_owned(), source }))?;
     Ok(LoadedManifest { path, sha256, manifest })
 }
 
@@ -554,9 +561,10 @@ fn host_facts() -> HostFacts {
 mod tests {
     use std::{os::unix::process::ExitStatusExt, process::ExitStatus, time::Duration};
 
-    use decode_baseline_protocol::{
+    use decode_baseline_wire::{
+        marker::Marker,
+        outdir::{CLAIM_FILE, REPORT_FILE},
         report::{Identity, Phase, RequestRecord, StepRecord, WorkerReport},
-        worker::{pinned_sources_sha256, Marker, CLAIM_FILE, REPORT_FILE},
         Mode, REPORT_SCHEMA_VERSION,
     };
 
@@ -567,7 +575,7 @@ mod tests {
     struct FakeWorkers {
         status: Status,
         code_version: String,
-        manifest: decode_baseline_protocol::manifest::Manifest,
+        manifest: decode_baseline_wire::manifest::Manifest,
     }
 
     impl FakeWorkers {
@@ -628,7 +636,7 @@ mod tests {
                 identity: Some(Identity {
                     manifest_sha256: job.manifest_sha256,
                     code_version: self.code_version.clone(),
-                    worker_sources_sha256: pinned_sources_sha256(&self.manifest, &job.adapter),
+                    worker_sources_sha256: self.manifest.worker_sources_sha256(&job.adapter),
                     lock_sha256: pins.lock_sha256,
                     mlx_version: pins.mlx_version.clone(),
                     mlx_lm_version: pins.mlx_lm_version.clone(),
@@ -677,7 +685,7 @@ mod tests {
     /// folder without the host lease, and a fake for its workers.
     fn prepared_session(root: &Path, status: Status) -> (Session, FakeWorkers) {
         let job = serde_json::json!({
-            "schema_version": decode_baseline_protocol::session::SESSION_JOB_SCHEMA_VERSION,
+            "schema_version": decode_baseline_wire::session::SESSION_JOB_SCHEMA_VERSION,
             "manifest": repo_root().join("workloads.json"),
             "cells": ["tiny-qwen3.tiny-qwen3-L16.headline", "tiny-qwen3.tiny-qwen3-L16.reference_pair"],
             "adapters": ["stock", "controlled"],
@@ -702,7 +710,7 @@ mod tests {
         let session = prepare(&args).unwrap().unwrap_or_else(|code| panic!("prepare refused with {code:?}"));
         let fake = FakeWorkers {
             status,
-            code_version: decode_baseline_protocol::worker::code_version(&session.repo),
+            code_version: decode_baseline_pins::code_version(&session.repo),
             manifest: session.loaded.manifest.clone(),
         };
         (session, fake)

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
     manifest::{Cell, Manifest},
     session::{SessionJob, SESSION_JOB_SCHEMA_VERSION},
     Adapter,
@@ -132,5 +132,5 @@ pub fn check_adapters(job: &ResolvedJob, manifest: &Manifest) -> Result<(), JobE
 
 /// The repository this executable runs from: where it was built, or `$DECODE_BASELINE_REPO`.
 pub fn repo_root() -> PathBuf {
-    decode_baseline_protocol::installed::repo_root(Path::new(env!("CARGO_MANIFEST_DIR")))
+    decode_baseline_pins::installed::repo_root(Path::new(env!("CARGO_MANIFEST_DIR")))
 }

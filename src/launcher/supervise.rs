@@ -80,8 +80,6 @@ pub enum SuperviseError {
         #[source]
         source: std::io::Error,
     },
-    #[error(transparent)]
-    OutDir(#[from] decode_baseline_protocol::worker::OutDirError),
 }
 
 /// Starts `argv` in `out_dir` in a new process group with its output in `stdout.log` and

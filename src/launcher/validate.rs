@@ -6,10 +6,9 @@
 
 use std::path::Path;
 
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
     manifest::Manifest,
     report::{RequestRecord, Status, WorkerReport},
-    worker::pinned_sources_sha256,
     Adapter, Mode, Sha256Digest, WorkerJob, REPORT_SCHEMA_VERSION,
 };
 
@@ -27,7 +26,7 @@ pub struct ExpectedIdentity {
 impl ExpectedIdentity {
     /// The expectation for `adapter` under `manifest`, with the session's `code_version`.
     pub fn new(manifest: &Manifest, adapter: &Adapter, code_version: String) -> Self {
-        Self { adapter: adapter.clone(), worker_sources_sha256: pinned_sources_sha256(manifest, adapter), code_version }
+        Self { adapter: adapter.clone(), worker_sources_sha256: manifest.worker_sources_sha256(adapter), code_version }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
     job::WorkerJob,
     manifest::{Cell, Manifest},
     Adapter, Mode, Sha256Digest, WORKER_JOB_SCHEMA_VERSION,
@@ -19,7 +19,7 @@ pub enum WorkerJobError {
     Environment {
         path: PathBuf,
         #[source]
-        source: Box<decode_baseline_protocol::pins::PinError>,
+        source: Box<decode_baseline_pins::PinError>,
     },
 }
 
@@ -36,7 +36,7 @@ impl LoadedManifest {}
 /// The absolute model folder of `case`. A relative case path is relative to the repository
 /// (req/manifest.md §4), which is what every worker checks `model_dir` against; the manifest's
 /// own folder only coincides with it for the repository's `workloads.json`.
-pub fn model_dir(case: &decode_baseline_protocol::manifest::Case, repo: &Path) -> PathBuf {
+pub fn model_dir(case: &decode_baseline_wire::manifest::Case, repo: &Path) -> PathBuf {
     if case.path.is_absolute() {
         case.path.clone()
     } else {
@@ -64,7 +64,7 @@ pub fn build(
         prompt: cell.prompt.clone(),
     })?;
     let model_dir = model_dir(case, repo);
-    let environment = decode_baseline_protocol::pins::selected_pins(manifest)
+    let environment = decode_baseline_pins::selected_pins(manifest)
         .map_err(|source| WorkerJobError::Environment { path: loaded.path.clone(), source: Box::new(source) })?
         .clone();
     Ok(WorkerJob {

@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, ensure};
-use decode_baseline_protocol::{
-    installed::selected_environment,
+use decode_baseline_pins::{
+    self as pins, environment_pins, installed::selected_environment, is_path_safe_id, load_manifest,
+};
+use decode_baseline_wire::{
     manifest::{Cell, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
-    pins::{self, environment_pins, is_path_safe_id, load_manifest},
     ExitCode, Mode, RunPolicy,
 };
 

@@ -9,11 +9,10 @@ use std::{
 };
 
 use anyhow::{bail, ensure, Context};
-use decode_baseline_protocol::{
-    installed::Installed,
+use decode_baseline_pins::{case_files, installed::Installed};
+use decode_baseline_wire::{
     job::token_ids_sha256,
     manifest::{Case, Prompt},
-    pins::case_files,
 };
 use serde::Deserialize;
 

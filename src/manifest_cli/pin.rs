@@ -4,11 +4,12 @@
 use std::{fs, path::Path};
 
 use anyhow::{ensure, Context};
-use decode_baseline_protocol::{
+use decode_baseline_pins::{
+    self as pins, environment_pins,
     installed::{mlx_dir_override, selected_environment, venv_dir, Installed, DEFAULT_ENV_NAME},
-    pins::{self, environment_pins, load_manifest, pin_path, pin_text, worker_sources},
-    ExitCode,
+    load_manifest, pin_path, pin_text, worker_sources,
 };
+use decode_baseline_wire::ExitCode;
 
 use super::{write_atomically, write_manifest, PinArgs};
 use crate::guard::{chain, locate_manifest};
@@ -50,7 +51,7 @@ pub(super) fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
     println!(
         "manifest pin: {} sha256 {} ({} worker sources, environment {}: mlx {} / mlx_lm {} at {})",
         manifest_path.display(),
-        decode_baseline_protocol::Sha256Digest::of_bytes(&bytes),
+        decode_baseline_wire::Sha256Digest::of_bytes(&bytes),
         manifest.worker_sources.iter().map(|(a, files)| format!("{} {a}", files.len())).collect::<Vec<_>>().join(" + "),
         environment.as_deref().unwrap_or(DEFAULT_ENV_NAME),
         pinned.mlx_version,

@@ -3,7 +3,7 @@
 use std::{io::Write, path::Path};
 
 use anyhow::{ensure, Context};
-use decode_baseline_protocol::manifest::Manifest;
+use decode_baseline_wire::manifest::Manifest;
 
 /// The manifest as written: pretty JSON (two-space indent, fields in declaration order) with
 /// arrays of numbers kept on one line, and a final newline.

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use decode_baseline_protocol::ExitCode;
+use decode_baseline_wire::ExitCode;
 
 use super::write::{write_plots, PlotOptions};
 use crate::compare::load_session;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use decode_baseline_protocol::Adapter;
+use decode_baseline_wire::Adapter;
 
 use super::{
     steps,

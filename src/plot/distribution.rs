@@ -5,7 +5,7 @@
 //! which keeps the file small and loses nothing visible. The x axis stops at the larger p99 so
 //! that one slow step does not flatten the rest; the subtitle gives the maxima.
 
-use decode_baseline_protocol::Adapter;
+use decode_baseline_wire::Adapter;
 
 use super::{
     steps::color,

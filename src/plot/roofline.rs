@@ -8,7 +8,7 @@
 //! comes. A fraction above 100 % is impossible, so it marks the cell invalid: the bandwidth given
 //! is too low, or the byte count misses something (e.g. weights cached on chip).
 
-use decode_baseline_protocol::Adapter;
+use decode_baseline_wire::Adapter;
 use serde::Serialize;
 
 pub use super::step_bytes::ModelBytes;

@@ -23,7 +23,7 @@ use std::{
 };
 
 use decode_baseline_model_config::config::{CacheKind, Head, ModelConfig};
-use decode_baseline_protocol::manifest::Manifest;
+use decode_baseline_wire::manifest::Manifest;
 use serde::Serialize;
 
 use super::error::PlotError;

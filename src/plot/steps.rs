@@ -1,7 +1,7 @@
 //! The per-step figure: decode-step time against sequence position for both adapters, the
 //! median over the measured requests at each step with a p10–p90 band.
 
-use decode_baseline_protocol::Adapter;
+use decode_baseline_wire::Adapter;
 
 use super::svg::{
     legend, nice_range, quantile, Axis, Frame, LegendEntry, Svg, TimeUnit, CONTROLLED, DECLARED, FIGURE, INK, STOCK,

@@ -9,7 +9,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use decode_baseline_protocol::session::SessionReport;
+use decode_baseline_wire::session::SessionReport;
 
 use super::{
     depth, distribution,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use decode_baseline_protocol::ExitCode;
+use decode_baseline_wire::ExitCode;
 
 use super::page::write_page;
 use crate::compare::load_session;

@@ -10,7 +10,7 @@
 
 use std::{fmt::Write as _, io::Write as _, os::unix::fs::PermissionsExt, path::Path};
 
-use decode_baseline_protocol::session::SessionReport;
+use decode_baseline_wire::session::SessionReport;
 
 use super::rows::Rows;
 use crate::{

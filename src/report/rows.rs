@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
     report::{Phase, Status},
     session::SessionReport,
     Adapter,
@@ -239,7 +239,7 @@ impl Rows {
 /// The case, the prompt length and the largest peak memory of the measured requests of one cell
 /// and adapter, over the worker runs that passed validation.
 /// The first divergence as the page has always shown it: its JSON, keys sorted.
-fn divergence(mismatch: &decode_baseline_protocol::analysis::Mismatch) -> String {
+fn divergence(mismatch: &decode_baseline_wire::analysis::Mismatch) -> String {
     serde_json::to_value(mismatch).map_or_else(|_| "?".to_owned(), |v| v.to_string())
 }
 

@@ -28,7 +28,7 @@
 use super::error::StatsError;
 use super::paired::PairedSample;
 use super::sample::{median_in_place, quantile_sorted, ClusteredSample, Sample};
-use decode_baseline_protocol::stats::{BootstrapConfig, Interval, Resampling};
+use decode_baseline_wire::stats::{BootstrapConfig, Interval, Resampling};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

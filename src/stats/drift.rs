@@ -17,7 +17,7 @@
 
 use super::error::StatsError;
 use super::sample::median_in_place;
-use decode_baseline_protocol::stats::{Drift, DriftConfig};
+use decode_baseline_wire::stats::{Drift, DriftConfig};
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// At least this many per-request figures (two per half).

@@ -17,7 +17,7 @@ mod yardstick;
 mod proptests;
 
 pub use bootstrap::validate as validate_bootstrap;
-pub use decode_baseline_protocol::stats::{
+pub use decode_baseline_wire::stats::{
     BootstrapConfig, Drift, DriftConfig, Interval, RatioEstimate, Resampling, StabilityWarning, Summary, TukeyOutliers,
     WarningKind, DEFAULT_ALPHA, DEFAULT_CONFIDENCE, DEFAULT_DRIFT_THRESHOLD, DEFAULT_RESAMPLES, DEFAULT_SEED,
 };

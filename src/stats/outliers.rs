@@ -9,7 +9,7 @@
 //! step that took three times as long is a fact about the loop.
 
 use super::sample::Sample;
-use decode_baseline_protocol::stats::TukeyOutliers;
+use decode_baseline_wire::stats::TukeyOutliers;
 
 /// Multiple of the IQR beyond the quartiles for a mild outlier.
 pub const MILD_IQR: f64 = 1.5;

@@ -23,8 +23,8 @@
 use super::bootstrap::{median_interval, ratio_interval, Source};
 use super::error::StatsError;
 use super::sample::median_in_place;
-use decode_baseline_protocol::stats::BootstrapConfig;
-use decode_baseline_protocol::stats::RatioEstimate;
+use decode_baseline_wire::stats::BootstrapConfig;
+use decode_baseline_wire::stats::RatioEstimate;
 
 /// Pair ratios `r_k`, grouped by worker run; at least two pairs in all, every one finite and
 /// positive, no run empty.

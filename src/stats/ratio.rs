@@ -13,7 +13,7 @@
 use super::bootstrap::{ratio_interval, Source};
 use super::error::StatsError;
 use super::sample::ClusteredSample;
-use decode_baseline_protocol::stats::{BootstrapConfig, RatioEstimate, Resampling};
+use decode_baseline_wire::stats::{BootstrapConfig, RatioEstimate, Resampling};
 
 /// Ratio of the medians of `numerator` and `denominator` (both positive).
 pub fn ratio_of_medians(

@@ -26,7 +26,7 @@ use super::bootstrap::{median_interval, Source};
 use super::error::StatsError;
 use super::outliers::tukey_outliers;
 use super::sample::{ClusteredSample, Sample};
-use decode_baseline_protocol::stats::{BootstrapConfig, Interval, Resampling, StabilityWarning, Summary, WarningKind};
+use decode_baseline_wire::stats::{BootstrapConfig, Interval, Resampling, StabilityWarning, Summary, WarningKind};
 
 /// Fewer independent units than this draws a `too_few_units` warning.
 pub const MIN_STABLE_UNITS: usize = 10;

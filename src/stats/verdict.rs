@@ -23,7 +23,7 @@
 //! pair the caller uses `DEFAULT_NOISE_THRESHOLD` (2 %) and says so.
 
 use super::error::StatsError;
-use decode_baseline_protocol::stats::RatioEstimate;
+use decode_baseline_wire::stats::RatioEstimate;
 use serde::{Deserialize, Serialize};
 
 /// The smallest threshold derived from an A/A pair.
@@ -141,7 +141,7 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use decode_baseline_protocol::stats::{BootstrapConfig, Interval, Resampling};
+    use decode_baseline_wire::stats::{BootstrapConfig, Interval, Resampling};
 
     fn estimate(lower: f64, upper: f64) -> RatioEstimate {
         RatioEstimate {

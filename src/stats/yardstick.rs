@@ -17,8 +17,8 @@ use super::bootstrap::{quotient_interval, Source, Statistic};
 use super::error::StatsError;
 use super::paired::PairedSample;
 use super::sample::ClusteredSample;
-use decode_baseline_protocol::stats::BootstrapConfig;
-use decode_baseline_protocol::stats::RatioEstimate;
+use decode_baseline_wire::stats::BootstrapConfig;
+use decode_baseline_wire::stats::RatioEstimate;
 
 /// An adapter's ratio to the reference within one session, in a form the bootstrap redraws.
 #[derive(Debug, Clone, Copy)]

@@ -8,13 +8,13 @@ use std::{
     process::{Command, Output},
 };
 
-use decode_baseline_protocol::Sha256Digest;
+use decode_baseline_wire::Sha256Digest;
 use serde_json::Value;
 
 use crate::util::{binary, repo_root, run, stderr, stdout, venv_python};
 
 fn digest(path: &Path) -> Sha256Digest {
-    Sha256Digest::of_file(path).unwrap()
+    decode_baseline_pins::file_digest::of_file(path).unwrap()
 }
 
 /// `bench ARGS` with its own lease and output root below `scratch`.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use decode_baseline::stats::{BootstrapConfig, Interval, RatioEstimate, Resampling};
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
     analysis::{Analysis, CellAnalysis},
     backend::DeviceIdentity,
     report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport},

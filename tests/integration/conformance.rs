@@ -9,7 +9,7 @@
 
 use std::process::{Command, Output};
 
-use decode_baseline_protocol::worker::{HOOK_ENV, HOOK_REQUEST_ENV};
+use decode_baseline_wire::hooks::{HOOK_ENV, HOOK_REQUEST_ENV};
 
 use crate::util;
 

@@ -22,9 +22,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
+    hooks::{HOOK_ENV, HOOK_REQUEST_ENV},
     manifest::Manifest,
-    worker::{CLAIM_FILE, HOOK_ENV, HOOK_REQUEST_ENV, REPORT_FILE, REPORT_TEMP_PREFIX},
+    outdir::{CLAIM_FILE, REPORT_FILE, REPORT_TEMP_PREFIX},
     Adapter, Mode, RunPolicy,
 };
 use nix::{sys::signal::Signal, unistd::Pid};
@@ -244,7 +245,7 @@ fn temps_in(dir: &Path) -> Vec<String> {
 
 /// A report as the launcher's readers see it. Reports are compared this way, not as JSON text:
 /// session.json leaves out the step records' null fields (req/session.md).
-fn as_report(value: &Value) -> decode_baseline_protocol::WorkerReport {
+fn as_report(value: &Value) -> decode_baseline_wire::WorkerReport {
     serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("not a worker report: {e}"))
 }
 
@@ -704,7 +705,7 @@ fn a_report_with_a_forged_source_digest_fails_validation_naming_the_field() {
     assert_eq!(session["status"], "validation_failed");
     let worker = the_worker(&session);
     assert_eq!(worker["report"]["status"], "ok", "the worker itself ran to the end");
-    let pin = decode_baseline_protocol::worker::pinned_sources_sha256(&s.fixture.manifest, &Adapter::Stock);
+    let pin = s.fixture.manifest.worker_sources_sha256(&Adapter::Stock);
     let errors = worker["validation_errors"].as_array().unwrap();
     assert_eq!(
         errors,

@@ -11,10 +11,8 @@ use std::{
     process::{Command, Output},
 };
 
-use decode_baseline_protocol::{
-    pins::{self, EnvironmentCheck, PinError},
-    Sha256Digest,
-};
+use decode_baseline_pins::{self as pins, EnvironmentCheck, PinError, PinProblem};
+use decode_baseline_wire::Sha256Digest;
 
 use crate::util::{binary, repo_root, run, snapshot_tree, stderr, stdout, venv_python};
 
@@ -191,7 +189,7 @@ fn first_stock_source(repo: &Path) -> String {
     let (manifest, _) = pins::load_manifest(&repo.join("workloads.json")).unwrap();
     // A file of the stock worker's own folder: the kit's files are also pinned by the declared
     // example adapter, so a change there fails two sets.
-    manifest.worker_sources[&decode_baseline_protocol::Adapter::Stock]
+    manifest.worker_sources[&decode_baseline_wire::Adapter::Stock]
         .keys()
         .find(|path| path.starts_with("tools/stock/"))
         .expect("the stock worker has sources")
@@ -257,8 +255,11 @@ fn run_policy_value_changed() {
             sb.pin_by_hand();
         },
         |failures| match only(failures, "the policy error") {
-            PinError::PolicyNotFrozen { field, expected, actual } => {
-                assert_eq!((field.as_str(), expected.as_str(), actual.as_str()), ("warmup_requests", "5", "4"))
+            PinError { field, problem: PinProblem::PolicyNotFrozen { expected, actual } } => {
+                assert_eq!(
+                    (field.to_string().as_str(), expected.as_str(), actual.as_str()),
+                    ("run_policy.warmup_requests", "5", "4")
+                )
             }
             other => panic!("{other:?}"),
         },
@@ -270,9 +271,8 @@ fn run_policy_value_changed() {
             sb.pin_by_hand();
         },
         |failures| {
-            assert!(failures
-                .iter()
-                .any(|f| matches!(f, PinError::PolicyNotPositive(e) if e.field == "watchdog_poll_ms")));
+            assert!(failures.iter().any(|f| matches!(f.problem, PinProblem::PolicyNotPositive { value: 0 })
+                && f.field == "run_policy.watchdog_poll_ms"));
         },
     );
 }
@@ -285,7 +285,7 @@ fn worker_source_byte_changed() {
         &sb.repo,
         || flip_byte(&sb.repo.join(&stock), 0),
         |failures| match only(failures, "the stock digest") {
-            PinError::Digest { field, path, expected, actual } => {
+            PinError { field, problem: PinProblem::Digest { path, expected, actual } } => {
                 assert_eq!(*field, format!("worker_sources.stock[{stock:?}]"));
                 assert_eq!(*path, sb.repo.join(&stock));
                 assert_ne!(expected, actual);
@@ -295,15 +295,18 @@ fn worker_source_byte_changed() {
     );
     sb.tamper(
         &sb.repo,
-        || flip_byte(&sb.repo.join("crates/protocol/src/job.rs"), 100),
+        || flip_byte(&sb.repo.join("crates/wire/src/job.rs"), 100),
         |failures| {
             // `controlled-b` (the same build under a second name) pins the same file.
-            assert!(failures.iter().all(|f| matches!(f, PinError::Digest { .. })), "{failures:#?}");
+            assert!(
+                failures.iter().all(|f| matches!(f, PinError { problem: PinProblem::Digest { .. }, .. })),
+                "{failures:#?}"
+            );
             assert_eq!(
-                failures.iter().map(PinError::field).collect::<Vec<_>>(),
+                failures.iter().map(|f| f.field.to_string()).collect::<Vec<_>>(),
                 [
-                    r#"worker_sources.controlled["crates/protocol/src/job.rs"]"#,
-                    r#"worker_sources.controlled-b["crates/protocol/src/job.rs"]"#
+                    r#"worker_sources.controlled["crates/wire/src/job.rs"]"#,
+                    r#"worker_sources.controlled-b["crates/wire/src/job.rs"]"#
                 ]
             );
         },
@@ -318,7 +321,7 @@ fn worker_file_added() {
         || fs::write(sb.repo.join("tools/stock/extra_helper.py"), b"print('unpinned')\n").unwrap(),
         |failures| {
             assert!(matches!(only(failures, "an unpinned stock file"),
-                PinError::UnpinnedSource { field, path } if field == "worker_sources.stock" && path.ends_with("tools/stock/extra_helper.py")));
+                PinError { field, problem: PinProblem::UnpinnedSource { path } } if field == "worker_sources.stock" && path.ends_with("tools/stock/extra_helper.py")));
         },
     );
     sb.tamper(
@@ -326,11 +329,13 @@ fn worker_file_added() {
         || fs::write(sb.repo.join("crates/controlled/src/sneaky.rs"), b"// unpinned\n").unwrap(),
         |failures| {
             // `controlled-b` (the same build under a second name) covers the same folder.
-            let unpinned: Vec<&str> = failures
+            let unpinned: Vec<String> = failures
                 .iter()
                 .filter_map(|f| match f {
-                    PinError::UnpinnedSource { field, path } if path.ends_with("crates/controlled/src/sneaky.rs") => {
-                        Some(field.as_str())
+                    PinError { field, problem: PinProblem::UnpinnedSource { path } }
+                        if path.ends_with("crates/controlled/src/sneaky.rs") =>
+                    {
+                        Some(field.to_string())
                     }
                     _ => None,
                 })
@@ -350,7 +355,7 @@ fn worker_file_removed() {
         || fs::remove_file(sb.repo.join(&stock)).unwrap(),
         |failures| {
             assert!(matches!(only(failures, "a missing stock file"),
-                PinError::Missing { field, .. } if *field == format!("worker_sources.stock[{stock:?}]")));
+                PinError { field, problem: PinProblem::Missing { .. } } if *field == format!("worker_sources.stock[{stock:?}]")));
         },
     );
 }
@@ -365,7 +370,7 @@ fn stray_safetensors_beside_a_case() {
         |failures| {
             let failure = only(failures, "the stray weights");
             assert!(matches!(failure,
-                PinError::StrayArtifact { field, path, .. } if field == r#"cases["tiny-qwen3"].files"# && *path == dir.join("model-extra.safetensors")));
+                PinError { field, problem: PinProblem::StrayArtifact { path, .. } } if field == r#"cases["tiny-qwen3"].files"# && *path == dir.join("model-extra.safetensors")));
             assert!(failure.to_string().contains("mlx_lm would load these weights"), "{failure}");
         },
     );
@@ -375,7 +380,7 @@ fn stray_safetensors_beside_a_case() {
         || fs::remove_file(dir.join("model.safetensors")).unwrap(),
         |failures| {
             assert!(matches!(only(failures, "the missing weights"),
-                PinError::Missing { field, .. } if field == r#"cases["tiny-qwen3"].files["model.safetensors"]"#));
+                PinError { field, problem: PinProblem::Missing { .. } } if field == r#"cases["tiny-qwen3"].files["model.safetensors"]"#));
         },
     );
 }
@@ -389,7 +394,7 @@ fn artifact_byte_flipped() {
         &sb.repo,
         || flip_byte(&weights, len / 2),
         |failures| match only(failures, "the weights digest") {
-            PinError::Digest { field, path, expected, actual } => {
+            PinError { field, problem: PinProblem::Digest { path, expected, actual } } => {
                 assert_eq!(field, r#"cases["tiny-qwen3-q4"].files["model.safetensors"]"#);
                 assert_eq!(*path, weights);
                 assert_ne!(expected, actual);
@@ -408,9 +413,9 @@ fn prompt_id_changed() {
         || sb.edit_manifest(|m| m["prompts"]["tiny-qwen3-L16"]["ids"][3] = 7.into()),
         |failures| {
             assert_eq!(failures.len(), 2, "{failures:#?}");
-            assert!(failures.iter().any(|f| matches!(f, PinError::ManifestPin { .. })));
+            assert!(failures.iter().any(|f| matches!(f, PinError { problem: PinProblem::ManifestPin { .. }, .. })));
             assert!(failures.iter().any(
-                |f| matches!(f, PinError::TokenDigest { field, .. } if field == r#"prompts["tiny-qwen3-L16"].sha256"#)
+                |f| matches!(f, PinError { field, problem: PinProblem::TokenDigest { .. } } if field == r#"prompts["tiny-qwen3-L16"].sha256"#)
             ));
         },
     );
@@ -423,7 +428,7 @@ fn prompt_id_changed() {
         },
         |failures| {
             assert!(matches!(only(failures, "the continuation digest"),
-                PinError::TokenDigest { field, .. } if field == r#"prompts["tiny-qwen3-L512"].continuation_sha256"#));
+                PinError { field, problem: PinProblem::TokenDigest { .. } } if field == r#"prompts["tiny-qwen3-L512"].continuation_sha256"#));
         },
     );
 }
@@ -431,7 +436,7 @@ fn prompt_id_changed() {
 #[test]
 fn lock_file_edited() {
     let sb = Sandbox::new();
-    let lock = sb.repo.join(decode_baseline_protocol::installed::lock_path());
+    let lock = sb.repo.join(decode_baseline_pins::installed::lock_path());
     sb.tamper(
         &sb.repo,
         || {
@@ -441,7 +446,7 @@ fn lock_file_edited() {
         },
         |failures| {
             assert!(matches!(only(failures, "the lock digest"),
-                PinError::Digest { field, path, .. } if field == "environment.lock_sha256" && *path == lock));
+                PinError { field, problem: PinProblem::Digest { path, .. } } if field == "environment.lock_sha256" && *path == lock));
         },
     );
 }
@@ -459,7 +464,7 @@ fn installed_mlx_lm_file_edited() {
             fs::write(mlx_lm.join("generate.py"), text).unwrap();
         },
         |failures| match only(failures, "the freeze") {
-            PinError::Freeze { field, path, files, expected, actual } => {
+            PinError { field, problem: PinProblem::Freeze { path, files, expected, actual } } => {
                 assert_eq!(field, "environment.mlx_lm_freeze_sha256");
                 assert_eq!(*path, mlx_lm);
                 assert!(*files > 100, "{files}");
@@ -472,7 +477,7 @@ fn installed_mlx_lm_file_edited() {
     sb.tamper(
         &site,
         || fs::write(mlx_lm.join("models/extra.py"), b"x = 1\n").unwrap(),
-        |failures| assert!(matches!(only(failures, "the freeze"), PinError::Freeze { .. })),
+        |failures| assert!(matches!(only(failures, "the freeze"), PinError { problem: PinProblem::Freeze { .. }, .. })),
     );
     // Bytecode caches are not part of the freeze (they are rewritten by imports).
     let cache = fs::read_dir(mlx_lm.join("__pycache__")).ok().and_then(|mut d| d.next()).map(|e| e.unwrap().path());
@@ -487,7 +492,7 @@ fn installed_mlx_lm_file_edited() {
         &site,
         || fs::write(site.join("mlx/lib/libmlx.so"), b"another build\n").unwrap(),
         |failures| {
-            assert!(matches!(only(failures, "the libmlx digest"), PinError::Digest { field, .. } if field == "environment.libmlx_sha256"));
+            assert!(matches!(only(failures, "the libmlx digest"), PinError { field, problem: PinProblem::Digest { .. } } if field == "environment.libmlx_sha256"));
         },
     );
     let metadata = fs::read_dir(&site)
@@ -508,7 +513,7 @@ fn installed_mlx_lm_file_edited() {
         },
         |failures| {
             assert!(matches!(only(failures, "the version"),
-                PinError::Version { field, actual, .. } if field == "environment.mlx_lm_version" && actual == "9.9.9"));
+                PinError { field, problem: PinProblem::Version { actual, .. } } if field == "environment.mlx_lm_version" && actual == "9.9.9"));
         },
     );
 }
@@ -528,7 +533,7 @@ fn paths_escaping_the_repository() {
         },
         |failures| {
             assert!(matches!(only(failures, "the escape"),
-                PinError::PathEscape { field, path, .. } if field == r#"worker_sources.stock["../outside/outside.py"]"# && path == "../outside/outside.py"));
+                PinError { field, problem: PinProblem::PathEscape { path, .. } } if field == r#"worker_sources.stock["../outside/outside.py"]"# && path == "../outside/outside.py"));
         },
     );
     // An absolute worker source.
@@ -541,7 +546,7 @@ fn paths_escaping_the_repository() {
         },
         |failures| {
             assert!(
-                matches!(only(failures, "the escape"), PinError::PathEscape { reason, .. } if *reason == "is absolute")
+                matches!(only(failures, "the escape"), PinError { problem: PinProblem::PathEscape { reason, .. }, .. } if *reason == "is absolute")
             );
         },
     );
@@ -555,7 +560,7 @@ fn paths_escaping_the_repository() {
         },
         |failures| {
             assert!(matches!(only(failures, "the escape"),
-                PinError::PathEscape { field, reason, .. } if field == r#"worker_sources.stock["escape/outside.py"]"# && reason.contains("symbolic link")));
+                PinError { field, problem: PinProblem::PathEscape { reason, .. } } if field == r#"worker_sources.stock["escape/outside.py"]"# && reason.contains("symbolic link")));
         },
     );
     // A relative case folder that climbs out of the repository.
@@ -568,7 +573,7 @@ fn paths_escaping_the_repository() {
         },
         |failures| {
             assert!(matches!(only(failures, "the escape"),
-                PinError::PathEscape { field, path, .. } if field == r#"cases["tiny-qwen3"].path"# && path == "../model"));
+                PinError { field, problem: PinProblem::PathEscape { path, .. } } if field == r#"cases["tiny-qwen3"].path"# && path == "../model"));
         },
     );
 }
@@ -584,9 +589,10 @@ fn manifest_edited_without_repinning() {
             fs::write(sb.manifest(), bytes).unwrap();
         },
         |failures| match only(failures, "the pin") {
-            PinError::ManifestPin { path, pin, expected, actual } => {
+            err @ PinError { problem: PinProblem::ManifestPin { path, expected, actual }, .. } => {
                 assert_eq!(*path, sb.manifest());
-                assert_eq!(*pin, sb.repo.join("workloads.json.sha256"));
+                let pin = sb.repo.join("workloads.json.sha256");
+                assert!(err.to_string().contains(&format!("does not match its pin {}:", pin.display())), "{err}");
                 assert_ne!(expected, actual);
             }
             other => panic!("{other:?}"),
@@ -595,7 +601,9 @@ fn manifest_edited_without_repinning() {
     sb.tamper(
         &sb.repo,
         || fs::remove_file(sb.repo.join("workloads.json.sha256")).unwrap(),
-        |failures| assert!(matches!(only(failures, "the missing pin"), PinError::PinRead { .. })),
+        |failures| {
+            assert!(matches!(only(failures, "the missing pin"), PinError { problem: PinProblem::PinRead { .. }, .. }))
+        },
     );
 }
 
@@ -626,7 +634,7 @@ fn add_case_on_a_fresh_fixture_then_pin_then_guard_passes() {
     // The controlled loop's own config reader is asked at add-case time.
     assert!(stdout(&added).contains("the controlled loop reads it (qwen3, 2 layers)"), "{}", stdout(&added));
     // Added but not pinned: only the pin fails.
-    assert!(matches!(only(&sb.failures(), "the pin"), PinError::ManifestPin { .. }));
+    assert!(matches!(only(&sb.failures(), "the pin"), PinError { problem: PinProblem::ManifestPin { .. }, .. }));
     let again = sb.cli(&seeded);
     assert!(!again.status.success() && stderr(&again).contains("--replace"), "{}", stderr(&again));
 
@@ -660,7 +668,7 @@ fn add_case_on_a_fresh_fixture_then_pin_then_guard_passes() {
     // The external artifact is pinned like any other: a stray weights file is refused.
     fs::write(fresh.join("model-extra.safetensors"), b"x").unwrap();
     assert!(
-        matches!(only(&sb.failures(), "the stray"), PinError::StrayArtifact { field, .. } if field == r#"cases["fresh-tied"].files"#)
+        matches!(only(&sb.failures(), "the stray"), PinError { field, problem: PinProblem::StrayArtifact { .. } } if field == r#"cases["fresh-tied"].files"#)
     );
 }
 
@@ -692,7 +700,7 @@ fn committed_manifest_is_pinned_and_its_artifacts_and_prompts_match() {
             assert_eq!(manifest.prompts[&format!("{fixture}-L{length}")].ids.len(), length);
         }
     }
-    assert_eq!(manifest.run_policy, decode_baseline_protocol::RunPolicy::frozen());
+    assert_eq!(manifest.run_policy, decode_baseline_wire::RunPolicy::frozen());
 }
 
 #[test]

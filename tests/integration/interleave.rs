@@ -7,8 +7,8 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use decode_baseline_protocol::{
-    worker::{HOOK_ENV, HOOK_REQUEST_ENV, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV},
+use decode_baseline_wire::{
+    hooks::{HOOK_ENV, HOOK_REQUEST_ENV, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV},
     RunPolicy,
 };
 use serde_json::{json, Value};

@@ -10,10 +10,11 @@ use std::{
     process::{Command, Output, Stdio},
 };
 
-use decode_baseline_protocol::{
-    freeze::list_tree,
-    pins,
-    worker::{HOOK_ENV, HOOK_REQUEST_ENV, REPORT_FILE},
+use decode_baseline_pins as pins;
+use decode_baseline_pins::freeze::list_tree;
+use decode_baseline_wire::{
+    hooks::{HOOK_ENV, HOOK_REQUEST_ENV},
+    outdir::REPORT_FILE,
     Adapter, Mode, RunPolicy, Sha256Digest,
 };
 use serde_json::{json, Value};
@@ -34,7 +35,7 @@ fn example_sources(repo: &Path) -> BTreeMap<String, String> {
     for root in EXAMPLE_SOURCES {
         for rel in list_tree(&repo.join(root)).unwrap() {
             let path = format!("{root}/{rel}");
-            let digest = Sha256Digest::of_file(&repo.join(&path)).unwrap();
+            let digest = decode_baseline_pins::file_digest::of_file(&repo.join(&path)).unwrap();
             out.insert(path, digest.to_string());
         }
     }

@@ -6,7 +6,7 @@ use std::{
     process::{Command, Output},
 };
 
-use decode_baseline_protocol::pins;
+use decode_baseline_pins as pins;
 use serde_json::{json, Value};
 
 use crate::util::{binary, find_file, pid_alive, repo_root, run, stderr, the_worker};

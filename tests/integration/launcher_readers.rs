@@ -20,7 +20,7 @@ use decode_baseline::launcher::{
     session_job::{self, JobError},
     validate,
 };
-use decode_baseline_protocol::{
+use decode_baseline_wire::{
     job::token_ids_sha256, report::Identity, session::SessionJob, Adapter, Backend, DeviceKind, Mode, Phase,
     RequestRecord, RunPolicy, Status, StepRecord, WorkerJob, WorkerReport,
 };

@@ -6,11 +6,11 @@
 
 use std::process::Stdio;
 
-use decode_baseline_protocol::{
+use decode_baseline_pins as pins;
+use decode_baseline_wire::{
     manifest::Case,
-    pins,
+    outdir::REPORT_FILE,
     report::{Status, WorkerReport},
-    worker::REPORT_FILE,
     Mode, RunPolicy,
 };
 

@@ -3,7 +3,7 @@
 //! or malformed numbers, an unknown field, another schema version).
 //!
 //! Shared by the wire formats' reader tests (`parsers.rs`) and the launcher's
-//! (`launcher_readers.rs`). It lives with the integration tests, not in `crates/protocol/`, whose
+//! (`launcher_readers.rs`). It lives with the integration tests, not in `crates/wire/`, whose
 //! every `.rs` file is a pinned controlled-worker source.
 
 use proptest::{prelude::*, sample::Index};

@@ -18,16 +18,17 @@
 use std::{collections::BTreeMap, path::Path};
 
 use crate::mutate::{self, apply, arbitrary_json, check_refusal, mutations, only_unknown_field, Mutation};
-use decode_baseline_protocol::{
+use decode_baseline_pins::{self as pins, PinError, PinProblem};
+use decode_baseline_wire::{
     job::{token_ids_sha256, EnvironmentPins},
     manifest::{Case, Cell, Manifest, Prompt, WorkerSources, MANIFEST_SCHEMA_VERSION},
-    pins::{self, PinError},
+    marker::Marker,
     report::Identity,
     session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
-    worker::{validate_job, Marker},
     Adapter, Backend, DeviceKind, Mode, Phase, RequestRecord, RunPolicy, Sha256Digest, Status, StepRecord, WorkerJob,
     WorkerReport, REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
 };
+use decode_baseline_worker_runtime::validate_job;
 use proptest::{prelude::*, strategy::ValueTree};
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
@@ -310,8 +311,8 @@ proptest! {
         check_refusal(
             &ms,
             &loaded,
-            |e| if let PinError::SchemaVersion { actual, .. } = e { Some(*actual) } else { None },
-            |e| matches!(e, PinError::ManifestParse { .. }),
+            |e| if let PinError { problem: PinProblem::SchemaVersion { actual, .. }, .. } = e { Some(*actual) } else { None },
+            |e| matches!(e, PinError { problem: PinProblem::ManifestParse { .. }, .. }),
         )?;
     }
 

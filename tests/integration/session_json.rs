@@ -18,12 +18,12 @@ fn real_session() -> &'static Value {
     static SESSION: OnceLock<Value> = OnceLock::new();
     SESSION.get_or_init(|| {
         let tmp = tempfile::tempdir().unwrap();
-        let policy = decode_baseline_protocol::RunPolicy {
+        let policy = decode_baseline_wire::RunPolicy {
             first_requests: 1,
             warmup_requests: 1,
             measured_requests: 4,
             max_new_tokens: 16,
-            ..decode_baseline_protocol::RunPolicy::frozen()
+            ..decode_baseline_wire::RunPolicy::frozen()
         };
         let fixture = util::fixture_manifest(tmp.path(), &policy, |_| {});
         let cells: Vec<String> = fixture.manifest.cells.iter().map(|c| c.name()).collect();
@@ -123,8 +123,7 @@ fn the_schema_and_the_types_refuse_an_unknown_field_at_any_depth() {
         // Not an adapter name either (those are lower-case), so that an adapter map refuses it.
         object.insert("Surprise".to_owned(), sibling);
         let refused_by_schema = !validator.is_valid(&mutated);
-        let refused_by_types =
-            serde_json::from_value::<decode_baseline_protocol::session::SessionReport>(mutated).is_err();
+        let refused_by_types = serde_json::from_value::<decode_baseline_wire::session::SessionReport>(mutated).is_err();
         if is_map(place) {
             maps += 1;
             // An adapter map's key must still name an adapter; the other maps are open.
@@ -155,7 +154,7 @@ fn the_schema_refuses_a_wrong_version_of_the_typed_fields() {
     assert!(!validator.is_valid(&no_aa), "workers[].aa is required");
 }
 
-/// `session.json`'s types declared again, independently of `decode_baseline_protocol`: every
+/// `session.json`'s types declared again, independently of `decode_baseline_wire`: every
 /// field by name, every object closed. When the launcher's types change, this stops parsing
 /// until it is updated on purpose (and `req/session.md` with it). The fields are there to be
 /// parsed, not read.

@@ -30,7 +30,7 @@ pub fn binary() -> PathBuf {
 /// environment, and its output to `root/launcher.stdout` and `root/launcher.stderr` (nothing to
 /// drain, nothing to block on).
 pub fn launcher_in(root: &Path) -> Command {
-    use decode_baseline_protocol::worker::{HOOK_ENV, HOOK_REQUEST_ENV, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV};
+    use decode_baseline_wire::hooks::{HOOK_ENV, HOOK_REQUEST_ENV, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV};
     let log = |name: &str| std::fs::File::create(root.join(name)).unwrap();
     let mut cmd = Command::new(binary());
     cmd.args(["run", "--job"])
@@ -95,7 +95,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 use decode_baseline::conformance::fixture::{self, FixtureSource};
 pub use decode_baseline::conformance::fixture::{FixtureManifest, FIXTURE_DIR};
-use decode_baseline_protocol::{manifest::Manifest, Adapter, Mode, RunPolicy, WorkerJob};
+use decode_baseline_wire::{manifest::Manifest, Adapter, Mode, RunPolicy, WorkerJob};
 
 /// What the fixture manifests are made from: this checkout's live worker sources and
 /// environment pins, computed once per test process by the same rules the guard uses (so an
@@ -161,10 +161,10 @@ pub enum Worker {
 }
 
 impl Worker {
-    pub fn adapter(self) -> decode_baseline_protocol::Adapter {
+    pub fn adapter(self) -> decode_baseline_wire::Adapter {
         match self {
-            Worker::Stock => decode_baseline_protocol::Adapter::Stock,
-            Worker::Controlled => decode_baseline_protocol::Adapter::Controlled,
+            Worker::Stock => decode_baseline_wire::Adapter::Stock,
+            Worker::Controlled => decode_baseline_wire::Adapter::Controlled,
         }
     }
 

@@ -7,7 +7,7 @@ environment of `tools/env/` is meant. The default environment lives in `<repo>/.
 one in `<repo>/.venv-<name>` (either: `$DECODE_BASELINE_VENV`). It is created from the
 environment's hash-locked requirements for this platform with `pip --require-hashes --no-deps`,
 so every file that lands in it is the one the lock names. (The same rules, in Rust:
-`crates/protocol/src/installed.rs`.) A stamp file records the lock's SHA-256; when it matches,
+`crates/pins/src/installed.rs`.) A stamp file records the lock's SHA-256; when it matches,
 provisioning is a no-op, and when the lock changes the environment is rebuilt from scratch.
 
 Prints one line, `key=value` pairs describing the environment, for build scripts to read:
@@ -107,7 +107,7 @@ BACKEND_PACKAGES = (("mlx-cpu==", "cpu"), ("mlx-cuda-", "cuda"), ("mlx-metal==",
 
 def lock_backend(lock: Path) -> str:
     """The MLX backend the lock installs, from its backend package (one rule, also in
-    crates/protocol/src/installed.rs)."""
+    crates/pins/src/installed.rs)."""
     found = {
         backend
         for line in lock.read_text().splitlines()

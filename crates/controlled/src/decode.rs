@@ -26,7 +26,7 @@
 
 use std::time::Instant;
 
-use decode_baseline_protocol::{RequestRecord, StepRecord};
+use decode_baseline_wire::{RequestRecord, StepRecord};
 use mlx_rs::error::Exception;
 use mlx_rs::ops::indexing::argmax_axis;
 use mlx_rs::Array;

@@ -84,7 +84,7 @@ pub enum DeviceError {
 
 /// Makes MLX's device of `kind` (index 0) the default for this process, as the stock worker
 /// does with `mx.set_default_device`.
-pub fn set_default_device(kind: decode_baseline_protocol::DeviceKind) -> Result<(), DeviceError> {
+pub fn set_default_device(kind: decode_baseline_wire::DeviceKind) -> Result<(), DeviceError> {
     // SAFETY: the device is created, passed by value to MLX, and freed; no pointer escapes.
     unsafe {
         let device = mlx_sys::mlx_device_new_type(device_type(kind), 0);
@@ -100,7 +100,7 @@ pub fn set_default_device(kind: decode_baseline_protocol::DeviceKind) -> Result<
 /// MLX's `device_info()` of its device of `kind`, every value as a string (numbers in decimal),
 /// as the stock worker records `mx.device_info()`.
 pub fn device_info(
-    kind: decode_baseline_protocol::DeviceKind,
+    kind: decode_baseline_wire::DeviceKind,
 ) -> Result<std::collections::BTreeMap<String, String>, DeviceError> {
     use std::ffi::{CStr, CString};
     let mut out = std::collections::BTreeMap::new();
@@ -148,9 +148,9 @@ pub fn device_info(
     Ok(out)
 }
 
-fn device_type(kind: decode_baseline_protocol::DeviceKind) -> mlx_sys::mlx_device_type {
+fn device_type(kind: decode_baseline_wire::DeviceKind) -> mlx_sys::mlx_device_type {
     match kind {
-        decode_baseline_protocol::DeviceKind::Cpu => mlx_sys::mlx_device_type__MLX_CPU,
-        decode_baseline_protocol::DeviceKind::Gpu => mlx_sys::mlx_device_type__MLX_GPU,
+        decode_baseline_wire::DeviceKind::Cpu => mlx_sys::mlx_device_type__MLX_CPU,
+        decode_baseline_wire::DeviceKind::Gpu => mlx_sys::mlx_device_type__MLX_GPU,
     }
 }

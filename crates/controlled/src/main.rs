@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use decode_baseline_controlled::identity;
-use decode_baseline_protocol::{Adapter, ExitCode};
+use decode_baseline_wire::{Adapter, ExitCode};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,12 +41,12 @@ fn main() {
 /// The repository this program was built from (or `$DECODE_BASELINE_REPO`): its sources are
 /// what the manifest pins.
 fn repo() -> PathBuf {
-    decode_baseline_protocol::installed::repo_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+    decode_baseline_pins::installed::repo_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 fn worker(out_dir: &Path, adapter: Adapter) -> ExitCode {
     let mut driver = decode_baseline_controlled::worker::ControlledDriver::new(repo(), adapter);
-    decode_baseline_protocol::worker::run_worker(out_dir, &mut driver)
+    decode_baseline_worker_runtime::run_worker(out_dir, &mut driver)
 }
 
 fn probe() -> ExitCode {

@@ -1,5 +1,5 @@
 //! The controlled worker's [`Driver`]: the frozen protocol comes from the shared runtime
-//! (`decode_baseline_protocol::worker::run_worker`); this file supplies validation (the shared
+//! (`decode_baseline_worker_runtime::run_worker`); this file supplies validation (the shared
 //! job checks, then the model folder's config, the MLX version and the libmlx actually mapped),
 //! the model load, and one request per call through [`crate::decode`].
 //!
@@ -8,11 +8,12 @@
 
 use std::path::PathBuf;
 
-use decode_baseline_protocol::worker::{
+use decode_baseline_wire::hooks::Site;
+use decode_baseline_wire::{Adapter, DeviceKind, Identity, Mode, RequestRecord, WorkerJob};
+use decode_baseline_worker_runtime::{
     check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal, RequestContext,
-    RequestError, RequestSpec, Runtime, Site,
+    RequestError, RequestSpec, Runtime,
 };
-use decode_baseline_protocol::{Adapter, DeviceKind, Identity, Mode, RequestRecord, WorkerJob};
 
 use crate::config::ModelConfig;
 use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options, RunError};

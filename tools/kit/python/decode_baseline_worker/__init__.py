@@ -28,7 +28,7 @@ or `stock`) with an entry in the manifest's `adapters` map (examples/adapters/RE
 The protocol's constants (file names, environment variables, hook sites, statuses and exit
 codes, schema versions, the request plan's rule, the key sets of the job and the manifest) are
 read at import from protocol_constants.json beside this package's modules, generated from the
-Rust definitions (crates/protocol/src/constants.rs) and checked there for staleness.
+Rust definitions (crates/wire/src/constants.rs) and checked there for staleness.
 
 What the kit does (runner.run_worker), in the protocol's order
 ---------------------------------------------------------------

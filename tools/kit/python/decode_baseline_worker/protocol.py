@@ -1,6 +1,6 @@
 """The worker side of the frozen protocol (req/protocol.md): files, markers, stops, the report.
 
-Mirrors crates/protocol/src/worker/ in spirit: the out dir check, the exclusive claim and ready
+Mirrors crates/worker-runtime/src/ in spirit: the out dir check, the exclusive claim and ready
 markers, the cancellation flag set by SIGTERM/SIGINT, the watchdog with its backstop, the
 deterministic test hooks, the request gate, the test-only slowdown, the poll a loop makes before
 every forward, and the report written exactly once by hard link. Standard library only: this
@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-# The protocol's constants, generated from the Rust definitions (crates/protocol/src/constants.rs)
+# The protocol's constants, generated from the Rust definitions (crates/wire/src/constants.rs)
 # and committed beside this module; a test there fails when this file is stale.
 CONSTANTS = json.loads(Path(__file__).with_name("protocol_constants.json").read_text(encoding="utf-8"))
 
@@ -279,7 +279,7 @@ class Hooks:
 
 
 class Slowdown:
-    """The test-only slowdown (crates/protocol/src/worker/slowdown.rs): a busy wait of
+    """The test-only slowdown (crates/worker-runtime/src/slowdown.rs): a busy wait of
     DECODE_BASELINE_TEST_SLOWDOWN_US microseconds at every before_decode_step poll, for the
     adapter named by DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER only; recorded in the report."""
 

@@ -1,4 +1,4 @@
-"""The per-request records a loop returns (crates/protocol/src/report.rs, req/protocol.md §5).
+"""The per-request records a loop returns (crates/wire/src/report.rs, req/protocol.md §5).
 
 `request_record` and `step_record` build the dicts with every key the report reader requires;
 `top2` and `host_scores` give a step's argmax, top-1 minus top-2 margin and tie from its logits;

@@ -20,7 +20,7 @@ _IMPORTED_NS = time.perf_counter_ns()
 
 
 def request_plan(job):
-    """[(index, phase, last)] for the job's mode, by the rule of crates/protocol/src/worker/run.rs
+    """[(index, phase, last)] for the job's mode, by the rule of crates/worker-runtime/src/run.rs
     (protocol_constants.json `request_plan`): runs of one phase, each counted by a run-policy
     field or a fixed number (`first`, `warmup`, `measured` for headline and fixed_continuation,
     one request of phase None for reference_pair)."""

@@ -1,6 +1,6 @@
 """Validation of a worker job before anything is loaded, and the identity block.
 
-The same checks as the Rust side (crates/protocol/src/pins.rs, req/manifest.md), applied to
+The same checks as the Rust side (crates/pins/src/, req/manifest.md), applied to
 one job for one adapter (`stock` or a declared name): the manifest and its pin, the folder the
 worker's sources are relative to, the artifact's exact file set and digests, the prompt and
 continuation digests, the cell, the stop set, the run policy, the worker's own sources, the lock
@@ -20,14 +20,14 @@ from .protocol import CONSTANTS, Refusal, mismatch
 
 MANIFEST_SCHEMA_VERSION = CONSTANTS["schema_versions"]["manifest"]
 WORKER_JOB_SCHEMA_VERSION = CONSTANTS["schema_versions"]["worker_job"]
-# The stock worker's sources by rule: its own tree and this kit's (crates/protocol/src/sources.rs).
+# The stock worker's sources by rule: its own tree and this kit's (crates/pins/src/sources.rs).
 STOCK_ROOTS = tuple(CONSTANTS["adapters"]["stock_roots"])
 BUILT_IN_ADAPTERS = tuple(CONSTANTS["adapters"]["built_in"])
 # A declared adapter's name (the manifest's `adapters` keys).
 ADAPTER_NAME = re.compile(CONSTANTS["adapters"]["name_pattern"].removeprefix("^").removesuffix("$"))
 INTERPRETERS = (None, *CONSTANTS["adapters"]["interpreters"])
 MODES = tuple(CONSTANTS["request_plan"])
-# The selected environment and its lock, by the rules of crates/protocol/src/installed.rs.
+# The selected environment and its lock, by the rules of crates/pins/src/installed.rs.
 ENV_NAME_ENV = CONSTANTS["env"]["environment"]
 LOCK_FILE_NAME = "requirements-macos.lock" if sys.platform == "darwin" else "requirements-linux.lock"
 
@@ -53,7 +53,7 @@ JOB_SHAPE = CONSTANTS["job"]
 
 
 # An environment's backend is the one MLX backend package its lock names; on cpu the worker runs
-# on MLX's CPU device, on cuda and metal on its GPU (crates/protocol/src/backend.rs).
+# on MLX's CPU device, on cuda and metal on its GPU (crates/wire/src/backend.rs).
 BACKEND_PACKAGES = (("mlx-cpu==", "cpu"), ("mlx-cuda-", "cuda"), ("mlx-metal==", "metal"))
 BACKEND_DEVICES = {"cpu": "cpu", "cuda": "gpu", "metal": "gpu"}
 

@@ -1,0 +1,128 @@
+//! The environment: the lock file the environment was installed from, the installed mlx and
+//! mlx_lm (versions, mlx_lm's source freeze) and the libmlx both workers map, against the
+//! manifest's pins of the selected environment; and the same rules computing those pins.
+
+use std::path::Path;
+
+use decode_baseline_wire::{job::EnvironmentPins, manifest::Manifest, Backend};
+
+use crate::{
+    error::{FieldPath, PinError, PinProblem},
+    file_digest::{check_digest, of_file, DigestIoError},
+    freeze::{freeze_tree, Freeze},
+    installed::{lock_path, selected_environment, Installed},
+};
+
+/// `environment.<name>`: a field of the pinned environment.
+fn environment_field(name: &str) -> FieldPath {
+    FieldPath::field("environment").key(name)
+}
+
+/// Checks the selected environment's lock file for this platform ([`lock_path`]) against
+/// `environment.lock_sha256`.
+pub fn check_lock(repo: &Path, pins: &EnvironmentPins) -> Result<(), PinError> {
+    let field = environment_field("lock_sha256");
+    let path = repo.join(lock_path());
+    let actual = of_file(&path).map_err(|source| PinError::at(field.clone(), PinProblem::Hash { source }))?;
+    if actual != pins.lock_sha256 {
+        return Err(PinError::at(field, PinProblem::Digest { path, expected: pins.lock_sha256, actual }));
+    }
+    let found = lock_backend(&path)?;
+    if found != pins.backend() {
+        return Err(PinError::at(
+            environment_field("backend"),
+            PinProblem::Backend {
+                path,
+                expected: format!("backend {}", pins.backend().as_str()),
+                actual: format!("backend {}", found.as_str()),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// The backend the lock file at `path` installs ([`Backend::of_lock`]).
+pub fn lock_backend(path: &Path) -> Result<Backend, PinError> {
+    let field = environment_field("backend");
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        PinError::at(field.clone(), PinProblem::Hash { source: DigestIoError { path: path.to_owned(), source } })
+    })?;
+    Backend::of_lock(&text).map_err(|err| {
+        PinError::at(
+            field,
+            PinProblem::Backend {
+                path: path.to_owned(),
+                expected: "exactly one of mlx-cpu, mlx-cuda-*, mlx-metal".into(),
+                actual: format!("{} MLX backend packages", err.found),
+            },
+        )
+    })
+}
+
+/// The installed mlx_lm package's freeze (see [`crate::freeze`]).
+pub fn mlx_lm_freeze(installed: &Installed) -> Result<Freeze, PinError> {
+    freeze_tree(&installed.mlx_lm_dir)
+        .map_err(|source| PinError::at(environment_field("mlx_lm_freeze_sha256"), PinProblem::Tree { source }))
+}
+
+/// Checks the installed environment: the mlx and mlx_lm versions, the mlx_lm source freeze and
+/// the libmlx digest.
+pub fn check_installed(installed: &Installed, pins: &EnvironmentPins) -> Vec<PinError> {
+    let mut out = Vec::new();
+    for (field, name, expected) in
+        [("mlx_version", "mlx", &pins.mlx_version), ("mlx_lm_version", "mlx_lm", &pins.mlx_lm_version)]
+    {
+        match installed.dist_version(name) {
+            Ok(actual) if actual == *expected => {}
+            Ok(actual) => out.push(PinError::at(
+                environment_field(field),
+                PinProblem::Version { path: installed.site_packages.clone(), expected: expected.clone(), actual },
+            )),
+            Err(source) => out.push(PinError::at(environment_field(field), PinProblem::Installed { source })),
+        }
+    }
+    match mlx_lm_freeze(installed) {
+        Ok(freeze) if freeze.digest == pins.mlx_lm_freeze_sha256 => {}
+        Ok(freeze) => out.push(PinError::at(
+            environment_field("mlx_lm_freeze_sha256"),
+            PinProblem::Freeze {
+                path: installed.mlx_lm_dir.clone(),
+                files: freeze.files,
+                expected: pins.mlx_lm_freeze_sha256,
+                actual: freeze.digest,
+            },
+        )),
+        Err(err) => out.push(err),
+    }
+    out.extend(check_digest(environment_field("libmlx_sha256"), installed.libmlx.clone(), pins.libmlx_sha256));
+    out
+}
+
+/// The manifest's pins of the selected environment ([`selected_environment`]).
+pub fn selected_pins(manifest: &Manifest) -> Result<&EnvironmentPins, PinError> {
+    let selected = selected_environment();
+    manifest.environment_pins(selected.as_deref()).ok_or_else(|| {
+        let name = selected.unwrap_or_default();
+        PinError::at(FieldPath::field("environments").key(&name), PinProblem::EnvironmentNotPinned { name })
+    })
+}
+
+/// The environment pins of what is installed now: what `manifest pin` writes.
+pub fn environment_pins(repo: &Path, installed: &Installed) -> Result<EnvironmentPins, PinError> {
+    let version = |field: &str, name: &str| {
+        installed
+            .dist_version(name)
+            .map_err(|source| PinError::at(environment_field(field), PinProblem::Installed { source }))
+    };
+    let digest = |field: &str, path: &Path| {
+        of_file(path).map_err(|source| PinError::at(environment_field(field), PinProblem::Hash { source }))
+    };
+    Ok(EnvironmentPins {
+        backend: Some(lock_backend(&repo.join(lock_path()))?),
+        lock_sha256: digest("lock_sha256", &repo.join(lock_path()))?,
+        mlx_version: version("mlx_version", "mlx")?,
+        mlx_lm_version: version("mlx_lm_version", "mlx_lm")?,
+        mlx_lm_freeze_sha256: mlx_lm_freeze(installed)?.digest,
+        libmlx_sha256: digest("libmlx_sha256", &installed.libmlx)?,
+    })
+}

@@ -1,0 +1,88 @@
+//! The test hooks' names: the environment variables that arm a hook or the test-only slowdown,
+//! and the sites a worker can be held at (`req/protocol.md`, "Test hooks"). What a worker does
+//! at a site is the worker runtime's.
+
+/// The environment variable naming the site.
+pub const HOOK_ENV: &str = "DECODE_BASELINE_TEST_HOOK";
+/// The environment variable naming the request index for per-request sites.
+pub const HOOK_REQUEST_ENV: &str = "DECODE_BASELINE_TEST_HOOK_REQUEST";
+
+/// Where a worker can be held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Site {
+    /// After `worker-claim` was created, before the job is read.
+    AfterClaim,
+    /// After `worker-ready` was created, before the first request.
+    AfterReady,
+    /// Before a prefill chunk's forward (the flags were polled just before).
+    BeforePrefillChunk,
+    /// Before the seed forward (the last prompt token alone).
+    BeforeSeedForward,
+    /// Before a cached decode step's forward.
+    BeforeDecodeStep,
+    /// At the start of the request: force the deadline, wait for the fire, then hold.
+    RequestLoop,
+    /// After the final request's record is complete, before the post-loop check: force the
+    /// deadline, wait for the fire, then hold.
+    FinalRequest,
+    /// At the start of the request: force the deadline, wait for the fire, then block for good
+    /// (ignoring release and cancel), so only the watchdog's backstop can end the run.
+    Stall,
+    /// Before `report.json` is written.
+    BeforeReportWrite,
+}
+
+impl Site {
+    pub const ALL: [Site; 9] = [
+        Site::AfterClaim,
+        Site::AfterReady,
+        Site::BeforePrefillChunk,
+        Site::BeforeSeedForward,
+        Site::BeforeDecodeStep,
+        Site::RequestLoop,
+        Site::FinalRequest,
+        Site::Stall,
+        Site::BeforeReportWrite,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Site::AfterClaim => "after_claim",
+            Site::AfterReady => "after_ready",
+            Site::BeforePrefillChunk => "before_prefill_chunk",
+            Site::BeforeSeedForward => "before_seed_forward",
+            Site::BeforeDecodeStep => "before_decode_step",
+            Site::RequestLoop => "request_loop",
+            Site::FinalRequest => "final_request",
+            Site::Stall => "stall",
+            Site::BeforeReportWrite => "before_report_write",
+        }
+    }
+
+    /// Whether the site happens once per request (and so takes the request index).
+    pub fn per_request(self) -> bool {
+        matches!(
+            self,
+            Site::BeforePrefillChunk
+                | Site::BeforeSeedForward
+                | Site::BeforeDecodeStep
+                | Site::RequestLoop
+                | Site::Stall
+        )
+    }
+
+    /// Whether the site is one a decode loop reaches itself, before one of its forwards.
+    pub fn before_forward(self) -> bool {
+        matches!(self, Site::BeforePrefillChunk | Site::BeforeSeedForward | Site::BeforeDecodeStep)
+    }
+
+    /// Whether the site first moves the watchdog deadline to now and waits for the fire.
+    pub fn forces_deadline(self) -> bool {
+        matches!(self, Site::RequestLoop | Site::FinalRequest | Site::Stall)
+    }
+}
+
+/// Microseconds of busy wait per decode step.
+pub const SLOWDOWN_ENV: &str = "DECODE_BASELINE_TEST_SLOWDOWN_US";
+/// The adapter that is slowed; workers of other adapters ignore the slowdown.
+pub const SLOWDOWN_ADAPTER_ENV: &str = "DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER";

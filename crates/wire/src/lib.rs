@@ -1,0 +1,33 @@
+//! decode-baseline's wire formats: the contract described in `req/protocol.md`, `req/manifest.md`
+//! and `req/session.md`, as types. Every format is versioned and rejects unknown fields.
+//!
+//! Shared by the launcher and every worker, and depending on nothing else of the project. No
+//! file-system or process logic lives here (the pins crate reads and checks files, the worker
+//! runtime runs a worker); the protocol's names (file names, environment variables, hook
+//! sites), its request plan and its schemas are here, so that each is written once, and the
+//! Python kit reads them from the document [`constants`] generates.
+
+pub mod analysis;
+pub mod backend;
+pub mod constants;
+pub mod digest;
+pub mod exit;
+pub mod hooks;
+pub mod host;
+pub mod job;
+pub mod manifest;
+pub mod marker;
+pub mod outdir;
+pub mod policy;
+pub mod report;
+pub mod schema;
+pub mod session;
+pub mod source_rule;
+pub mod stats;
+
+pub use backend::{Backend, DeviceKind};
+pub use digest::Sha256Digest;
+pub use exit::ExitCode;
+pub use job::{Adapter, AdapterName, Mode, WorkerJob, WORKER_JOB_SCHEMA_VERSION};
+pub use policy::RunPolicy;
+pub use report::{Identity, Phase, RequestRecord, Status, StepRecord, WorkerReport, REPORT_SCHEMA_VERSION};

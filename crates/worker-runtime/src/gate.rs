@@ -1,0 +1,191 @@
+//! The request gate of an interleaved session (`req/protocol.md`, "The request gate").
+//!
+//! With `job.gate` set, the launcher starts the workers of a cell together and lets one request
+//! run at a time, alternating the adapters. Before request `i` a worker waits until
+//! `request-<i>-granted` exists in its folder; after the request's record is complete it creates
+//! `request-<i>-done`. The wait lies outside every timed interval (a request's clock starts
+//! after it) and pauses the job deadline: the deadline bounds the worker's own work, the
+//! launcher bounds the wait. The worker sleeps in the wake-up FIFO `gate` of its folder, which the
+//! launcher writes a byte to after each grant, looking at cancellation every
+//! [`GATE_WAKE_TIMEOUT`]; where no FIFO can be made it polls every [`GATE_POLL`].
+
+use std::{
+    fs::File,
+    io::Read,
+    os::{fd::AsFd, unix::fs::OpenOptionsExt},
+    path::PathBuf,
+};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use decode_baseline_wire::outdir::{OutDir, GATE_POLL, GATE_WAKE_TIMEOUT};
+
+use super::{cancel::CancelFlag, run::Interrupt, watchdog::Watchdog};
+
+#[derive(Debug, thiserror::Error)]
+#[error("failed to create {path}")]
+pub struct DoneError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// The worker's side of the gate: the wake-up FIFO `gate` in its folder when it could be made
+/// (the launcher writes a byte to it after each grant), removed again when the gate is dropped.
+/// Without one the wait polls every [`GATE_POLL`].
+pub struct Gate {
+    fifo: Option<(PathBuf, File)>,
+}
+
+impl Gate {
+    /// Creates and opens the FIFO; any failure (a file system without FIFOs) leaves polling.
+    pub fn open(out: &OutDir) -> Gate {
+        let path = out.gate();
+        let fifo = nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR)
+            .ok()
+            .and_then(|()| {
+                // Read and write: the worker holds a writer itself, so the FIFO never reads as
+                // hung up between the launcher's writes.
+                let file =
+                    std::fs::OpenOptions::new().read(true).write(true).custom_flags(nix::libc::O_NONBLOCK).open(&path);
+                if file.is_err() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                file.ok()
+            })
+            .map(|file| (path, file));
+        Gate { fifo }
+    }
+
+    /// Waits for the grant of request `index`, the deadline paused; `Err(Cancelled)` if a
+    /// cancellation arrives first. A deadline that fired before the wait is reported as such.
+    pub fn wait(&self, out: &OutDir, index: u32, cancel: &CancelFlag, watchdog: &Watchdog) -> Result<(), Interrupt> {
+        let granted = out.granted(index);
+        watchdog.pause();
+        let result = loop {
+            if cancel.is_cancelled() {
+                break Err(Interrupt::Cancelled);
+            }
+            if watchdog.fired() {
+                break Err(Interrupt::Timeout);
+            }
+            if granted.exists() {
+                break Ok(());
+            }
+            self.sleep();
+        };
+        watchdog.resume();
+        result
+    }
+
+    /// Until the launcher's next byte or [`GATE_WAKE_TIMEOUT`]; [`GATE_POLL`] without a FIFO.
+    fn sleep(&self) {
+        let Some((_, file)) = &self.fifo else {
+            return std::thread::sleep(GATE_POLL);
+        };
+        let timeout = PollTimeout::try_from(GATE_WAKE_TIMEOUT).unwrap_or(PollTimeout::MAX);
+        let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
+        if poll(&mut fds, timeout).is_ok_and(|ready| ready > 0) {
+            let mut buf = [0u8; 64];
+            while matches!((&*file).read(&mut buf), Ok(n) if n > 0) {}
+        }
+    }
+
+    /// Whether the wake-up FIFO exists (it could be made here).
+    pub fn wakes(&self) -> bool {
+        self.fifo.is_some()
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        if let Some((path, _)) = &self.fifo {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Tells the launcher that request `index` is complete.
+pub fn signal_done(out: &OutDir, index: u32) -> Result<(), DoneError> {
+    let path = out.done(index);
+    decode_baseline_pins::once::create_new(&path, b"").map_err(|source| DoneError { path, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn dog() -> Watchdog {
+        Watchdog::start(Duration::from_secs(3600), Duration::from_millis(1), Duration::from_secs(3600), Box::new(|| ()))
+    }
+
+    #[test]
+    fn the_grant_releases_the_wait_and_done_is_created_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = crate::outdir::open(tmp.path()).unwrap();
+        let (cancel, watchdog) = (CancelFlag::new(), dog());
+        std::fs::write(out.granted(3), b"").unwrap();
+        assert_eq!(Gate::open(&out).wait(&out, 3, &cancel, &watchdog), Ok(()));
+        signal_done(&out, 3).unwrap();
+        assert!(out.done(3).exists());
+        // A second done for the same request is refused, never overwritten.
+        assert!(signal_done(&out, 3).is_err());
+        watchdog.stop();
+    }
+
+    #[test]
+    fn the_fifo_wakes_the_wait_and_is_removed_with_the_gate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = crate::outdir::open(tmp.path()).unwrap();
+        let (cancel, watchdog) = (CancelFlag::new(), dog());
+        let gate = Gate::open(&out);
+        assert!(gate.wakes());
+        let launcher = {
+            let out = out.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                std::fs::write(out.granted(0), b"").unwrap();
+                let mut fifo = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(nix::libc::O_NONBLOCK)
+                    .open(out.gate())
+                    .unwrap();
+                std::io::Write::write_all(&mut fifo, b"g").unwrap();
+            })
+        };
+        let started = std::time::Instant::now();
+        assert_eq!(gate.wait(&out, 0, &cancel, &watchdog), Ok(()));
+        // Woken by the byte, not by the end of a full wait after it.
+        assert!(started.elapsed() < Duration::from_millis(50) + GATE_WAKE_TIMEOUT * 10, "{:?}", started.elapsed());
+        launcher.join().unwrap();
+        drop(gate);
+        assert!(!out.gate().exists());
+        watchdog.stop();
+    }
+
+    #[test]
+    fn a_cancellation_ends_the_wait_and_a_fired_deadline_is_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = crate::outdir::open(tmp.path()).unwrap();
+        let cancel = std::sync::Arc::new(CancelFlag::new());
+        let handle = {
+            let (cancel, out) = (std::sync::Arc::clone(&cancel), out.clone());
+            std::thread::spawn(move || {
+                let watchdog = dog();
+                let result = Gate::open(&out).wait(&out, 1, &cancel, &watchdog);
+                watchdog.stop();
+                result
+            })
+        };
+        cancel.cancel();
+        assert_eq!(handle.join().unwrap(), Err(Interrupt::Cancelled));
+
+        let watchdog = dog();
+        watchdog.force_deadline();
+        watchdog.wait_fired();
+        assert_eq!(Gate::open(&out).wait(&out, 2, &CancelFlag::new(), &watchdog), Err(Interrupt::Timeout));
+        watchdog.stop();
+    }
+}

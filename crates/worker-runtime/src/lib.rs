@@ -1,0 +1,31 @@
+//! decode-baseline's worker runtime: the worker side of the frozen protocol (`req/protocol.md`)
+//! around an adapter's [`Driver`]: the out dir, claim, ready, the watchdog, cancellation, the
+//! request gate, test hooks, validation of the job, and the once-only report, tied together by
+//! [`run_worker`]. No MLX: the controlled loop is one driver, and any Rust loop can be another.
+
+mod cancel;
+mod claim;
+mod gate;
+mod hooks;
+mod marker;
+mod outdir;
+mod ready;
+mod report_write;
+mod run;
+mod slowdown;
+mod utc;
+mod validate;
+mod watchdog;
+
+pub use cancel::CancelFlag;
+pub use claim::{claim, ClaimError};
+pub use gate::{signal_done, DoneError, Gate};
+pub use hooks::{HookError, Hooks};
+pub use outdir::{open as open_out_dir, OutDirError};
+pub use ready::{signal_ready, ReadyError};
+pub use report_write::{write_once, ReportWriteError, WriteOutcome};
+pub use run::{request_plan, run_worker, Driver, Interrupt, Refusal, RequestContext, RequestError, RequestSpec};
+pub use slowdown::{Slowdown, SlowdownError};
+pub use utc::utc_now_rfc3339;
+pub use validate::{check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Runtime, Validated};
+pub use watchdog::{Backstop, Watchdog};
