@@ -13,7 +13,7 @@ use decode_baseline::stats::{
 };
 use decode_baseline_wire::analysis::StreamAgreement;
 use decode_baseline_wire::{
-    analysis::{AdapterStats, Analysis, CellAnalysis},
+    analysis::{pair_label, AdapterStats, Analysis, CellAnalysis},
     manifest::Cell,
     report::{Phase, Status, WorkerReport},
     session::{SessionReport, WorkerOrder, WorkerRun},
@@ -172,7 +172,7 @@ fn against_reference(
             Ok(ratio) => {
                 analysis.ratios.insert(adapter.clone(), ratio);
             }
-            Err(err) => problems.push(format!("{name}: no {adapter}/{reference} ratio: {err}")),
+            Err(err) => problems.push(format!("{name}: no {} ratio: {err}", pair_label(adapter, reference))),
         }
     }
     if order == WorkerOrder::Interleaved && cell.mode != Mode::ReferencePair {
@@ -181,7 +181,7 @@ fn against_reference(
                 analysis.paired.extend(main.map(|r| (adapter.clone(), r)));
                 analysis.paired_aa.extend(aa.map(|r| (adapter.clone(), r)));
             }
-            Err(err) => problems.push(format!("{name}: no paired {adapter}/{reference} ratio: {err}")),
+            Err(err) => problems.push(format!("{name}: no paired {} ratio: {err}", pair_label(adapter, reference))),
         }
     }
     let first = |a| valid_reports(workers, &name, a, false).into_iter().next();
@@ -254,11 +254,8 @@ fn adapter_stats(
 
 /// The label of a ratio row of the table: `<adapter>/<reference> paired` or `… ratio`.
 fn ratio_label(cell: &CellAnalysis, adapter: &Adapter, reference: &Adapter) -> Option<(String, RatioEstimate)> {
-    let (kind, r) = match cell.paired.get(adapter) {
-        Some(r) => ("paired", r),
-        None => ("ratio", cell.ratios.get(adapter)?),
-    };
-    Some((format!("{adapter}/{reference} {kind}"), *r))
+    let (kind, r) = cell.ratio_to_reference(adapter)?;
+    Some((format!("{} {kind}", pair_label(adapter, reference)), *r))
 }
 
 /// The summary table printed at the end of `run`.
@@ -335,8 +332,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         }
         for (adapter, g) in &cell.argmax {
             out.push_str(&format!(
-                "{:<w$} argmax {adapter}/{reference}: {} steps, {} mismatches, ties at {:?}\n",
+                "{:<w$} argmax {}: {} steps, {} mismatches, ties at {:?}\n",
                 cell.cell,
+                pair_label(adapter, reference),
                 g.steps_compared,
                 g.mismatches.len(),
                 g.tie_positions
@@ -352,8 +350,10 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 (false, false) => format!("diverge at {at}"),
             };
             out.push_str(&format!(
-                "{:<w$} reference streams {adapter}/{reference}: {} tokens, {verdict}\n",
-                cell.cell, s.tokens_compared
+                "{:<w$} reference streams {}: {} tokens, {verdict}\n",
+                cell.cell,
+                pair_label(adapter, reference),
+                s.tokens_compared
             ));
         }
     }

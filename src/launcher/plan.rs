@@ -86,11 +86,7 @@ pub fn groups(order: WorkerOrder, runs: &[PlannedRun]) -> Vec<std::ops::Range<us
     groups
 }
 
-/// The variable that replaces `adapter`'s worker program: `DECODE_BASELINE_WORKER_` and the
-/// adapter's name in capitals, `-` written `_` (`DECODE_BASELINE_WORKER_PYTHON_SYNC`).
-pub fn replacement_variable(adapter: &Adapter) -> String {
-    format!("DECODE_BASELINE_WORKER_{}", adapter.as_str().to_ascii_uppercase().replace('-', "_"))
-}
+pub use decode_baseline_wire::hooks::replacement_variable;
 
 /// The program that replaces `adapter`'s pinned worker, when its [`replacement_variable`] is set
 /// and not blank: its whitespace-separated words (the launcher's tests use them for misbehaving

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use decode_baseline_wire::{
+    analysis::pair_label,
     report::{Phase, Status},
     session::SessionReport,
     Adapter,
@@ -117,10 +118,10 @@ impl Rows {
             }
             let reference = &session.reference;
             for adapter in cell.adapters.keys().filter(|a| *a != reference) {
-                if let Some(r) = cell.paired.get(adapter).or(cell.ratios.get(adapter)) {
+                if let Some((_, r)) = cell.ratio_to_reference(adapter) {
                     out.ratios.push((
                         cell.cell.clone(),
-                        format!("{adapter}/{reference}"),
+                        pair_label(adapter, reference),
                         r.ratio,
                         r.ci.lower,
                         r.ci.upper,
@@ -129,8 +130,9 @@ impl Rows {
             }
             for (adapter, a) in &cell.argmax {
                 out.agreement.push(format!(
-                    "{}: {adapter}/{reference} argmax over {} steps, {} mismatches, ties at {:?}",
+                    "{}: {} argmax over {} steps, {} mismatches, ties at {:?}",
                     cell.cell,
+                    pair_label(adapter, reference),
                     a.steps_compared,
                     a.mismatches.len(),
                     a.tie_positions
@@ -143,8 +145,10 @@ impl Rows {
                     format!("diverge: {}", s.first_divergence.as_ref().map_or("?".into(), divergence))
                 };
                 out.agreement.push(format!(
-                    "{}: {adapter}/{reference} reference streams over {} tokens, {verdict}",
-                    cell.cell, s.tokens_compared
+                    "{}: {} reference streams over {} tokens, {verdict}",
+                    cell.cell,
+                    pair_label(adapter, reference),
+                    s.tokens_compared
                 ));
             }
         }

@@ -23,7 +23,7 @@ use std::{
 };
 
 use decode_baseline_wire::{
-    hooks::{HOOK_ENV, HOOK_REQUEST_ENV},
+    hooks::{replacement_variable, HOOK_ENV, HOOK_REQUEST_ENV},
     manifest::Manifest,
     outdir::{CLAIM_FILE, REPORT_FILE, REPORT_TEMP_PREFIX},
     Adapter, Mode, RunPolicy,
@@ -157,11 +157,6 @@ impl Scratch {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
-}
-
-/// The variable that replaces `adapter`'s worker program (`src/launcher/plan.rs`).
-fn replacement_variable(adapter: &Adapter) -> String {
-    format!("DECODE_BASELINE_WORKER_{}", adapter.as_str().to_ascii_uppercase().replace('-', "_"))
 }
 
 /// Waits until `path` exists (a file written by a process the test is not waiting on).

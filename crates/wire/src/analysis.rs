@@ -65,6 +65,24 @@ pub struct CellAnalysis {
     pub stream: BTreeMap<Adapter, StreamAgreement>,
 }
 
+impl CellAnalysis {
+    /// `adapter`'s ratio to the reference as the summary table and the report page show it: the
+    /// paired one where the cell ran interleaved, else the ratio of medians; with its kind,
+    /// `"paired"` or `"ratio"`.
+    pub fn ratio_to_reference(&self, adapter: &Adapter) -> Option<(&'static str, &RatioEstimate)> {
+        match self.paired.get(adapter) {
+            Some(r) => Some(("paired", r)),
+            None => self.ratios.get(adapter).map(|r| ("ratio", r)),
+        }
+    }
+}
+
+/// How the table, the report page and every message name a comparison of `adapter` with the
+/// reference: `<adapter>/<reference>`.
+pub fn pair_label(adapter: &Adapter, reference: &Adapter) -> String {
+    format!("{adapter}/{reference}")
+}
+
 /// One adapter in one cell, over its measured requests (all repetitions, A/A run excluded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -7,6 +7,13 @@ pub const HOOK_ENV: &str = "DECODE_BASELINE_TEST_HOOK";
 /// The environment variable naming the request index for per-request sites.
 pub const HOOK_REQUEST_ENV: &str = "DECODE_BASELINE_TEST_HOOK_REQUEST";
 
+/// The environment variable whose words replace `adapter`'s pinned worker program:
+/// `DECODE_BASELINE_WORKER_<NAME>`, the name upper-cased with `-` as `_` (the launcher's tests run
+/// misbehaving workers through it; a session that uses one is unpinned, `req/session.md`).
+pub fn replacement_variable(adapter: &crate::Adapter) -> String {
+    format!("DECODE_BASELINE_WORKER_{}", adapter.as_str().to_ascii_uppercase().replace('-', "_"))
+}
+
 /// Where a worker can be held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Site {
