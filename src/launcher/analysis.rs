@@ -11,9 +11,8 @@ use decode_baseline::stats::{
     drift_between_halves, ratio_of_medians, summarize, summarize_requests, BootstrapConfig, ClusteredSample,
     PairedSample, RatioEstimate, Resampling, StatsError,
 };
-use decode_baseline_wire::analysis::StreamAgreement;
 use decode_baseline_wire::{
-    analysis::{pair_label, AdapterStats, Analysis, CellAnalysis},
+    analysis::{pair_label, AdapterStats, Analysis, CellAnalysis, StreamAgreement},
     manifest::Cell,
     report::{Phase, Status, WorkerReport},
     session::{SessionReport, WorkerOrder, WorkerRun},

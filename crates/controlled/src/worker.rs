@@ -8,8 +8,7 @@
 
 use std::path::PathBuf;
 
-use decode_baseline_wire::hooks::Site;
-use decode_baseline_wire::{Adapter, DeviceKind, Identity, Mode, RequestRecord, WorkerJob};
+use decode_baseline_wire::{hooks::Site, Adapter, DeviceKind, Identity, Mode, RequestRecord, WorkerJob};
 use decode_baseline_worker_runtime::{
     check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal, RequestContext,
     RequestError, RequestSpec, Runtime,
