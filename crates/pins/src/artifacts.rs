@@ -46,14 +46,11 @@ pub fn check_case(repo: &Path, id: &str, case: &Case) -> Vec<PinError> {
         Ok(dir) => dir,
         Err(err) => return vec![err],
     };
-    let field = FieldPath::field("cases").entry(id).key("files");
+    let field = FieldPath::case(id).key("files");
     let present = match artifact_file_names(&dir) {
         Ok(names) => names,
         Err(source) => {
-            return vec![PinError::at(
-                FieldPath::field("cases").entry(id).key("path"),
-                PinProblem::FileRead { path: dir, source },
-            )]
+            return vec![PinError::at(FieldPath::case(id).key("path"), PinProblem::FileRead { path: dir, source })]
         }
     };
     let mut out = Vec::new();

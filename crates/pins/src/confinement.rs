@@ -41,7 +41,7 @@ pub(crate) fn check_resolved(repo: &Path, field: FieldPath, rel: &str) -> Result
 /// through symbolic links); an absolute path is an artifact outside the repository, allowed
 /// because every file of it is pinned, but it must be normal too (no `.` or `..`).
 pub fn case_dir(repo: &Path, id: &str, case: &Case) -> Result<PathBuf, PinError> {
-    let field = FieldPath::field("cases").entry(id).key("path");
+    let field = FieldPath::case(id).key("path");
     let text = case.path.to_string_lossy();
     if case.path.is_absolute() {
         let normal = case.path.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
@@ -67,7 +67,7 @@ pub fn check_confinement(repo: &Path, manifest_path: &Path, manifest: &Manifest)
         for name in case.files.keys() {
             if name.contains('/') || check_relative(name).is_err() {
                 out.push(PinError::at(
-                    FieldPath::field("cases").entry(id).key("files"),
+                    FieldPath::case(id).key("files"),
                     PinProblem::PathEscape {
                         path: name.clone(),
                         reason: "is not a plain file name inside the artifact folder",
@@ -79,7 +79,7 @@ pub fn check_confinement(repo: &Path, manifest_path: &Path, manifest: &Manifest)
     for (adapter, files) in &manifest.worker_sources {
         let root = sources_root(adapter, repo, manifest_path);
         for rel in files.keys() {
-            let field = FieldPath::field("worker_sources").key(adapter.as_str()).entry(rel);
+            let field = FieldPath::worker_sources(adapter).entry(rel);
             match check_relative(rel) {
                 Err(reason) => out.push(escape(field, rel, reason)),
                 Ok(()) => {

@@ -13,15 +13,10 @@ use crate::{
     installed::{lock_path, selected_environment, Installed},
 };
 
-/// `environment.<name>`: a field of the pinned environment.
-fn environment_field(name: &str) -> FieldPath {
-    FieldPath::field("environment").key(name)
-}
-
 /// Checks the selected environment's lock file for this platform ([`lock_path`]) against
 /// `environment.lock_sha256`.
 pub fn check_lock(repo: &Path, pins: &EnvironmentPins) -> Result<(), PinError> {
-    let field = environment_field("lock_sha256");
+    let field = FieldPath::environment("lock_sha256");
     let path = repo.join(lock_path());
     let actual = of_file(&path).map_err(|source| PinError::at(field.clone(), PinProblem::Hash { source }))?;
     if actual != pins.lock_sha256 {
@@ -30,7 +25,7 @@ pub fn check_lock(repo: &Path, pins: &EnvironmentPins) -> Result<(), PinError> {
     let found = lock_backend(&path)?;
     if found != pins.backend() {
         return Err(PinError::at(
-            environment_field("backend"),
+            FieldPath::environment("backend"),
             PinProblem::Backend {
                 path,
                 expected: format!("backend {}", pins.backend().as_str()),
@@ -43,7 +38,7 @@ pub fn check_lock(repo: &Path, pins: &EnvironmentPins) -> Result<(), PinError> {
 
 /// The backend the lock file at `path` installs ([`Backend::of_lock`]).
 pub fn lock_backend(path: &Path) -> Result<Backend, PinError> {
-    let field = environment_field("backend");
+    let field = FieldPath::environment("backend");
     let text = std::fs::read_to_string(path).map_err(|source| {
         PinError::at(field.clone(), PinProblem::Hash { source: DigestIoError { path: path.to_owned(), source } })
     })?;
@@ -62,7 +57,7 @@ pub fn lock_backend(path: &Path) -> Result<Backend, PinError> {
 /// The installed mlx_lm package's freeze (see [`crate::freeze`]).
 pub fn mlx_lm_freeze(installed: &Installed) -> Result<Freeze, PinError> {
     freeze_tree(&installed.mlx_lm_dir)
-        .map_err(|source| PinError::at(environment_field("mlx_lm_freeze_sha256"), PinProblem::Tree { source }))
+        .map_err(|source| PinError::at(FieldPath::environment("mlx_lm_freeze_sha256"), PinProblem::Tree { source }))
 }
 
 /// Checks the installed environment: the mlx and mlx_lm versions, the mlx_lm source freeze and
@@ -75,16 +70,16 @@ pub fn check_installed(installed: &Installed, pins: &EnvironmentPins) -> Vec<Pin
         match installed.dist_version(name) {
             Ok(actual) if actual == *expected => {}
             Ok(actual) => out.push(PinError::at(
-                environment_field(field),
+                FieldPath::environment(field),
                 PinProblem::Version { path: installed.site_packages.clone(), expected: expected.clone(), actual },
             )),
-            Err(source) => out.push(PinError::at(environment_field(field), PinProblem::Installed { source })),
+            Err(source) => out.push(PinError::at(FieldPath::environment(field), PinProblem::Installed { source })),
         }
     }
     match mlx_lm_freeze(installed) {
         Ok(freeze) if freeze.digest == pins.mlx_lm_freeze_sha256 => {}
         Ok(freeze) => out.push(PinError::at(
-            environment_field("mlx_lm_freeze_sha256"),
+            FieldPath::environment("mlx_lm_freeze_sha256"),
             PinProblem::Freeze {
                 path: installed.mlx_lm_dir.clone(),
                 files: freeze.files,
@@ -94,7 +89,7 @@ pub fn check_installed(installed: &Installed, pins: &EnvironmentPins) -> Vec<Pin
         )),
         Err(err) => out.push(err),
     }
-    out.extend(check_digest(environment_field("libmlx_sha256"), installed.libmlx.clone(), pins.libmlx_sha256));
+    out.extend(check_digest(FieldPath::environment("libmlx_sha256"), installed.libmlx.clone(), pins.libmlx_sha256));
     out
 }
 
@@ -112,10 +107,10 @@ pub fn environment_pins(repo: &Path, installed: &Installed) -> Result<Environmen
     let version = |field: &str, name: &str| {
         installed
             .dist_version(name)
-            .map_err(|source| PinError::at(environment_field(field), PinProblem::Installed { source }))
+            .map_err(|source| PinError::at(FieldPath::environment(field), PinProblem::Installed { source }))
     };
     let digest = |field: &str, path: &Path| {
-        of_file(path).map_err(|source| PinError::at(environment_field(field), PinProblem::Hash { source }))
+        of_file(path).map_err(|source| PinError::at(FieldPath::environment(field), PinProblem::Hash { source }))
     };
     Ok(EnvironmentPins {
         backend: Some(lock_backend(&repo.join(lock_path()))?),

@@ -4,7 +4,7 @@
 
 use std::{fmt, path::PathBuf};
 
-use decode_baseline_wire::Sha256Digest;
+use decode_baseline_wire::{Adapter, Sha256Digest};
 
 use crate::{file_digest::DigestIoError, freeze::TreeError, installed::InstalledError};
 
@@ -33,6 +33,21 @@ impl FieldPath {
     /// The top-level field `name`.
     pub fn field(name: &str) -> Self {
         Self::root().key(name)
+    }
+
+    /// `cases["<id>"]`: one case of the manifest.
+    pub fn case(id: &str) -> Self {
+        Self::field("cases").entry(id)
+    }
+
+    /// `worker_sources.<adapter>`: one adapter's pinned source set.
+    pub fn worker_sources(adapter: &Adapter) -> Self {
+        Self::field("worker_sources").key(adapter.as_str())
+    }
+
+    /// `environment.<name>`: a field of the pinned environment.
+    pub fn environment(name: &str) -> Self {
+        Self::field("environment").key(name)
     }
 
     /// This path's field `name`.

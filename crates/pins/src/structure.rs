@@ -70,7 +70,7 @@ pub fn check_structure(manifest: &Manifest) -> Vec<PinError> {
         out.push(PinError::at(FieldPath::field("cells"), PinProblem::Empty { what: "the cell list" }));
     }
     for (id, case) in &manifest.cases {
-        let field = FieldPath::field("cases").entry(id);
+        let field = FieldPath::case(id);
         if !is_path_safe_id(id) {
             out.push(PinError::at(FieldPath::field("cases"), PinProblem::BadId { id: id.clone() }));
         }
@@ -144,15 +144,12 @@ pub fn check_structure(manifest: &Manifest) -> Vec<PinError> {
     out.extend(check_declared(manifest));
     for adapter in manifest.all_adapters() {
         if manifest.worker_sources.get(&adapter).is_none_or(BTreeMap::is_empty) {
-            out.push(PinError::at(
-                FieldPath::field("worker_sources").key(adapter.as_str()),
-                PinProblem::EmptySourceSet,
-            ));
+            out.push(PinError::at(FieldPath::worker_sources(&adapter), PinProblem::EmptySourceSet));
         }
     }
     for adapter in manifest.worker_sources.keys().filter(|a| !manifest.knows(a)) {
         out.push(PinError::at(
-            FieldPath::field("worker_sources").key(adapter.as_str()),
+            FieldPath::worker_sources(adapter),
             PinProblem::UndeclaredAdapter { name: adapter.to_string() },
         ));
     }

@@ -39,7 +39,7 @@ fn hash_sources(
     let mut out = WorkerSources::new();
     for (adapter, declared) in adapters {
         let root = sources_root(adapter, repo, manifest_path);
-        let set = FieldPath::field("worker_sources").key(adapter.as_str());
+        let set = FieldPath::worker_sources(adapter);
         let files = adapter_sources(adapter, &root, declared)
             .map_err(|source| PinError::at(set.clone(), PinProblem::Tree { source }))?;
         let hashed = files
@@ -74,7 +74,7 @@ pub fn check_adapter_sources(
     adapter: &Adapter,
 ) -> Vec<PinError> {
     let mut out = Vec::new();
-    let set = FieldPath::field("worker_sources").key(adapter.as_str());
+    let set = FieldPath::worker_sources(adapter);
     let root = sources_root(adapter, repo, manifest_path);
     let found = match adapter_sources(adapter, &root, manifest.declared_sources(adapter)) {
         Ok(found) => found,

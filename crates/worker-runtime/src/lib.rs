@@ -21,7 +21,6 @@ pub use cancel::CancelFlag;
 pub use claim::{claim, ClaimError};
 pub use gate::{signal_done, DoneError, Gate};
 pub use hooks::{HookError, Hooks};
-pub use outdir::{open as open_out_dir, OutDirError};
 pub use ready::{signal_ready, ReadyError};
 pub use report_write::{write_once, ReportWriteError, WriteOutcome};
 pub use run::{request_plan, run_worker, Driver, Interrupt, Refusal, RequestContext, RequestError, RequestSpec};
