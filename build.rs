@@ -16,8 +16,10 @@ fn main() {
         );
         std::process::exit(1);
     }
-    if let Ok(lib_dir) = std::env::var("DEP_MLX_LIB_DIR") {
-        println!("cargo:rustc-link-arg=-Wl,-rpath,{lib_dir}");
+    // The checkout's own environment first (`$ORIGIN`-relative, so that a copied checkout
+    // loads its own libmlx), then the folder it was built against.
+    for rpath in ["DEP_MLX_ORIGIN_RPATH", "DEP_MLX_LIB_DIR"].into_iter().filter_map(|v| std::env::var(v).ok()) {
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{rpath}");
     }
     if let Ok(environment) = std::env::var("DEP_MLX_ENVIRONMENT") {
         println!("cargo:rustc-env=DECODE_BASELINE_BUILD_ENV={environment}");

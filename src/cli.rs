@@ -9,6 +9,10 @@ use decode_baseline_wire::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "decode-baseline", version, about)]
 pub struct Cli {
+    /// The checkout to serve (its workloads.json, models, workers and .venv). Default: the
+    /// nearest checkout at or above the current folder, else the one this executable was built in.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -47,6 +51,26 @@ pub enum Command {
         #[arg(long = "as", value_name = "ADAPTER", value_parser = decode_baseline_wire::Adapter::parse)]
         as_adapter: Option<decode_baseline_wire::Adapter>,
     },
+}
+
+/// Settles which checkout the commands that measure serve (`run`, `bench`, `conformance`, `env`)
+/// and hands it to every process they start through `$DECODE_BASELINE_REPO` (and its Python
+/// worker kit through `$DECODE_BASELINE_KIT`); refuses an
+/// executable that stands in another checkout than its own (`launcher::checkout`).
+pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
+    use decode_baseline::launcher::checkout::Checkout;
+    use decode_baseline_pins::installed::{KIT_DIR, KIT_ENV, REPO_ENV};
+    if let Some(repo) = &cli.repo {
+        let repo = repo.canonicalize().map_err(|err| anyhow::anyhow!("--repo {}: {err}", repo.display()))?;
+        std::env::set_var(REPO_ENV, repo);
+    }
+    if matches!(cli.command, Command::Run(_) | Command::Bench(_) | Command::Conformance(_) | Command::Env) {
+        let checkout = Checkout::current();
+        checkout.check(&std::env::current_exe()?)?;
+        std::env::set_var(REPO_ENV, &checkout.root);
+        std::env::set_var(KIT_ENV, checkout.root.join(KIT_DIR));
+    }
+    Ok(())
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {

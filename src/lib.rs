@@ -4,11 +4,12 @@
 pub mod host;
 pub mod stats;
 
-/// The launcher's readers of what it is handed: the session job, and each worker's report with
+/// Which checkout the launcher serves, and the launcher's readers of what it is handed: the session job, and each worker's report with
 /// its validation. The rest of the launcher (`src/launcher/`) is in the binary, which re-exports
 /// these; they are here so that the integration tests can feed them arbitrary input directly
 /// (`tests/integration/launcher_readers.rs`).
 pub mod launcher {
+    pub mod checkout;
     pub mod session_job;
     pub mod validate;
 }

@@ -25,6 +25,10 @@ fn main() {
         std::process::exit(decode_baseline_wire::ExitCode::BadInput.code());
     }
     let args = cli::Cli::parse();
+    if let Err(why) = cli::serve_checkout(&args) {
+        eprintln!("decode-baseline: error: {why:#}");
+        std::process::exit(decode_baseline_wire::ExitCode::BadInput.code());
+    }
     let code = match cli::run(args) {
         Ok(code) => code,
         Err(err) => {

@@ -5,8 +5,7 @@
 //!   through the pinned environment's tokenizer (`tools/manifest/derive_case.py`), and the
 //!   cells that measure it.
 //! * `pin` re-hashes the worker sources and the installed environment into the manifest,
-//!   writes the manifest's own digest beside it (`workloads.json.sha256`), and updates the
-//!   pin line cited in `req/manifest.md`.
+//!   and writes the manifest's own digest beside it (`workloads.json.sha256`); nothing else.
 //!
 //! Both write atomically (a temp file in the same folder, then a rename), the manifest first and
 //! the pin second: an interruption between the two leaves a stale pin, which the guard reports

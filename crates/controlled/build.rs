@@ -9,8 +9,10 @@
 //! where they are resolved on a CUDA host (or the launcher's probe names the missing library).
 //! Only libmlx's own dependencies are concerned: this crate's undefined symbols are still errors.
 fn main() {
-    if let Ok(lib_dir) = std::env::var("DEP_MLX_LIB_DIR") {
-        println!("cargo:rustc-link-arg=-Wl,-rpath,{lib_dir}");
+    // The checkout's own environment first (`$ORIGIN`-relative, so that a copied checkout
+    // loads its own libmlx), then the folder it was built against.
+    for rpath in ["DEP_MLX_ORIGIN_RPATH", "DEP_MLX_LIB_DIR"].into_iter().filter_map(|v| std::env::var(v).ok()) {
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{rpath}");
     }
     if std::env::var("DEP_MLX_BACKEND").as_deref() == Ok("cuda") {
         println!("cargo:rustc-link-arg=-Wl,--allow-shlib-undefined");

@@ -14,7 +14,10 @@
 //!    binary crates' own build scripts can give their executables an rpath (a dependency's
 //!    `rustc-link-arg` never reaches the final link), and the environment's MLX backend as
 //!    `DEP_MLX_BACKEND` (`cpu`, `cuda`, `metal`): a CUDA libmlx.so needs the NVIDIA driver and
-//!    the `nvidia-*` libraries at run time, which a build machine need not have.
+//!    the `nvidia-*` libraries at run time, which a build machine need not have. When both the
+//!    environment and the build's output folder lie inside the repository, it also publishes
+//!    `DEP_MLX_ORIGIN_RPATH`, the same folder relative to the executables' own (`$ORIGIN/...`):
+//!    a copied or moved checkout then loads its own `.venv`'s libmlx, not the original's.
 
 use std::{
     collections::BTreeMap,
@@ -85,6 +88,20 @@ fn main() {
     println!("cargo:mlx_dir={}", mlx_dir.display());
     println!("cargo:python={}", env_facts["python"]);
     println!("cargo:lock_sha256={}", env_facts["lock_sha256"]);
+    if let Some(rpath) = origin_rpath(&repo, &lib_dir) {
+        println!("cargo:origin_rpath={rpath}");
+    }
+}
+
+/// `lib_dir` as seen from the folder the executables of this build are written to
+/// (`<target>/<profile>`, three levels above `OUT_DIR`), as an `$ORIGIN`-relative rpath; `None`
+/// unless both lie inside the repository, since only then do they move together.
+fn origin_rpath(repo: &Path, lib_dir: &Path) -> Option<String> {
+    let out_dir = PathBuf::from(env::var("OUT_DIR").ok()?);
+    let bin_dir = out_dir.ancestors().nth(3)?.canonicalize().ok()?;
+    let lib = lib_dir.canonicalize().ok()?.strip_prefix(repo).ok()?.to_owned();
+    let depth = bin_dir.strip_prefix(repo).ok()?.components().count();
+    Some(format!("$ORIGIN/{}{}", "../".repeat(depth), lib.display()))
 }
 
 /// Runs the provisioning script and parses its `key=value` line.

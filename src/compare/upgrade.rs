@@ -1,5 +1,9 @@
-//! Older `session.json` versions (1 to 5) converted into the current one before the strict
+//! Older `session.json` versions (1 to 6) converted into the current one before the strict
 //! parse, so that every reader sees one typed form.
+//!
+//! Version 7 added `quiet_wait_ns` and `analysis.cells[].adapters.*.cold`, both read as `null`
+//! from older versions, and took the quiet wait out of `launcher_overhead_ns` (older values
+//! keep it: nothing can take it out again).
 //!
 //! What changed with version 6, and how a version 1 to 5 report is read: those sessions ran
 //! controlled and stock only, stock being the reference.

@@ -161,6 +161,18 @@ fn check_request(setup: &Setup, i: usize, request: &RequestRecord) -> Result<(),
         if let (Some(margin), Some(tie)) = (step.margin, step.tie) {
             ensure!(margin >= 0.0 && tie == (margin == 0.0), "margin {margin} vs tie {tie} ({at})");
         }
+        // req/protocol.md §8, "Where build_ns ends and eval_ns begins".
+        match (step.build_ns, step.eval_ns) {
+            (None, None) => {}
+            (Some(build), Some(eval)) => ensure!(
+                build + eval <= step.dur_ns,
+                "build_ns {build} + eval_ns {eval} must lie within dur_ns {} ({at})",
+                step.dur_ns
+            ),
+            (build, eval) => {
+                return Err(Failure::new(format!("build_ns {build:?} and eval_ns {eval:?}: both or neither ({at})")))
+            }
+        }
     }
     check_forward_counts(&setup.job.adapter, setup.job.mode, i, request, steps)?;
     ensure!(request.peak_memory_bytes.is_some_and(|b| b > 0), "request {i}: peak memory not recorded");

@@ -298,6 +298,13 @@ fn fixed_continuation_on_the_fixture(suite: &Suite) -> Outcome {
     for request in &report.requests {
         ensure_eq!(request.steps.len(), 32, "fed steps of request {} (L+1..L+32)", request.index);
     }
+    // Identical inputs, identical argmax streams, wherever the loop takes its argmax.
+    let argmaxes = |r: &RequestRecord| r.steps.iter().map(|s| s.argmax).collect::<Vec<_>>();
+    let first = argmaxes(&report.requests[0]);
+    ensure!(
+        report.requests.iter().all(|r| argmaxes(r) == first),
+        "fixed-continuation requests on identical inputs give different argmax streams"
+    );
     Ok(())
 }
 

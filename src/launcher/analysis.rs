@@ -8,11 +8,11 @@ use super::agreement;
 use crate::{compare::request_pairs, duration::human_ns};
 use decode_baseline::host;
 use decode_baseline::stats::{
-    drift_between_halves, ratio_of_medians, summarize, summarize_requests, BootstrapConfig, ClusteredSample,
-    PairedSample, RatioEstimate, Resampling, StatsError,
+    drift_between_halves, quantile_sorted, ratio_of_medians, summarize, summarize_requests, BootstrapConfig,
+    ClusteredSample, PairedSample, RatioEstimate, Resampling, StatsError,
 };
 use decode_baseline_wire::{
-    analysis::{pair_label, AdapterStats, Analysis, CellAnalysis, StreamAgreement},
+    analysis::{pair_label, AdapterStats, Analysis, CellAnalysis, ColdRequests, StreamAgreement},
     manifest::Cell,
     report::{Phase, Status, WorkerReport},
     session::{SessionReport, WorkerOrder, WorkerRun},
@@ -234,6 +234,7 @@ fn adapter_stats(
     let request_medians = sample.cluster_medians();
     let drift = drift_between_halves(&request_medians, &Default::default()).ok();
     let first_measured = measured.first();
+    let cold = cold_requests(reports);
     let stats = AdapterStats {
         per_token_ns,
         prefill_ns: per_request(&|q| q.prefill_dur_ns as f64),
@@ -247,8 +248,27 @@ fn adapter_stats(
         drift,
         test_slowdown_us: reports.iter().find_map(|r| r.test_slowdown_us),
         host_warnings: Vec::new(),
+        cold,
     };
     Ok((stats, sample))
+}
+
+/// The first request of each run (phase `first`), summarized apart from the measured ones.
+fn cold_requests(reports: &[&WorkerReport]) -> Option<ColdRequests> {
+    let first: Vec<_> = reports
+        .iter()
+        .flat_map(|r| &r.requests)
+        .filter(|q| q.phase == Some(Phase::First) && !q.steps.is_empty())
+        .collect();
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        quantile_sorted(&values, 0.5)
+    };
+    Some(ColdRequests {
+        requests: u32::try_from(first.len()).ok().filter(|n| *n > 0)?,
+        prefill_ns: median(first.iter().map(|q| q.prefill_dur_ns as f64).collect()),
+        per_token_ns: median(first.iter().map(|q| median(q.steps.iter().map(|s| s.dur_ns as f64).collect())).collect()),
+    })
 }
 
 /// The label of a ratio row of the table: `<adapter>/<reference> paired` or `… ratio`.
@@ -304,6 +324,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                     human_ns(eval),
                     100.0 * overhead
                 ));
+            }
+            if let Some(cold) = &stats.cold {
+                out.push_str(&format!("{:<w$} {}\n", "", cold_line(cold)));
             }
             for warning in &s.warnings {
                 out.push_str(&format!("{:<w$} warning: {}\n", "", warning.message));
@@ -362,7 +385,23 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         human_ns(report.wall_ns as f64),
         human_ns(report.launcher_overhead_ns as f64)
     ));
+    if let Some(waited) = report.quiet_wait_ns.filter(|ns| *ns > 0) {
+        out.push_str(&format!(
+            "waited {} for a quiet host (--quiet-wait), not part of either\n",
+            human_ns(waited as f64)
+        ));
+    }
     out
+}
+
+/// The line under an adapter's row (table and report page) for its first, unmeasured requests.
+pub fn cold_line(cold: &ColdRequests) -> String {
+    let runs = if cold.requests == 1 { "1 run".to_owned() } else { format!("{} runs, medians", cold.requests) };
+    format!(
+        "cold (first request of each run, {runs}; not in the statistics): per token {}, prefill {}",
+        human_ns(cold.per_token_ns),
+        human_ns(cold.prefill_ns)
+    )
 }
 
 /// The line the table (and the launcher's stderr) prints for an adapter whose program was

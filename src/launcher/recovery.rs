@@ -55,6 +55,7 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             finished_utc: finished_utc.to_owned(),
             wall_ns: 0,
             launcher_overhead_ns: 0,
+            quiet_wait_ns: None,
             workers: abandoned_workers(&dir),
             analysis: None,
             problems: vec![format!(

@@ -230,6 +230,8 @@ struct Executed {
     problems: Vec<String>,
     /// Wall time spent inside worker groups (members of an interleaved group overlap).
     groups_wall: std::time::Duration,
+    /// Time spent in `--quiet-wait` before the groups.
+    quiet_wait: std::time::Duration,
 }
 
 /// Runs every group of the session in turn with `execution` and records each worker's run.
@@ -250,7 +252,12 @@ fn execute(session: &Session, quiet_wait: u64, execution: &mut dyn Execution) ->
             .expect("valid template"),
     );
     let interrupts = &session.interrupts;
-    let mut executed = Executed { workers: Vec::new(), problems: Vec::new(), groups_wall: Default::default() };
+    let mut executed = Executed {
+        workers: Vec::new(),
+        problems: Vec::new(),
+        groups_wall: Default::default(),
+        quiet_wait: Default::default(),
+    };
     for group in session.groups.iter().cloned() {
         let members = &session.prepared[group];
         if interrupts.count() > 0 {
@@ -261,7 +268,9 @@ fn execute(session: &Session, quiet_wait: u64, execution: &mut dyn Execution) ->
         }
         let names: Vec<&str> = members.iter().map(|p| p.planned.adapter.as_str()).collect();
         progress.set_message(format!("{} {}", members[0].planned.cell.name(), names.join(" + ")));
+        let waiting = Instant::now();
         let quiet_note = wait_for_quiet(quiet_wait, interrupts, &progress);
+        executed.quiet_wait += waiting.elapsed();
         let limits = limits(&members[0].job.run_policy, members.len() as u32);
         let children_before = host::reaped_children_cpu_time();
         let sampler = host::HostSampler::start();
@@ -301,7 +310,7 @@ impl Show {
 /// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
 /// the result and returns the session's exit code.
 fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<ExitCode> {
-    let Executed { workers, mut problems, groups_wall } = executed;
+    let Executed { workers, mut problems, groups_wall, quiet_wait } = executed;
     let reference = session.resolved.job.reference();
     let analysis = analysis::analyze(&workers, &session.cells, session.resolved.job.order, &reference);
     problems.extend(analysis.problems.iter().cloned());
@@ -326,7 +335,8 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
         started_utc: session.started_utc,
         finished_utc: utc_now(),
         wall_ns: wall.as_nanos() as u64,
-        launcher_overhead_ns: (wall.as_nanos() as u64).saturating_sub(workers_wall),
+        launcher_overhead_ns: (wall.as_nanos() as u64).saturating_sub(workers_wall + quiet_wait.as_nanos() as u64),
+        quiet_wait_ns: Some(quiet_wait.as_nanos() as u64),
         reference,
         workers,
         analysis: Some(analysis.body.clone()),

@@ -130,7 +130,7 @@ pub fn check_adapters(job: &ResolvedJob, manifest: &Manifest) -> Result<(), JobE
     }
 }
 
-/// The repository this executable runs from: where it was built, or `$DECODE_BASELINE_REPO`.
+/// The repository this executable serves, found at run time (`super::checkout`).
 pub fn repo_root() -> PathBuf {
-    decode_baseline_pins::installed::repo_root(Path::new(env!("CARGO_MANIFEST_DIR")))
+    super::checkout::repo_root()
 }

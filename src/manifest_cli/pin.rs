@@ -1,11 +1,12 @@
-//! `manifest pin`: re-hash the worker sources and the installed environment into the manifest,
-//! write its digest beside it, and update the pin line cited in `req/manifest.md`.
+//! `manifest pin`: re-hash the worker sources and the installed environment into the manifest
+//! and write its digest beside it. Nothing else is written: a fork that pins its own adapter gets
+//! a diff in `workloads.json` and `workloads.json.sha256` only.
 
-use std::{fs, path::Path};
+use std::path::Path;
 
 use anyhow::{ensure, Context};
 use decode_baseline_pins::{
-    self as pins, environment_pins,
+    environment_pins,
     installed::{mlx_dir_override, selected_environment, venv_dir, Installed, DEFAULT_ENV_NAME},
     load_manifest, pin_path, pin_text, worker_sources,
 };
@@ -44,10 +45,6 @@ pub(super) fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
     let pin = pin_path(&manifest_path);
     let pin_line = pin_text(&manifest_path, &bytes);
     write_atomically(&pin, pin_line.as_bytes())?;
-    let citation = repo.join(CITATION);
-    if cite_pin(&citation, pin_line.trim_end())? {
-        println!("manifest pin: updated the pin cited in {}", citation.display());
-    }
     println!(
         "manifest pin: {} sha256 {} ({} worker sources, environment {}: mlx {} / mlx_lm {} at {})",
         manifest_path.display(),
@@ -59,51 +56,4 @@ pub(super) fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
         installed.venv.display(),
     );
     Ok(ExitCode::Ok)
-}
-
-/// The document that cites the pin, relative to the repository.
-pub const CITATION: &str = "req/manifest.md";
-
-/// Replaces the one line of `doc` that is a pin line (`<64 hex>  <name>`) with `pin_line`.
-/// Returns whether the file changed; a missing document (a copy of the repository without
-/// `req/`) is left alone, and a document without exactly one pin line is an error.
-fn cite_pin(doc: &Path, pin_line: &str) -> anyhow::Result<bool> {
-    let text = match fs::read_to_string(doc) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(err) => return Err(err).with_context(|| format!("failed to read {}", doc.display())),
-    };
-    let name = pin_line.split_once("  ").map(|(_, name)| name).unwrap_or_default();
-    let is_pin_line = |line: &str| pins::parse_pin(line, name).is_some();
-    let count = text.lines().filter(|line| is_pin_line(line)).count();
-    ensure!(count == 1, "{} must cite the pin on exactly one line, found {count}", doc.display());
-    let updated: String = text
-        .split_inclusive('\n')
-        .map(|line| if is_pin_line(line.trim_end_matches('\n')) { format!("{pin_line}\n") } else { line.to_owned() })
-        .collect();
-    if updated == text {
-        return Ok(false);
-    }
-    write_atomically(doc, updated.as_bytes())?;
-    Ok(true)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cited_pin_line_is_replaced_and_nothing_else() {
-        let dir = tempfile::tempdir().unwrap();
-        let doc = dir.path().join("manifest.md");
-        let old = format!("{}  workloads.json", "a".repeat(64));
-        let new = format!("{}  workloads.json", "b".repeat(64));
-        fs::write(&doc, format!("# t\n\n```\n{old}\n```\nsee {old} inline\n")).unwrap();
-        assert!(cite_pin(&doc, &new).unwrap());
-        assert_eq!(fs::read_to_string(&doc).unwrap(), format!("# t\n\n```\n{new}\n```\nsee {old} inline\n"));
-        assert!(!cite_pin(&doc, &new).unwrap(), "an up-to-date citation is left alone");
-        assert!(!cite_pin(&dir.path().join("missing.md"), &new).unwrap());
-        fs::write(&doc, "no pin here\n").unwrap();
-        assert!(cite_pin(&doc, &new).is_err());
-    }
 }

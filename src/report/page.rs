@@ -180,6 +180,24 @@ fn summary_section(h: &mut String, rows: &Rows) {
         }
         h.push_str("</tbody>\n</table>\n</div>\n");
     }
+    let cold: Vec<_> = rows.rows.iter().filter_map(|r| r.cold.map(|c| (r, c))).collect();
+    if !cold.is_empty() {
+        h.push_str("<div class=\"scroll\">\n<table id=\"cold-table\">\n<thead><tr><th>cell</th><th>adapter</th><th>cold per token</th><th>measured per token</th><th>cold prefill</th><th>measured prefill</th><th>first requests</th></tr></thead>\n<tbody>\n");
+        for (row, c) in cold {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&row.cell),
+                esc(&row.adapter),
+                human_ns(c.per_token_ns),
+                human_ns(row.per_token_ns),
+                human_ns(c.prefill_ns),
+                row.prefill_ns.map_or("-".into(), human_ns),
+                c.requests
+            );
+        }
+        h.push_str("</tbody>\n</table>\n</div>\n<p>Cold: the first request of each run (imports paid, caches and any compiled trace not yet warm), kept out of every statistic.</p>\n");
+    }
     if !rows.ratios.is_empty() {
         h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>adapter/reference</th><th>ratio</th><th>95% CI</th></tr></thead>\n<tbody>\n");
         for (cell, pair, ratio, lo, hi) in &rows.ratios {

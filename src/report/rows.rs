@@ -36,6 +36,8 @@ pub struct Row {
     pub first_token_ns: Option<f64>,
     /// Graph build, evaluation (medians, ns) and host overhead (controlled).
     pub split: Option<(f64, f64, f64)>,
+    /// The first (cold) request of each run, apart from the measured ones.
+    pub cold: Option<decode_baseline_wire::analysis::ColdRequests>,
     /// The largest per-request peak over this cell's measured requests, bytes.
     pub peak_memory_bytes: Option<u64>,
     pub warnings: Vec<String>,
@@ -102,6 +104,7 @@ impl Rows {
                         (Some(b), Some(e), Some(h)) => Some((b, e, h)),
                         _ => None,
                     },
+                    cold: stats.cold,
                     peak_memory_bytes: peak,
                     warnings: s
                         .warnings

@@ -680,14 +680,6 @@ fn committed_manifest_is_pinned_and_its_artifacts_and_prompts_match() {
     let path = repo.join("workloads.json");
     let (manifest, bytes) = pins::load_manifest(&path).unwrap();
     pins::verify_pin(&path, &bytes).unwrap();
-    // req/manifest.md cites the pin; a re-pin must update the citation.
-    let pin_line = fs::read_to_string(pins::pin_path(&path)).unwrap();
-    let doc = fs::read_to_string(repo.join("req/manifest.md")).unwrap();
-    assert!(
-        doc.contains(pin_line.trim_end()),
-        "req/manifest.md section 1 must cite the current pin `{}`: update it after `manifest pin`",
-        pin_line.trim_end()
-    );
     let mut failures = pins::check_structure(&manifest);
     failures.extend(pins::check_confinement(&repo, &repo.join("workloads.json"), &manifest));
     for (id, case) in &manifest.cases {

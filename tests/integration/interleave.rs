@@ -215,7 +215,7 @@ fn a_session_and_its_reports_record_the_backend_and_the_device() {
     let code = s.run(&mut s.launcher());
     assert_eq!(code, Some(0), "{}", s.stderr());
     let session = s.session();
-    assert_eq!(session["schema_version"], 6);
+    assert_eq!(session["schema_version"], 7);
     let device = &session["device"];
     assert_eq!((device["backend"].as_str(), device["device"].as_str()), (Some("cpu"), Some("cpu")), "{device}");
     // On the CPU the device is named by the CPU model, read here independently of the launcher.

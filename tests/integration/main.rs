@@ -3,6 +3,7 @@
 mod util;
 
 mod bench;
+mod checkout;
 mod compare;
 mod conformance;
 mod faults;

@@ -58,7 +58,7 @@ fn a_real_session_json_validates_against_the_committed_schema() {
     let session = real_session();
     // The session filled in what the schema has to cover: typed host and lease, every part of
     // the analysis, an A/A run, worker reports with step records.
-    assert_eq!(session["schema_version"], 6);
+    assert_eq!(session["schema_version"], 7);
     assert!(session["host"]["hostname"].is_string() && session["lease"]["waited_ns"].is_u64(), "{}", session["host"]);
     let cells = session["analysis"]["cells"].as_array().unwrap();
     assert!(cells.iter().any(|c| !c["paired"].as_object().unwrap().is_empty()), "a paired ratio");
@@ -181,6 +181,7 @@ mod declared {
         pub finished_utc: String,
         pub wall_ns: u64,
         pub launcher_overhead_ns: u64,
+        pub quiet_wait_ns: Option<u64>,
         pub reference: String,
         pub workers: Vec<Worker>,
         pub analysis: Option<Analysis>,
@@ -402,6 +403,15 @@ mod declared {
         pub drift: Option<Drift>,
         pub test_slowdown_us: Option<u32>,
         pub host_warnings: Vec<String>,
+        pub cold: Option<Cold>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Cold {
+        pub requests: u32,
+        pub prefill_ns: f64,
+        pub per_token_ns: f64,
     }
 
     #[derive(Deserialize)]
@@ -513,7 +523,7 @@ mod declared {
 fn a_real_session_json_parses_with_independently_declared_types() {
     let session: declared::Session = serde_json::from_value(real_session().clone())
         .unwrap_or_else(|err| panic!("session.json no longer matches its declaration here: {err}"));
-    assert_eq!(session.schema_version, 6);
+    assert_eq!(session.schema_version, 7);
     assert_eq!(session.status, "ok");
     let aa: Vec<&declared::Worker> = session.workers.iter().filter(|w| w.aa).collect();
     assert!(!aa.is_empty() && aa.iter().all(|w| w.intervention.is_none()), "the A/A group ran and ended by itself");

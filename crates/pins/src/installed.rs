@@ -33,6 +33,13 @@ use decode_baseline_wire::manifest::ENV_NAME_ENV;
 /// `tools/gpu/host.sh`). The worker still checks that repository's sources against the pins.
 pub const REPO_ENV: &str = "DECODE_BASELINE_REPO";
 
+/// Environment variable the launcher hands every worker it starts: the folder of the served
+/// checkout's Python worker kit (`tools/kit/python`), so a Python worker imports the kit at any
+/// depth and from outside the checkout (`req/protocol.md` §8).
+pub const KIT_ENV: &str = "DECODE_BASELINE_KIT";
+/// The repository-relative folder of the Python worker kit.
+pub const KIT_DIR: &str = "tools/kit/python";
+
 /// The repository to run from: `$DECODE_BASELINE_REPO` if set and non-empty, else `built_in`
 /// (the folder the executable was compiled in).
 pub fn repo_root(built_in: &Path) -> PathBuf {

@@ -218,51 +218,46 @@ mod tests {
     }
 
     /// The controlled worker's rule names exactly the crates of this repository it is built
-    /// from: the path packages Cargo resolves below `decode-baseline-controlled` (normal and
-    /// build dependencies; not dev ones), read from `cargo metadata`.
+    /// from: the workspace members reachable from `decode-baseline-controlled` through normal and
+    /// build dependencies (not dev ones), read from `cargo metadata --no-deps`.
+    ///
+    /// `--no-deps` reads only the workspace's own manifests, so the answer does not depend on
+    /// what the Cargo registry happens to hold (a full `cargo metadata --offline` needs every
+    /// package of `Cargo.lock` for every platform, which a Linux build never downloads). A
+    /// dependency is the workspace's own when it is a path dependency or when the workspace
+    /// patches it with a member of the same name (`[patch.crates-io] mlx-sys`).
     #[test]
     fn controlled_crates_are_the_workers_build() {
         let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
         let out = std::process::Command::new(env!("CARGO"))
-            .args(["metadata", "--format-version", "1", "--offline", "--manifest-path"])
+            .args(["metadata", "--format-version", "1", "--no-deps", "--offline", "--manifest-path"])
             .arg(repo.join("Cargo.toml"))
             .output()
             .unwrap();
         assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
         let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let local: BTreeSet<&str> = meta["packages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["source"].is_null())
-            .map(|p| p["id"].as_str().unwrap())
-            .collect();
-        let folder = |id: &str| {
-            let package = meta["packages"].as_array().unwrap().iter().find(|p| p["id"] == id).unwrap();
+        let members = meta["packages"].as_array().unwrap();
+        let folder = |package: &serde_json::Value| {
             let manifest = std::path::Path::new(package["manifest_path"].as_str().unwrap());
             manifest.parent().unwrap().strip_prefix(&repo).unwrap().to_string_lossy().into_owned()
         };
-        let nodes = meta["resolve"]["nodes"].as_array().unwrap();
-        let root = local.iter().copied().find(|id| folder(id) == "crates/controlled").unwrap();
+        let member = |name: &str| members.iter().find(|p| p["name"] == name);
+        let root = members.iter().find(|p| folder(p) == "crates/controlled").unwrap();
         let (mut seen, mut todo) = (BTreeSet::new(), vec![root]);
-        while let Some(id) = todo.pop() {
-            if !seen.insert(id) {
+        while let Some(package) = todo.pop() {
+            if !seen.insert(folder(package)) {
                 continue;
             }
-            let node = nodes.iter().find(|n| n["id"] == id).unwrap();
-            for dep in node["deps"].as_array().unwrap() {
-                let built = dep["dep_kinds"].as_array().unwrap().iter().any(|k| k["kind"] != "dev");
-                let dep_id = dep["pkg"].as_str().unwrap();
-                if built && local.contains(dep_id) {
-                    todo.push(dep_id);
+            for dep in package["dependencies"].as_array().unwrap() {
+                if dep["kind"] == "dev" {
+                    continue;
+                }
+                if let Some(local) = member(dep["name"].as_str().unwrap()) {
+                    todo.push(local);
                 }
             }
         }
-        let built: BTreeSet<String> = seen.into_iter().map(folder).collect();
         let rule: BTreeSet<String> = CONTROLLED_CRATES.iter().map(|c| (*c).to_owned()).collect();
-        assert_eq!(
-            built, rule,
-            "CONTROLLED_CRATES (wire's source_rule.rs) must be the crates the worker is built from"
-        );
+        assert_eq!(seen, rule, "CONTROLLED_CRATES (wire's source_rule.rs) must be the crates the worker is built from");
     }
 }

@@ -117,6 +117,24 @@ pub struct AdapterStats {
     /// each; empty when none (absent before version 3).
     #[serde(default)]
     pub host_warnings: Vec<String>,
+    /// The first (cold) request of each run, kept out of every statistic above and reported
+    /// beside them; `null` when no run had one (reference-pair) and before version 7.
+    #[serde(default)]
+    pub cold: Option<ColdRequests>,
+}
+
+/// The first request of each worker run (run-policy phase `first`): what a loop costs cold, with
+/// imports paid but caches, allocator pools and any compiled trace not yet warm. A loop that
+/// compiles its step traces it here.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ColdRequests {
+    /// First requests behind the figures (one per run).
+    pub requests: u32,
+    /// Median of their prefill durations, ns.
+    pub prefill_ns: f64,
+    /// Median of their per-request median step times, ns.
+    pub per_token_ns: f64,
 }
 
 /// Fixed-continuation agreement of one adapter with the reference in one cell.

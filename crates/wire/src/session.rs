@@ -19,9 +19,10 @@ pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
 /// 4 only had the run id's `-aa` suffix), and added `unpinned` and `replaced_programs`; version
 /// 6 made the pairwise analysis N-adapter: `reference`, `analysis.cells[].ratios` (was `ratio`),
 /// `argmax` and `stream` by adapter, and [`crate::analysis::Mismatch`]'s sides named adapter and
-/// reference (were controlled and stock). A reader
+/// reference (were controlled and stock); version 7 added `quiet_wait_ns` and the adapters'
+/// `cold` requests. A reader
 /// of an older version refuses a newer one by its version rather than by an unknown field.
-pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 6;
+pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 7;
 /// The oldest version of [`SessionReport`] this code still reads; versions before
 /// [`SESSION_REPORT_SCHEMA_VERSION`] are converted to it when read (`compare`'s loader).
 pub const SESSION_REPORT_OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -277,8 +278,13 @@ pub struct SessionReport {
     /// Session wall time, nanoseconds.
     pub wall_ns: u64,
     /// Session wall time minus the time spent running worker groups (one worker, or the members
-    /// of an interleaved group together): what the launcher itself cost.
+    /// of an interleaved group together) and waiting for a quiet host: what the launcher itself
+    /// cost. Before version 7 it included the quiet wait.
     pub launcher_overhead_ns: u64,
+    /// Time spent waiting for a quiet host before the groups (`run --quiet-wait`), ns; `null`
+    /// before version 7.
+    #[serde(default)]
+    pub quiet_wait_ns: Option<u64>,
     /// The adapter the analysis measures every other one against (the job's `reference`, or its
     /// default). Sessions before version 6 read as `stock`.
     pub reference: Adapter,

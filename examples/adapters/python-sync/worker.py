@@ -27,11 +27,14 @@ import time
 STARTED_NS = time.perf_counter_ns()
 sys.dont_write_bytecode = True  # no bytecode caches beside the pinned sources
 
+import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-# The repository this example lies in, whose kit it imports.
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.append(str(ROOT / "tools" / "kit" / "python"))
+# The kit: handed over by the launcher, else the one of the checkout this file lies in, at any depth.
+KIT = os.environ.get("DECODE_BASELINE_KIT") or next(
+    str(p / "tools/kit/python") for p in Path(__file__).resolve().parents if (p / "tools/kit/python").is_dir()
+)
+sys.path.append(KIT)
 
 from decode_baseline_worker import records, run_worker  # noqa: E402
 
