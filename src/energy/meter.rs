@@ -1,0 +1,145 @@
+//! The session's energy sources, opened once: the host's (NVML and powercap on Linux, the stub
+//! on macOS), or the fake alone when `DECODE_BASELINE_FAKE_ENERGY` is set. What could not be
+//! opened is kept with its reason, for the session's one line about it.
+
+use std::time::Instant;
+
+use decode_baseline_wire::energy::{SessionEnergy, SourceState};
+
+use super::{
+    fake::{FakeSource, FakeSpec, FAKE_ENERGY_ENV},
+    source::{EnergySource, MissingSource, Snapshot},
+};
+
+/// The opened sources and the missing ones.
+pub struct Meter {
+    sources: Vec<Box<dyn EnergySource>>,
+    missing: Vec<MissingSource>,
+    /// The fake's spec, when the fake replaced the host's sources.
+    fake: Option<String>,
+}
+
+impl std::fmt::Debug for Meter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.sources.iter().map(|s| s.name()).collect();
+        f.debug_struct("Meter")
+            .field("sources", &names)
+            .field("missing", &self.missing)
+            .field("fake", &self.fake)
+            .finish()
+    }
+}
+
+impl Meter {
+    /// A meter of the given sources.
+    pub fn new(sources: Vec<Box<dyn EnergySource>>, missing: Vec<MissingSource>, fake: Option<String>) -> Self {
+        Meter { sources, missing, fake }
+    }
+
+    /// The fake when `DECODE_BASELINE_FAKE_ENERGY` is set (an unparsable spec is an error
+    /// naming the key), else the host's sources.
+    pub fn from_environment() -> Result<Self, String> {
+        match std::env::var(FAKE_ENERGY_ENV) {
+            Ok(text) => {
+                let spec = FakeSpec::parse(&text)?;
+                Ok(Meter::new(vec![Box::new(FakeSource::from_spec(spec))], Vec::new(), Some(text)))
+            }
+            Err(_) => Ok(Self::host()),
+        }
+    }
+
+    /// The host's sources: NVML and powercap on Linux, the macOS stub on macOS.
+    pub fn host() -> Self {
+        let mut meter = Meter::new(Vec::new(), Vec::new(), None);
+        if cfg!(target_os = "linux") {
+            meter.try_open("nvml", super::nvml::Nvml::open);
+            meter.try_open("powercap", super::powercap::Powercap::open);
+        } else {
+            meter.try_open("macos", super::macos::MacSource::open);
+        }
+        meter
+    }
+
+    fn try_open<S: EnergySource + 'static>(
+        &mut self,
+        source: &'static str,
+        open: impl FnOnce() -> Result<S, super::source::Missing>,
+    ) {
+        match open() {
+            Ok(s) => self.sources.push(Box::new(s)),
+            Err(why) => self.missing.push(MissingSource { source, why }),
+        }
+    }
+
+    /// Whether any source was opened.
+    pub fn is_active(&self) -> bool {
+        !self.sources.is_empty()
+    }
+
+    /// Every domain of every source, now.
+    pub fn sample(&mut self) -> Snapshot {
+        let domains = self.sources.iter_mut().flat_map(|s| s.read()).collect();
+        Snapshot { at: Instant::now(), domains }
+    }
+
+    /// The session's energy record as far as the sources go: which were read, which are
+    /// missing and why; no readings yet.
+    pub fn record(&self) -> SessionEnergy {
+        let opened =
+            self.sources.iter().map(|s| SourceState { source: s.name().into(), missing: None, domains: s.domains() });
+        let missing = self.missing.iter().map(|m| SourceState {
+            source: m.source.into(),
+            missing: Some(m.why.to_string()),
+            domains: Vec::new(),
+        });
+        SessionEnergy {
+            fake: self.fake.clone(),
+            sources: opened.chain(missing).collect(),
+            idle: Vec::new(),
+            cells: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::energy::{render::sources_line, source::Missing};
+
+    #[test]
+    fn the_missing_sources_are_recorded_with_their_reasons_and_make_one_line() {
+        let meter = Meter::new(
+            Vec::new(),
+            vec![
+                MissingSource { source: "nvml", why: Missing::NoDriver { library: "libnvidia-ml.so.1".into() } },
+                MissingSource {
+                    source: "powercap",
+                    why: Missing::NoPowercap { path: PathBuf::from("/sys/class/powercap") },
+                },
+            ],
+            None,
+        );
+        assert!(!meter.is_active());
+        let record = meter.record();
+        assert_eq!(record.sources[0].missing.as_deref(), Some("no NVIDIA driver: libnvidia-ml.so.1 not found"));
+        assert_eq!(
+            sources_line(&record),
+            "energy: no source: nvml missing (no NVIDIA driver: libnvidia-ml.so.1 not found), \
+             powercap missing (/sys/class/powercap absent)"
+        );
+    }
+
+    #[test]
+    fn this_host_says_what_it_has() {
+        // Whatever this machine has, every source is either read (with domains) or missing
+        // with a reason, never both and never neither.
+        let record = Meter::host().record();
+        assert!(!record.sources.is_empty());
+        for s in &record.sources {
+            assert_eq!(s.missing.is_some(), s.domains.is_empty(), "{s:?}");
+        }
+        eprintln!("{}", sources_line(&record));
+    }
+}
