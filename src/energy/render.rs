@@ -169,3 +169,48 @@ pub fn csv(report: &SessionReport) -> Option<String> {
     }
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use decode_baseline_wire::energy::SourceState;
+
+    use super::*;
+
+    fn record(fake: Option<&str>, sources: &[(&str, Option<&str>, &[&str])]) -> SessionEnergy {
+        SessionEnergy {
+            fake: fake.map(str::to_owned),
+            sources: sources
+                .iter()
+                .map(|(source, missing, domains)| SourceState {
+                    source: (*source).into(),
+                    missing: missing.map(str::to_owned),
+                    domains: domains.iter().map(|d| (*d).to_owned()).collect(),
+                })
+                .collect(),
+            idle: Vec::new(),
+            cells: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_sources_line_names_what_was_read_what_is_missing_and_a_fake() {
+        let partial = record(None, &[("nvml", None, &["nvml:0", "nvml:1"]), ("powercap", Some("not root (…)"), &[])]);
+        assert_eq!(sources_line(&partial), "energy: from nvml (nvml:0, nvml:1); powercap missing (not root (…))");
+        let all = record(None, &[("powercap", None, &["powercap:package-0"])]);
+        assert_eq!(sources_line(&all), "energy: from powercap (powercap:package-0)");
+        let fake = record(Some("watts=5"), &[("fake", None, &["fake:0"])]);
+        assert_eq!(
+            sources_line(&fake),
+            "energy: FAKE source (DECODE_BASELINE_FAKE_ENERGY=watts=5): test-only figures, not a measurement"
+        );
+        assert_eq!(sources_line(&record(None, &[])), "energy: no source: none tried on this platform");
+    }
+
+    #[test]
+    fn joules_are_shown_in_a_readable_unit() {
+        assert_eq!(human_joules(1.5), "1.500 J");
+        assert_eq!(human_joules(0.0123), "12.300 mJ");
+        assert_eq!(human_joules(4.2e-5), "42.000 µJ");
+        assert_eq!(human_joules(0.0), "0.000 J");
+    }
+}

@@ -55,7 +55,7 @@ pub fn section(h: &mut String, session: &SessionReport) {
                 let s = &a.joules_per_token;
                 let _ = writeln!(
                     h,
-                    "<tr data-cell=\"{0}\" data-adapter=\"{1}\"><td>{0}</td><td class=\"l\">{1}</td><td class=\"l\">{2}</td><td>{3}</td><td>{4}{fake}</td><td>[{5}, {6}]</td><td>{7:.3}</td><td>{8}</td><td>{9}</td><td>{10}</td></tr>",
+                    "<tr data-cell=\"{0}\" data-adapter=\"{1}\"><td>{0}</td><td class=\"l\">{1}</td><td class=\"l\">{2}</td><td>{3}</td><td>{4}{fake}</td><td>[{5}, {6}]</td><td>{7:.3}</td><td>{8}{fake}</td><td>{9}</td><td>{10}</td></tr>",
                     esc(&cell.cell),
                     esc(adapter.as_str()),
                     esc(&d.domain),
