@@ -36,15 +36,20 @@ impl Meter {
         Meter { sources, missing, fake }
     }
 
-    /// The fake when `DECODE_BASELINE_FAKE_ENERGY` is set (an unparsable spec is an error
-    /// naming the key), else the host's sources.
+    /// The fake when `DECODE_BASELINE_FAKE_ENERGY` is set and not blank (an unparsable spec is
+    /// an error naming the key), else the host's sources.
     pub fn from_environment() -> Result<Self, String> {
-        match std::env::var(FAKE_ENERGY_ENV) {
-            Ok(text) => {
-                let spec = FakeSpec::parse(&text)?;
-                Ok(Meter::new(vec![Box::new(FakeSource::from_spec(spec))], Vec::new(), Some(text)))
+        Self::from_fake_variable(std::env::var(FAKE_ENERGY_ENV).ok().as_deref())
+    }
+
+    /// [`Meter::from_environment`] given the variable's value.
+    pub fn from_fake_variable(value: Option<&str>) -> Result<Self, String> {
+        match value.filter(|v| !v.trim().is_empty()) {
+            Some(text) => {
+                let spec = FakeSpec::parse(text)?;
+                Ok(Meter::new(vec![Box::new(FakeSource::from_spec(spec))], Vec::new(), Some(text.to_owned())))
             }
-            Err(_) => Ok(Self::host()),
+            None => Ok(Self::host()),
         }
     }
 
@@ -129,6 +134,23 @@ mod tests {
             "energy: no source: nvml missing (no NVIDIA driver: libnvidia-ml.so.1 not found), \
              powercap missing (/sys/class/powercap absent)"
         );
+    }
+
+    #[test]
+    fn the_fake_variable_replaces_every_source_and_a_blank_one_nothing() {
+        let fake = Meter::from_fake_variable(Some("watts=7")).unwrap();
+        let record = fake.record();
+        assert_eq!(record.fake.as_deref(), Some("watts=7"));
+        assert_eq!(record.sources.len(), 1);
+        assert_eq!(
+            (record.sources[0].source.as_str(), &record.sources[0].domains[..]),
+            ("fake", &["fake:0".to_owned()][..])
+        );
+        for blank in [None, Some(""), Some("  ")] {
+            let record = Meter::from_fake_variable(blank).unwrap().record();
+            assert!(record.fake.is_none() && record.sources.iter().all(|s| s.source != "fake"), "{blank:?}");
+        }
+        assert!(Meter::from_fake_variable(Some("wrap=x")).unwrap_err().contains("wrap: expected a positive integer"));
     }
 
     #[test]
