@@ -40,7 +40,44 @@ struct Observation {
     per_token: Option<f64>,
     /// Joules per token net of idle; `None` without an idle reading.
     net_per_token: Option<f64>,
+    /// The request's median decode-step time, ns (`None` without steps).
+    time_per_token_ns: Option<f64>,
     throttled: bool,
+}
+
+/// One measured request as the report page's figure draws it: its time per token beside its
+/// energy per token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestPoint {
+    pub adapter: Adapter,
+    /// The request's median decode-step time, ns.
+    pub time_per_token_ns: f64,
+    pub joules_per_token: f64,
+    pub throttled: bool,
+}
+
+/// Every measured request of `cell` with an energy in `domain` and decode steps, by adapter
+/// (valid, non-A/A runs, as the analysis takes them).
+pub fn request_points(workers: &[WorkerRun], cell: &str, domain: &str) -> Vec<RequestPoint> {
+    let mut adapters: Vec<Adapter> = workers.iter().filter(|w| w.cell == cell).map(|w| w.adapter.clone()).collect();
+    adapters.sort();
+    adapters.dedup();
+    adapters
+        .into_iter()
+        .flat_map(|adapter| {
+            observations(workers, cell, &adapter, domain, &[])
+                .into_iter()
+                .filter_map(|o| {
+                    Some(RequestPoint {
+                        adapter: adapter.clone(),
+                        time_per_token_ns: o.time_per_token_ns?,
+                        joules_per_token: o.per_token?,
+                        throttled: o.throttled,
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The energy analysis of `cells` (names, in order) from the workers' per-request readings
@@ -129,6 +166,9 @@ fn observations(
                 index: q.index,
                 per_token: joules.map(|j| j / tokens),
                 net_per_token: joules.zip(idle_watts).map(|(j, w)| (j - w * record.wall_ns as f64 / 1e9) / tokens),
+                time_per_token_ns: Sample::new(q.steps.iter().map(|s| s.dur_ns as f64).collect())
+                    .ok()
+                    .map(|s| s.median()),
                 throttled: record.throttled,
             });
         }
@@ -388,6 +428,17 @@ pub(crate) mod tests {
         let a = only(&pair_of_runs(1.0, 0, false), &[idle]);
         let net = a.adapters[&Adapter::Stock].net_joules_per_token.as_ref().unwrap();
         assert!((net.median - 7.0 / 9.0).abs() < 1e-12, "{}", net.median);
+    }
+
+    #[test]
+    fn request_points_pair_each_request_s_time_with_its_energy() {
+        let points = request_points(&pair_of_runs(1.1, 2, true), "c", "fake:0");
+        let x: Vec<&RequestPoint> = points.iter().filter(|p| p.adapter == Adapter::Controlled).collect();
+        assert_eq!(x.len(), 19, "the reset request has no energy to draw");
+        assert_eq!(points.len(), 39);
+        assert!(x.iter().all(|p| p.time_per_token_ns == 1.0), "the steps of `run` take 1 ns");
+        assert_eq!(x.iter().filter(|p| p.throttled).count(), 2);
+        assert!((x[0].joules_per_token - 1.1 * 1.02).abs() < 1e-9, "{x:?}");
     }
 
     #[test]

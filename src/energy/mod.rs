@@ -18,7 +18,7 @@ mod recorder;
 mod render;
 mod source;
 
-pub use analysis::{analyze, MAX_THROTTLED_SHARE};
+pub use analysis::{analyze, request_points, RequestPoint, MAX_THROTTLED_SHARE};
 pub use delta::{counter_delta, interval_energy, request_energy, MAX_PLAUSIBLE_WATTS};
 pub use fake::{FakeSource, FakeSpec, FAKE_ENERGY_ENV};
 pub use idle::{idle_reading, measure_idle, Idle, IDLE_WINDOW};

@@ -809,7 +809,16 @@ mod tests {
         );
         assert!(table.contains("controlled/stock energy paired (fake:0)"), "{table}");
         let page = std::fs::read_to_string(dir.join(crate::report::PAGE)).unwrap();
-        assert!(page.contains("id=\"energy\"") && page.contains("FAKE"), "the page's energy section");
+        let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+        let doc = roxmltree::Document::parse_with_options(&page, options).expect("the page is well-formed XML");
+        let section = doc.descendants().find(|n| n.attribute("id") == Some("energy")).expect("an energy section");
+        assert!(section.descendants().any(|n| n.attribute("id") == Some("energy-table")));
+        let figures = section.descendants().filter(|n| n.has_tag_name("figure")).count();
+        // One per cell and domain of the analysis: the headline cell (the reference-pair cell has
+        // one request per worker, too few for a summary).
+        let analysed: usize = record.cells.iter().map(|c| c.domains.len()).sum();
+        assert_eq!((figures, analysed), (1, 1));
+        assert!(page.contains("energy per token against time per token, fake:0 FAKE"), "the figure says it is fake");
         let csv = std::fs::read_to_string(dir.join(energy::CSV_FILE)).unwrap();
         assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
     }

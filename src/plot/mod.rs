@@ -10,9 +10,10 @@ mod error;
 mod roofline;
 mod step_bytes;
 mod steps;
-mod svg;
+pub(crate) mod svg;
 mod write;
 
 pub use command::{run, PlotArgs};
+pub(crate) use steps::color as adapter_color;
 pub use svg::esc;
 pub use write::{session_figures, write_session_plots, Figure};
