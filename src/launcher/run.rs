@@ -813,12 +813,18 @@ mod tests {
         let doc = roxmltree::Document::parse_with_options(&page, options).expect("the page is well-formed XML");
         let section = doc.descendants().find(|n| n.attribute("id") == Some("energy")).expect("an energy section");
         assert!(section.descendants().any(|n| n.attribute("id") == Some("energy-table")));
-        let figures = section.descendants().filter(|n| n.has_tag_name("figure")).count();
-        // One per cell and domain of the analysis: the headline cell (the reference-pair cell has
-        // one request per worker, too few for a summary).
-        let analysed: usize = record.cells.iter().map(|c| c.domains.len()).sum();
-        assert_eq!((figures, analysed), (1, 1));
-        assert!(page.contains("energy per token against time per token, fake:0 FAKE"), "the figure says it is fake");
+        // The energy figure is a file of the session folder and on the page, as every figure is:
+        // one per cell and domain of the analysis, here the headline cell (the reference-pair
+        // cell has one request per worker, too few for a summary).
+        let analysed: Vec<String> = record
+            .cells
+            .iter()
+            .flat_map(|c| c.domains.iter().map(|d| format!("{}.energy-{}", c.cell, d.domain.replace(':', "-"))))
+            .collect();
+        assert_eq!(analysed, ["tiny-qwen3.tiny-qwen3-L16.headline.energy-fake-0"]);
+        let svg = std::fs::read_to_string(dir.join(format!("{}.svg", analysed[0]))).expect("the energy figure's file");
+        assert!(svg.contains("energy per token against time per token, fake:0 FAKE"), "the figure says it is fake");
+        assert!(doc.descendants().any(|n| n.attribute("data-figure") == Some(analysed[0].as_str())));
         let csv = std::fs::read_to_string(dir.join(energy::CSV_FILE)).unwrap();
         assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
     }

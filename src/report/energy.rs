@@ -1,69 +1,15 @@
 //! The report page's energy section: per cell, adapter and domain the joules per token beside
 //! the time per token, tokens per joule, the energy net of idle, each adapter's paired energy
-//! ratio with and without the throttled pairs, the warnings, the one line about the sources,
-//! and per cell and domain a figure of every measured request's energy per token against its
-//! time per token (hollow: throttled). Every figure of a fake-source session is marked FAKE. Without an energy record
+//! ratio with and without the throttled pairs, the warnings and the one line about the sources.
+//! The energy figures (`plot::energy`) are among the page's figures. Every figure of a fake-source session is marked FAKE. Without an energy record
 //! (sessions before version 7) there is no section; without data, only the sources line.
 
 use std::fmt::Write as _;
 
-use decode_baseline::energy::{human_joules, request_points, sources_line};
+use decode_baseline::energy::{human_joules, sources_line};
 use decode_baseline_wire::{analysis::pair_label, energy::EnergyRatio, session::SessionReport};
 
-use crate::{
-    duration::human_ns,
-    plot::{
-        adapter_color, esc,
-        svg::{legend, nice_range, Axis, Frame, LegendEntry, Svg, TimeUnit, FIGURE, INK},
-    },
-};
-
-/// The figure of one cell and domain: a point per measured request, its median step time
-/// against its joules per token, coloured by adapter, hollow when throttled; `None` below two
-/// points.
-fn figure(session: &SessionReport, cell: &str, domain: &str, fake: &str) -> Option<String> {
-    let points = request_points(&session.workers, cell, domain);
-    if points.len() < 2 {
-        return None;
-    }
-    let max = |f: &dyn Fn(&decode_baseline::energy::RequestPoint) -> f64| points.iter().map(f).fold(f64::MIN, f64::max);
-    let min = |f: &dyn Fn(&decode_baseline::energy::RequestPoint) -> f64| points.iter().map(f).fold(f64::MAX, f64::min);
-    let unit = TimeUnit::for_max_us(max(&|p| p.time_per_token_ns) / 1e3);
-    let (scale, joules) = if max(&|p| p.joules_per_token) < 1.0 { (1e3, "mJ") } else { (1.0, "J") };
-    let x = |p: &decode_baseline::energy::RequestPoint| unit.of(p.time_per_token_ns / 1e3);
-    let y = |p: &decode_baseline::energy::RequestPoint| p.joules_per_token * scale;
-    let frame = Frame::standard(nice_range(min(&x), max(&x)), nice_range(min(&y), max(&y)), Axis::Linear);
-    let mut svg = Svg::new(FIGURE.0, FIGURE.1);
-    let title = format!("{cell}: energy per token against time per token, {domain}{fake}");
-    svg.text((FIGURE.0 / 2.0, 28.0), &title, 14.0, "middle", INK, None);
-    frame.draw_axes(
-        &mut svg,
-        &format!("request's median decode step ({})", unit.name()),
-        &format!("request's energy per output token ({joules})"),
-    );
-    let mut adapters: Vec<&decode_baseline_wire::Adapter> = Vec::new();
-    for p in &points {
-        let (px, py) = frame.at(x(p), y(p));
-        let color = adapter_color(&p.adapter);
-        if p.throttled {
-            svg.rect((px - 3.5, py - 3.5), (7.0, 7.0), "white", color);
-        } else {
-            svg.rect((px - 3.0, py - 3.0), (6.0, 6.0), color, color);
-        }
-        if !adapters.contains(&&p.adapter) {
-            adapters.push(&p.adapter);
-        }
-    }
-    let mut entries: Vec<LegendEntry<'_>> = adapters
-        .iter()
-        .map(|a| LegendEntry { color: adapter_color(a), label: a.as_str().to_owned(), band: false, dash: None })
-        .collect();
-    if points.iter().any(|p| p.throttled) {
-        entries.push(LegendEntry { color: INK, label: "hollow: throttled".into(), band: false, dash: Some("2,2") });
-    }
-    legend(&mut svg, (frame.left + frame.width - 6.0, frame.top + 6.0), &entries);
-    Some(svg.finish())
-}
+use crate::{duration::human_ns, plot::esc};
 
 fn ratio_cell(r: &Option<EnergyRatio>) -> String {
     r.map_or("-".to_owned(), |r| format!("{:.3} [{:.3}, {:.3}] ({} pairs)", r.ratio, r.lower, r.upper, r.pairs))
@@ -155,26 +101,6 @@ pub fn section(h: &mut String, session: &SessionReport) {
     h.push_str("</tbody>\n</table>\n</div>\n");
     for w in warnings {
         let _ = writeln!(h, "<p class=\"problem\">warning: {}</p>", esc(&w));
-    }
-    for cell in &energy.cells {
-        for d in &cell.domains {
-            let Some(svg) = figure(session, &cell.cell, &d.domain, fake) else { continue };
-            // The SVG document's XML declaration may not appear inside the page.
-            let svg = svg
-                .split_once('\n')
-                .filter(|(first, _)| first.starts_with("<?xml"))
-                .map_or(svg.as_str(), |(_, rest)| rest);
-            let name = format!("energy-{}-{}", cell.cell, d.domain.replace([':', '/'], "-"));
-            let _ = writeln!(
-                h,
-                "<figure id=\"fig-{0}\" data-figure=\"{0}\">\n{svg}<figcaption>{1}</figcaption>\n</figure>",
-                esc(&name),
-                esc(&format!(
-                    "{}: each measured request's energy per token against its median step time, {}{fake}",
-                    cell.cell, d.domain
-                ))
-            );
-        }
     }
     h.push_str("</section>\n");
 }

@@ -572,7 +572,7 @@ mod declared {
 fn a_real_session_json_parses_with_independently_declared_types() {
     let session: declared::Session = serde_json::from_value(real_session().clone())
         .unwrap_or_else(|err| panic!("session.json no longer matches its declaration here: {err}"));
-    assert_eq!(session.schema_version, 6);
+    assert_eq!(session.schema_version, 7);
     assert_eq!(session.status, "ok");
     let aa: Vec<&declared::Worker> = session.workers.iter().filter(|w| w.aa).collect();
     assert!(!aa.is_empty() && aa.iter().all(|w| w.intervention.is_none()), "the A/A group ran and ended by itself");
