@@ -137,6 +137,22 @@ mod tests {
     }
 
     #[test]
+    fn a_root_only_counter_beside_a_read_gpu_makes_a_line_of_both() {
+        // NVML through the stub would need a C compiler; a fake stands in for a read source.
+        let counter = PathBuf::from("/sys/class/powercap/intel-rapl:0/energy_uj");
+        let meter = Meter::new(
+            vec![Box::new(FakeSource::scripted(vec![vec![crate::energy::DomainSample::energy("fake:0", None)]]))],
+            vec![MissingSource { source: "powercap", why: Missing::NotRoot { path: counter } }],
+            None,
+        );
+        assert_eq!(
+            sources_line(&meter.record()),
+            "energy: from fake (fake:0); powercap missing (not root (energy_uj is root-only since Linux 5.10): \
+             /sys/class/powercap/intel-rapl:0/energy_uj)"
+        );
+    }
+
+    #[test]
     fn the_fake_variable_replaces_every_source_and_a_blank_one_nothing() {
         let fake = Meter::from_fake_variable(Some("watts=7")).unwrap();
         let record = fake.record();
