@@ -1,9 +1,10 @@
 //! Older `session.json` versions (1 to 6) converted into the current one before the strict
 //! parse, so that every reader sees one typed form.
 //!
-//! Version 7 added `quiet_wait_ns` and `analysis.cells[].adapters.*.cold`, both read as `null`
-//! from older versions, and took the quiet wait out of `launcher_overhead_ns` (older values
-//! keep it: nothing can take it out again).
+//! What changed with version 7, and how a version 1 to 6 report is read: `quiet_wait_ns`,
+//! `analysis.cells[].adapters.*.cold`, `energy` (the energy sources, idle readings and analysis)
+//! and `workers[].energy` (per request) are new and read as `null` (no energy measured); the
+//! quiet wait left `launcher_overhead_ns` (older values keep it: nothing can take it out again).
 //!
 //! What changed with version 6, and how a version 1 to 5 report is read: those sessions ran
 //! controlled and stock only, stock being the reference.
@@ -39,6 +40,9 @@ pub fn to_current(report: &mut Value) -> Result<(), String> {
     }
     if version < 6 {
         to_six(report);
+    }
+    if version < 7 {
+        to_seven(report);
     }
     report["schema_version"] = json!(SESSION_REPORT_SCHEMA_VERSION);
     Ok(())
@@ -81,6 +85,17 @@ fn to_six(report: &mut Value) {
             }
             cell.insert(key.to_owned(), keyed_controlled(value));
         }
+    }
+}
+
+/// Versions 1 to 6 into version 7: no energy record, for the session and for each worker.
+fn to_seven(report: &mut Value) {
+    if let Some(report) = report.as_object_mut() {
+        report.entry("energy").or_insert(Value::Null);
+    }
+    let workers = report.get_mut("workers").and_then(Value::as_array_mut).map_or(&mut [][..], Vec::as_mut_slice);
+    for worker in workers.iter_mut().filter_map(Value::as_object_mut) {
+        worker.entry("energy").or_insert(Value::Null);
     }
 }
 
@@ -184,6 +199,17 @@ mod tests {
         );
         assert_eq!(cells[1]["stream"], json!({}));
         assert!(cells[0].get("ratio").is_none());
+    }
+
+    #[test]
+    fn version_6_reads_with_no_energy_and_a_present_key_is_kept() {
+        let mut report =
+            json!({ "schema_version": 6, "workers": [{ "run_id": "a" }, { "run_id": "b", "energy": [] }] });
+        to_current(&mut report).unwrap();
+        assert_eq!(report["schema_version"], json!(7));
+        assert_eq!(report["energy"], Value::Null);
+        assert_eq!(report["workers"][0]["energy"], Value::Null);
+        assert_eq!(report["workers"][1]["energy"], json!([]), "only what is absent is added");
     }
 
     #[test]

@@ -379,6 +379,8 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
             ));
         }
     }
+    // Energy rows (when a source produced data) and the one line about the sources.
+    out.push_str(&decode_baseline::energy::table(report));
     out.push_str(&format!(
         "\n{} workers, wall {}, launcher overhead {}\n",
         report.workers.len(),

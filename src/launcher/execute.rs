@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use decode_baseline::energy::GroupRecorder;
 use indicatif::ProgressBar;
 
 use super::{
@@ -35,7 +36,8 @@ impl Prepared {
 
 /// Runs one group of workers (one alone, or the members of an interleaved group at once) to
 /// their end and returns what the supervisor saw of each, in the members' order. It moves
-/// `progress` on by each member's requests as they complete.
+/// `progress` on by each member's requests as they complete, and tells `energy` of each grant
+/// and done request of an interleaved group.
 pub trait Execution {
     fn run_group(
         &mut self,
@@ -43,6 +45,7 @@ pub trait Execution {
         limits: Limits,
         interrupts: &Interrupts,
         progress: &ProgressBar,
+        energy: &mut GroupRecorder<'_>,
     ) -> anyhow::Result<Vec<Outcome>>;
 }
 
@@ -57,6 +60,7 @@ impl Execution for Processes {
         limits: Limits,
         interrupts: &Interrupts,
         progress: &ProgressBar,
+        energy: &mut GroupRecorder<'_>,
     ) -> anyhow::Result<Vec<Outcome>> {
         if let [p] = members {
             let outcome = supervise::supervise(&p.command, &p.out_dir, limits, interrupts, || progress.tick())?;
@@ -67,6 +71,6 @@ impl Execution for Processes {
             .iter()
             .map(|p| interleave::Member { argv: &p.command, out_dir: &p.out_dir, requests: p.requests() })
             .collect();
-        Ok(interleave::supervise_group(&gated, limits, interrupts, || progress.tick(), |_| progress.inc(1))?)
+        Ok(interleave::supervise_group(&gated, limits, interrupts, || progress.tick(), |_| progress.inc(1), energy)?)
     }
 }

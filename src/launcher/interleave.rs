@@ -13,6 +13,7 @@
 
 use std::{path::Path, time::Duration};
 
+use decode_baseline::energy::GroupRecorder;
 use decode_baseline_wire::outdir::OutDir;
 
 use super::{
@@ -78,13 +79,16 @@ fn remove_fifo(out: &OutDir) {
 
 /// Starts every member, grants their requests one at a time, and supervises them to the end.
 /// `on_request` is called after each completed request (for the progress display), `on_tick`
-/// on every look. Outcomes come back in the members' order.
+/// on every look. `energy` samples the energy sources just before each grant is written, on
+/// every look while the request runs, and when its done file is seen (`src/energy`). Outcomes
+/// come back in the members' order.
 pub fn supervise_group(
     members: &[Member<'_>],
     limits: Limits,
     interrupts: &Interrupts,
     mut on_tick: impl FnMut(),
     mut on_request: impl FnMut(usize),
+    energy: &mut GroupRecorder<'_>,
 ) -> Result<Vec<Outcome>, SuperviseError> {
     let dirs: Vec<OutDir> = members.iter().map(|m| OutDir::at(m.out_dir)).collect();
     let mut running = Vec::with_capacity(members.len());
@@ -105,11 +109,14 @@ pub fn supervise_group(
             break;
         }
         on_tick();
+        energy.tick();
         if let Some((m, k)) = outstanding {
             if dirs[m].done(k).exists() {
+                energy.done(m, k);
                 on_request(m);
                 outstanding = None;
             } else if outcomes[m].is_some() {
+                energy.abandoned(m);
                 outstanding = None;
             }
         }
@@ -122,6 +129,7 @@ pub fn supervise_group(
                 }
                 // A grant that cannot be written leaves the worker waiting until its run limit
                 // ends it; the record says why. One that exists already grants as well.
+                energy.before_grant(m, k);
                 match decode_baseline_pins::once::create_new(&dirs[m].granted(k), b"") {
                     Ok(()) => wake(&dirs[m]),
                     Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => wake(&dirs[m]),

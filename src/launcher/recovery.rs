@@ -67,6 +67,7 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             // never used.
             unpinned: false,
             replaced_programs: Default::default(),
+            energy: None,
         };
         match output::write_session(&dir, &report) {
             Ok(()) => lines.push(format!(
@@ -114,6 +115,7 @@ fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
                 wall_ns: 0,
                 validation_errors: vec!["not validated: the launcher ended without writing session.json".to_owned()],
                 host_activity: None,
+                energy: None,
                 report,
             })
         })

@@ -7,7 +7,7 @@ use std::{
 };
 
 use anyhow::Context;
-use decode_baseline::host;
+use decode_baseline::{energy, host};
 use decode_baseline_pins::once;
 use decode_baseline_pins::{self as pins, PinError, PinProblem};
 use decode_baseline_wire::{
@@ -63,6 +63,8 @@ pub struct RunArgs {
 /// Runs a session: prepare (job, manifest, plan, folders, worker jobs) → execute (each group
 /// of workers) → finish (analysis, `session.json`, the table, the exit code).
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    // Opened before anything is created: a bad DECODE_BASELINE_FAKE_ENERGY is bad input.
+    let mut meter = energy::Meter::from_environment().map_err(anyhow::Error::msg)?;
     let session = match prepare(&args)? {
         Ok(session) => session,
         Err(code) => return Ok(code),
@@ -74,7 +76,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::Ok);
     }
-    let executed = execute(&session, args.quiet_wait, &mut Processes)?;
+    let executed = execute(&session, args.quiet_wait, &mut Processes, &mut meter)?;
     finish(session, executed, &Show::of(&args))
 }
 
@@ -232,10 +234,18 @@ struct Executed {
     groups_wall: std::time::Duration,
     /// Time spent in `--quiet-wait` before the groups.
     quiet_wait: std::time::Duration,
+    /// The energy sources and the groups' idle readings (the analysis comes in `finish`).
+    energy: decode_baseline_wire::energy::SessionEnergy,
 }
 
-/// Runs every group of the session in turn with `execution` and records each worker's run.
-fn execute(session: &Session, quiet_wait: u64, execution: &mut dyn Execution) -> anyhow::Result<Executed> {
+/// Runs every group of the session in turn with `execution` and records each worker's run;
+/// `meter` reads energy at the gate of interleaved groups.
+fn execute(
+    session: &Session,
+    quiet_wait: u64,
+    execution: &mut dyn Execution,
+    meter: &mut energy::Meter,
+) -> anyhow::Result<Executed> {
     // Taken once the session's folders exist, so that a session folder inside the repository
     // already shows in `git status` when the workers take theirs.
     let code_version = decode_baseline_pins::code_version(&session.repo);
@@ -257,6 +267,7 @@ fn execute(session: &Session, quiet_wait: u64, execution: &mut dyn Execution) ->
         problems: Vec::new(),
         groups_wall: Default::default(),
         quiet_wait: Default::default(),
+        energy: meter.record(),
     };
     for group in session.groups.iter().cloned() {
         let members = &session.prepared[group];
@@ -275,7 +286,11 @@ fn execute(session: &Session, quiet_wait: u64, execution: &mut dyn Execution) ->
         let children_before = host::reaped_children_cpu_time();
         let sampler = host::HostSampler::start();
         let group_started = Instant::now();
-        let outcomes = execution.run_group(members, limits, interrupts, &progress)?;
+        let interleaved = members.len() > 1;
+        let idle_window = if interleaved { energy::IDLE_WINDOW } else { std::time::Duration::ZERO };
+        let mut recorder = energy::GroupRecorder::new(meter, members.len(), idle_window);
+        let outcomes = execution.run_group(members, limits, interrupts, &progress, &mut recorder)?;
+        let (idle, energies) = recorder.finish();
         executed.groups_wall += group_started.elapsed();
         let measured =
             host::reaped_children_cpu_time().zip(children_before).map(|(after, before)| after.saturating_sub(before));
@@ -283,9 +298,18 @@ fn execute(session: &Session, quiet_wait: u64, execution: &mut dyn Execution) ->
         if let Some(note) = &quiet_note {
             progress.suspend(|| eprintln!("decode-baseline: {}: {note}", members[0].planned.cell.name()));
         }
-        for (p, outcome) in members.iter().zip(outcomes) {
+        if let Some(idle) = idle {
+            executed.energy.idle.push(energy::idle_reading(
+                &members[0].planned.cell.name(),
+                members[0].planned.repetition,
+                members[0].planned.aa,
+                idle,
+            ));
+        }
+        for ((p, outcome), requests) in members.iter().zip(outcomes).zip(energies) {
             let mut run = record_run(p, &expected[&p.planned.adapter], outcome, &mut executed.problems);
             run.host_activity = Some(activity.clone());
+            run.energy = (interleaved && meter.is_active()).then_some(requests);
             executed.workers.push(run);
         }
     }
@@ -310,9 +334,12 @@ impl Show {
 /// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
 /// the result and returns the session's exit code.
 fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<ExitCode> {
-    let Executed { workers, mut problems, groups_wall, quiet_wait } = executed;
+    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record } = executed;
     let reference = session.resolved.job.reference();
     let analysis = analysis::analyze(&workers, &session.cells, session.resolved.job.order, &reference);
+    let cell_names: Vec<String> = session.cells.iter().map(|c| c.name()).collect();
+    energy_record.cells =
+        energy::analyze(&workers, &cell_names, &reference, &energy_record.idle, &analysis.body.bootstrap);
     problems.extend(analysis.problems.iter().cloned());
     let status = session_status(&workers, &session.interrupts, &problems);
     let wall = session.started.elapsed();
@@ -343,6 +370,7 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
         problems,
         unpinned: !session.replaced_programs.is_empty(),
         replaced_programs: session.replaced_programs,
+        energy: Some(energy_record),
     };
     let session_dir = session.dir;
     if let Err(err) = output::write_session(&session_dir, &report) {
@@ -449,6 +477,7 @@ fn record_run(
         wall_ns: outcome.wall.as_nanos() as u64,
         validation_errors,
         host_activity: None,
+        energy: None,
         report,
     }
 }
@@ -670,7 +699,19 @@ mod tests {
             _: Limits,
             _: &Interrupts,
             progress: &ProgressBar,
+            energy: &mut energy::GroupRecorder<'_>,
         ) -> anyhow::Result<Vec<supervise::Outcome>> {
+            // An interleaved group goes through the gate as `interleave` drives it: each
+            // request granted in turn and seen done 2 ms later.
+            if members.len() > 1 {
+                let order =
+                    crate::launcher::interleave::grant_order(&members.iter().map(|p| p.requests()).collect::<Vec<_>>());
+                for (m, k) in order {
+                    energy.before_grant(m, k);
+                    std::thread::sleep(Duration::from_millis(2));
+                    energy.done(m, k);
+                }
+            }
             let mut outcomes = Vec::new();
             for p in members {
                 let pid = 40_000 + p.sequence;
@@ -694,6 +735,10 @@ mod tests {
     /// A session of the repository's manifest, prepared (folders and worker jobs) in a temp
     /// folder without the host lease, and a fake for its workers.
     fn prepared_session(root: &Path, status: Status) -> (Session, FakeWorkers) {
+        prepared_session_in_order(root, status, "fixed")
+    }
+
+    fn prepared_session_in_order(root: &Path, status: Status, order: &str) -> (Session, FakeWorkers) {
         let job = serde_json::json!({
             "schema_version": decode_baseline_wire::session::SESSION_JOB_SCHEMA_VERSION,
             "manifest": repo_root().join("workloads.json"),
@@ -702,7 +747,7 @@ mod tests {
             "reference": "stock",
             "output_root": root.join("out"),
             "repetitions": 1,
-            "order": "fixed",
+            "order": order,
             "aa_pair": false
         });
         let job_path = root.join("job.json");
@@ -728,13 +773,99 @@ mod tests {
 
     const SHOW: Show = Show { json: false, quiet: true };
 
+    /// A meter with no source, as on this project's machines.
+    fn no_energy() -> energy::Meter {
+        energy::Meter::new(
+            Vec::new(),
+            vec![energy::MissingSource {
+                source: "nvml",
+                why: energy::Missing::NoDriver { library: energy::NVML_LIBRARY.into() },
+            }],
+            None,
+        )
+    }
+
+    #[test]
+    fn an_interleaved_session_with_the_fake_source_records_energy_and_marks_it_fake() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
+        let dir = session.dir.clone();
+        let spec = "watts=120,throttle_every=5";
+        let mut meter = energy::Meter::new(
+            vec![Box::new(energy::FakeSource::from_spec(energy::FakeSpec::parse(spec).unwrap()))],
+            Vec::new(),
+            Some(spec.into()),
+        );
+        let executed = execute(&session, 0, &mut fake, &mut meter).unwrap();
+        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+        let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
+        let record = report.energy.as_ref().expect("an energy record");
+        assert_eq!(record.fake.as_deref(), Some(spec));
+        assert_eq!(record.idle.len(), 2, "one idle reading per interleaved group");
+        for w in &report.workers {
+            let requests = w.report.as_ref().unwrap().requests.len();
+            assert_eq!(w.energy.as_ref().map(Vec::len), Some(requests), "{}", w.run_id);
+        }
+        let headline = record.cells.iter().find(|c| c.cell.ends_with(".headline")).expect("the headline cell");
+        let domain = &headline.domains[0];
+        assert_eq!(domain.domain, "fake:0");
+        assert!(domain.adapters.contains_key(&Adapter::Stock) && domain.adapters.contains_key(&Adapter::Controlled));
+        let paired = &domain.paired[&Adapter::Controlled];
+        assert!(paired.throttled_pairs > 0, "every fifth reading is throttled: {paired:?}");
+        let table = analysis::table(&report, &report.analysis.clone().unwrap());
+        assert!(
+            table.contains("energy: FAKE source (DECODE_BASELINE_FAKE_ENERGY=watts=120,throttle_every=5)"),
+            "{table}"
+        );
+        assert!(table.contains("controlled/stock energy paired (fake:0)"), "{table}");
+        let page = std::fs::read_to_string(dir.join(crate::report::PAGE)).unwrap();
+        let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+        let doc = roxmltree::Document::parse_with_options(&page, options).expect("the page is well-formed XML");
+        let section = doc.descendants().find(|n| n.attribute("id") == Some("energy")).expect("an energy section");
+        assert!(section.descendants().any(|n| n.attribute("id") == Some("energy-table")));
+        // The energy figure is a file of the session folder and on the page, as every figure is:
+        // one per cell and domain of the analysis, here the headline cell (the reference-pair
+        // cell has one request per worker, too few for a summary).
+        let analysed: Vec<String> = record
+            .cells
+            .iter()
+            .flat_map(|c| c.domains.iter().map(|d| format!("{}.energy-{}", c.cell, d.domain.replace(':', "-"))))
+            .collect();
+        assert_eq!(analysed, ["tiny-qwen3.tiny-qwen3-L16.headline.energy-fake-0"]);
+        let svg = std::fs::read_to_string(dir.join(format!("{}.svg", analysed[0]))).expect("the energy figure's file");
+        assert!(svg.contains("energy per token against time per token, fake:0 FAKE"), "the figure says it is fake");
+        assert!(doc.descendants().any(|n| n.attribute("data-figure") == Some(analysed[0].as_str())));
+        let csv = std::fs::read_to_string(dir.join(energy::CSV_FILE)).unwrap();
+        assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
+    }
+
+    #[test]
+    fn a_session_without_a_source_says_why_once_and_shows_no_energy_figures() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
+        let dir = session.dir.clone();
+        let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
+        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+        let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
+        assert!(report.workers.iter().all(|w| w.energy.is_none()));
+        let table = analysis::table(&report, &report.analysis.clone().unwrap());
+        let lines: Vec<&str> = table.lines().filter(|l| l.starts_with("energy")).collect();
+        assert_eq!(
+            lines,
+            ["energy: no source: nvml missing (no NVIDIA driver: libnvidia-ml.so.1 not found)"],
+            "{table}"
+        );
+        assert!(!table.contains("J/token"), "{table}");
+        assert!(!dir.join(energy::CSV_FILE).exists());
+    }
+
     #[test]
     fn a_session_of_fake_workers_is_validated_analysed_and_recorded_ok() {
         let tmp = tempfile::tempdir().unwrap();
         let (session, mut fake) = prepared_session(tmp.path(), Status::Ok);
         assert_eq!(session.prepared.len(), 4, "two cells, two adapters");
         let dir = session.dir.clone();
-        let executed = execute(&session, 0, &mut fake).unwrap();
+        let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
         assert!(executed.problems.is_empty(), "{:?}", executed.problems);
         assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
 
@@ -753,7 +884,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (session, mut fake) = prepared_session(tmp.path(), Status::Failed);
         let dir = session.dir.clone();
-        let executed = execute(&session, 0, &mut fake).unwrap();
+        let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
         assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::WorkerFailed);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert_eq!(report.status, SessionStatus::WorkerFailed);

@@ -12,7 +12,7 @@ use std::{
 use decode_baseline_wire::session::SessionReport;
 
 use super::{
-    depth, distribution,
+    depth, distribution, energy,
     error::PlotError,
     roofline::{self, CellRoof, ModelBytes},
     steps,
@@ -75,7 +75,8 @@ pub struct Figure {
 
 /// Every figure a session gets without options: per case with two or more headline context
 /// lengths the decode time against context length (`<case>.context`), then per cell the step
-/// times by position (`<cell>.steps`) and the distribution (`<cell>.distribution`).
+/// times by position (`<cell>.steps`) and the distribution (`<cell>.distribution`), then per
+/// cell and domain with energy readings its energy against time (`<cell>.energy-<domain>`).
 pub fn session_figures(session: &SessionReport) -> Vec<Figure> {
     let cells = compare::cells(session);
     let rows = crate::report::Rows::of(session);
@@ -88,6 +89,12 @@ pub fn session_figures(session: &SessionReport) -> Vec<Figure> {
     for cell in &cells {
         out.extend(steps::figure(cell).map(|svg| Figure { name: format!("{}.steps", cell.cell), svg }));
         out.extend(distribution::figure(cell).map(|svg| Figure { name: format!("{}.distribution", cell.cell), svg }));
+    }
+    for cell in session.energy.iter().flat_map(|e| &e.cells) {
+        for d in &cell.domains {
+            let svg = energy::figure(session, &cell.cell, &d.domain);
+            out.extend(svg.map(|svg| Figure { name: energy::name(&cell.cell, &d.domain), svg }));
+        }
     }
     out
 }

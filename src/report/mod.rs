@@ -2,6 +2,7 @@
 //! (`index.html`) that `run` and `bench` write into every session folder and `report` rewrites.
 
 mod command;
+mod energy;
 mod page;
 mod rows;
 

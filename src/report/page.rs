@@ -59,6 +59,7 @@ fn render(session: &SessionReport, dir: &Path) -> anyhow::Result<String> {
     warnings_section(&mut h, session, &rows);
     agreement_section(&mut h, &rows);
     memory_section(&mut h, &rows);
+    super::energy::section(&mut h, session);
     identity_section(&mut h, session);
     figures_section(&mut h, &figures);
     h.push_str("</body>\n</html>\n");
@@ -66,12 +67,20 @@ fn render(session: &SessionReport, dir: &Path) -> anyhow::Result<String> {
 }
 
 /// Writes `index.html` into `dir` atomically (a temp file, then a rename: it is derived data, so
-/// an existing page is replaced). Returns its path.
+/// an existing page is replaced), and `energy.csv` beside it when a source produced data.
+/// Returns the page's path.
 pub fn write_page(session: &SessionReport, dir: &Path) -> anyhow::Result<std::path::PathBuf> {
-    let page = render(session, dir)?;
-    let path = dir.join(PAGE);
+    if let Some(csv) = decode_baseline::energy::csv(session) {
+        write_derived(dir, decode_baseline::energy::CSV_FILE, &csv)?;
+    }
+    write_derived(dir, PAGE, &render(session, dir)?)
+}
+
+/// Writes `text` to `dir/name` atomically, replacing what was there (derived data).
+fn write_derived(dir: &Path, name: &str, page: &str) -> anyhow::Result<std::path::PathBuf> {
+    let path = dir.join(name);
     let write = || -> std::io::Result<()> {
-        let mut temp = tempfile::Builder::new().prefix(".index.").suffix(".html").tempfile_in(dir)?;
+        let mut temp = tempfile::Builder::new().prefix(&format!(".{name}.")).tempfile_in(dir)?;
         temp.write_all(page.as_bytes())?;
         // A temp file is created 0600; the page is for anyone who can read the session folder.
         temp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;

@@ -167,6 +167,7 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
         wall_ns: 1,
         validation_errors: vec![],
         host_activity: None,
+        energy: None,
         report: Some(report),
     }
 }
@@ -329,6 +330,7 @@ impl Synth {
                 .map(|command| (Adapter::Stock, command.split(' ').map(str::to_owned).collect()))
                 .into_iter()
                 .collect(),
+            energy: None,
         }
     }
 

@@ -216,6 +216,14 @@ fn a_session_and_its_reports_record_the_backend_and_the_device() {
     assert_eq!(code, Some(0), "{}", s.stderr());
     let session = s.session();
     assert_eq!(session["schema_version"], 7);
+    // Every energy source the launcher tried is recorded, read (with its domains) or missing
+    // (with its reason), whatever this host has.
+    let sources = session["energy"]["sources"].as_array().expect("energy.sources");
+    assert!(!sources.is_empty(), "{sources:?}");
+    assert!(
+        sources.iter().all(|s| s["missing"].is_string() == s["domains"].as_array().unwrap().is_empty()),
+        "{sources:?}"
+    );
     let device = &session["device"];
     assert_eq!((device["backend"].as_str(), device["device"].as_str()), (Some("cpu"), Some("cpu")), "{device}");
     // On the CPU the device is named by the CPU model, read here independently of the launcher.

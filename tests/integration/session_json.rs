@@ -188,6 +188,64 @@ mod declared {
         pub problems: Vec<String>,
         pub unpinned: bool,
         pub replaced_programs: BTreeMap<String, Vec<String>>,
+        pub energy: Option<Energy>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Energy {
+        pub fake: Option<String>,
+        pub sources: Vec<EnergySource>,
+        pub idle: Vec<IdleReading>,
+        /// The analysis, checked by the committed schema rather than re-declared here.
+        pub cells: Vec<serde_json::Value>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct EnergySource {
+        pub source: String,
+        pub missing: Option<String>,
+        pub domains: Vec<String>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct IdleReading {
+        pub cell: String,
+        pub repetition: u32,
+        pub aa: bool,
+        pub wall_ns: u64,
+        pub domains: Vec<DomainEnergy>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct DomainEnergy {
+        pub domain: String,
+        pub energy_uj: Option<u64>,
+        pub dropped: Option<String>,
+        pub clocks_start: Option<Clocks>,
+        pub clocks_end: Option<Clocks>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Clocks {
+        pub sm_mhz: u32,
+        pub mem_mhz: u32,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct RequestEnergy {
+        pub index: u32,
+        pub wall_ns: u64,
+        pub samples: u32,
+        pub domains: Vec<DomainEnergy>,
+        pub reasons: Option<u64>,
+        pub thermal: Option<String>,
+        pub throttled: bool,
     }
 
     #[derive(Deserialize)]
@@ -248,6 +306,7 @@ mod declared {
         pub wall_ns: u64,
         pub validation_errors: Vec<String>,
         pub host_activity: Option<HostActivity>,
+        pub energy: Option<Vec<RequestEnergy>>,
         pub report: Option<Report>,
     }
 

@@ -18,7 +18,13 @@
 # Steps, each timed into OUT/steps.tsv; a failed step stops the script with its name and exit
 # code: 1 assemble (pieces, hashes) 2 unpack 3 venv (offline install of the lock, the host's
 # nvidia-* linked in) 4 device (driver, GPU, MLX's device) 5 models 6 manifest (add-case, pin)
-# 7 job 8 bandwidth (the roofline's ceiling) 9 session 10 summary (compare, plots with the roofline).
+# 7 job 8 bandwidth (the roofline's ceiling) 9 session 10 summary (compare, plots with the roofline,
+# energy per token and the clocks-event reasons per adapter).
+# Energy: the launcher reads NVML (the driver's libnvidia-ml.so.1, loaded at run time; nothing to
+# install) at the request gate of the interleaved session: per request the energy counter's
+# delta, the SM and memory clocks and the clocks-event (throttle) reasons (req/session.md,
+# "Energy"). The device step says whether the library is there; without it the session says
+# "energy: no source: nvml missing (...)" and everything else runs as before.
 # Exit codes: 0 done; 2 bad input (OUT not empty, a piece missing or altered); 3 a step failed.
 set -uo pipefail
 bundle="$(cd "$(dirname "$0")" && pwd)"
@@ -96,6 +102,12 @@ venv_install() {
 device() {
   (command -v nvidia-smi && nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv) || echo "no nvidia-smi"
   (ldconfig -p | grep -E 'libcuda\.so\.1') || echo "libcuda.so.1 is not in the loader cache: no NVIDIA driver"
+  (ldconfig -p | grep -E 'libnvidia-ml\.so\.1') || echo "libnvidia-ml.so.1 is not in the loader cache: the session records no energy"
+  # The clocks-event reasons and clocks before anything runs (older drivers name the field
+  # clocks_throttle_reasons): a GPU already capped here is capped for the whole session.
+  (nvidia-smi --query-gpu=power.draw,clocks.sm,clocks.mem,clocks_event_reasons.active --format=csv 2>/dev/null \
+    || nvidia-smi --query-gpu=power.draw,clocks.sm,clocks.mem,clocks_throttle_reasons.active --format=csv 2>/dev/null) \
+    || echo "nvidia-smi cannot report power and clocks-event reasons"
   "$root/src/.venv-cuda/bin/python" -c 'import mlx.core as mx, json; print(mx.__version__, mx.default_device()); print(json.dumps(mx.device_info(), default=str))' \
     || echo "mlx (CUDA) does not import here"
   return 0
@@ -180,12 +192,41 @@ bandwidth() {
 }
 
 session() {
-  DB_WRAP="timeout -k 10 $session_timeout" suite run --job "$root/src/jobs/gpu-host.json"
+  # The table (time, energy rows, the energy sources line) is kept for the summary.
+  DB_WRAP="timeout -k 10 $session_timeout" suite run --job "$root/src/jobs/gpu-host.json" | tee "$out/session-table.txt"
+  return "${PIPESTATUS[0]}"
+}
+
+# Per adapter: requests with an energy reading, how many were throttled, the clocks-event
+# reason bits seen (OR-ed) and the SM clock range, from session.json's workers[].energy.
+energy_summary() {
+  python3 - "$1/session.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+e = s.get("energy") or {}
+print("energy sources:", "; ".join(f"{x['source']}: " + (x["missing"] or ", ".join(x["domains"])) for x in e.get("sources", [])) or "none recorded")
+for adapter in sorted({w["adapter"] for w in s["workers"]}):
+    reqs = [r for w in s["workers"] if w["adapter"] == adapter for r in (w.get("energy") or [])]
+    if not reqs:
+        print(f"{adapter}: no per-request energy")
+        continue
+    bits = 0
+    for r in reqs:
+        bits |= r.get("reasons") or 0
+    sm = [d[k]["sm_mhz"] for r in reqs for d in r["domains"] for k in ("clocks_start", "clocks_end") if d.get(k)]
+    print(f"{adapter}: {len(reqs)} requests with energy, {sum(r['throttled'] for r in reqs)} throttled, "
+          f"clocks-event reasons seen 0x{bits:x}, SM clock {min(sm) if sm else '?'}-{max(sm) if sm else '?'} MHz")
+PY
 }
 
 summary() {
   local session; session=$(ls -d "$out"/sessions/*/ | tail -n 1)
   { echo "session $session"; cat "$out/steps.tsv"; echo; suite compare "$session" || true; } > "$out/summary.txt"
+  # Energy per token and the paired energy ratio are in the session's table; the reasons here.
+  { echo; grep -E '^energy|J/token|energy paired|throttled pairs' "$out/session-table.txt" || true
+    energy_summary "$session" || true
+    [ -f "$session/energy.csv" ] && cp "$session/energy.csv" "$out/energy.csv"
+  } >> "$out/summary.txt"
   local gbs; gbs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["read_gbs"])' "$out/bandwidth.json" 2>/dev/null)
   # With the measured bandwidth, plot prints each cell's bytes per step and each adapter's share
   # of the roofline; they go into the summary.

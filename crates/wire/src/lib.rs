@@ -11,6 +11,7 @@ pub mod analysis;
 pub mod backend;
 pub mod constants;
 pub mod digest;
+pub mod energy;
 pub mod exit;
 pub mod hooks;
 pub mod host;

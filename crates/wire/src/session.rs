@@ -19,9 +19,9 @@ pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
 /// 4 only had the run id's `-aa` suffix), and added `unpinned` and `replaced_programs`; version
 /// 6 made the pairwise analysis N-adapter: `reference`, `analysis.cells[].ratios` (was `ratio`),
 /// `argmax` and `stream` by adapter, and [`crate::analysis::Mismatch`]'s sides named adapter and
-/// reference (were controlled and stock); version 7 added `quiet_wait_ns` and the adapters'
-/// `cold` requests. A reader
-/// of an older version refuses a newer one by its version rather than by an unknown field.
+/// reference (were controlled and stock); version 7 added `quiet_wait_ns`, the adapters' `cold`
+/// requests, `energy` ([`crate::energy::SessionEnergy`]) and `workers[].energy`. A reader of an
+/// older version refuses a newer one by its version rather than by an unknown field.
 pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 7;
 /// The oldest version of [`SessionReport`] this code still reads; versions before
 /// [`SESSION_REPORT_SCHEMA_VERSION`] are converted to it when read (`compare`'s loader).
@@ -235,6 +235,11 @@ pub struct WorkerRun {
     /// how it was clocked; `null` in sessions before version 3.
     #[serde(default)]
     pub host_activity: Option<crate::host::HostActivity>,
+    /// Interleaved sessions with an energy source: per request the launcher granted, its
+    /// energy, clocks and throttle reasons read at the gate; `null` otherwise and before
+    /// version 7.
+    #[serde(default)]
+    pub energy: Option<Vec<crate::energy::RequestEnergy>>,
     /// The report, when one was written and parsed.
     pub report: Option<WorkerReport>,
 }
@@ -306,6 +311,10 @@ pub struct SessionReport {
     /// a pinned session and before version 5.
     #[serde(default)]
     pub replaced_programs: BTreeMap<Adapter, Vec<String>>,
+    /// The energy sources tried (and why each missing one is), the idle readings and the
+    /// energy analysis; `null` before version 7 and in sessions marked incomplete.
+    #[serde(default)]
+    pub energy: Option<crate::energy::SessionEnergy>,
 }
 
 /// `launcher.json`: written into a session folder when the session starts, so that a launcher
