@@ -9,7 +9,7 @@ use crate::{compare::request_pairs, duration::human_ns};
 use decode_baseline::host;
 use decode_baseline::stats::{
     drift_between_halves, ratio_of_medians, summarize, summarize_requests, BootstrapConfig, ClusteredSample,
-    PairedSample, RatioEstimate, Resampling, StatsError,
+    DecisionConfig, PairedSample, RatioEstimate, Resampling, StatsError,
 };
 use decode_baseline_wire::{
     analysis::{pair_label, AdapterStats, Analysis, CellAnalysis, StreamAgreement},
@@ -274,6 +274,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         .max()
         .unwrap_or(0)
         .max(10);
+    // The verdict of each adapter against the reference, by the test `compare` uses.
+    let settings = crate::compare::Settings { config: DecisionConfig::default(), profile: None };
+    let tested = crate::compare::within_rows(&crate::compare::cells(report), &settings);
     // An unpinned session says so before its first figure.
     let mut out: String =
         report.replaced_programs.iter().map(|(adapter, argv)| format!("\n{}", replaced_line(adapter, argv))).collect();
@@ -329,6 +332,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 ));
             }
         }
+        for row in tested.iter().filter(|r| r.cell == cell.cell) {
+            out.push_str(&verdict_line(row, w, reference));
+        }
         for (adapter, g) in &cell.argmax {
             out.push_str(&format!(
                 "{:<w$} argmax {}: {} steps, {} mismatches, ties at {:?}\n",
@@ -363,6 +369,42 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         human_ns(report.launcher_overhead_ns as f64)
     ));
     out
+}
+
+/// A row's verdict under the ratios of its cell: verdict, ratio and interval of the test, the
+/// rule, its p-value and smallest detectable difference, whose error; then its warnings.
+fn verdict_line(row: &crate::compare::Row, w: usize, reference: &Adapter) -> String {
+    use crate::compare::RowResult;
+    let adapter = row.adapter.as_ref().map_or("", Adapter::as_str);
+    let label = format!("{adapter}/{}", reference.as_str());
+    match &row.outcome {
+        RowResult::Compared { decision: d, warnings, .. } => {
+            let verdict = serde_json::to_value(d.verdict).ok().and_then(|v| v.as_str().map(str::to_owned));
+            let error = if d.run_effects_measured {
+                "error holds run-to-run effects"
+            } else {
+                "own error: run-to-run effects not measured"
+            };
+            let mut line = format!(
+                "{:<w$} verdict {label}: {} (ratio {:.3} [{:.3}, {:.3}], {}, p = {:.3}; no difference would need \
+                 ±{:.1} %; detectable ±{:.1} %; {error})\n",
+                row.cell,
+                verdict.unwrap_or_default().replace('_', " "),
+                d.ratio,
+                d.ci.lower,
+                d.ci.upper,
+                d.rule.describe(),
+                d.p_value,
+                100.0 * d.config.margin,
+                100.0 * d.mde,
+            );
+            for warning in warnings {
+                line.push_str(&format!("{:<w$} warning: {warning}\n", ""));
+            }
+            line
+        }
+        RowResult::NotCompared { reason } => format!("{:<w$} verdict {label}: not tested: {reason}\n", row.cell),
+    }
 }
 
 /// The line the table (and the launcher's stderr) prints for an adapter whose program was
