@@ -7,7 +7,9 @@
 //! A/A ratio are the same code on the same machine, so its departure from 1 is noise, run to
 //! run. Per row:
 //!
-//! - the recorded A/A ratios of the row's adapters in its cell (both sessions across two);
+//! - the recorded A/A ratios of the row's adapters in its cell (both sessions across two), or,
+//!   for a cell without any (the launcher runs A/A pairs for headline cells only), those of the
+//!   other cells, labelled with their cell;
 //! - interleaved, a test: the A/A group's paired estimate against the main groups'
 //!   (`rule::aa_group`, the difference of two paired estimates, Welch t at `α`). Significant
 //!   means the ratio moved between two runs of the same code by more than the pair-to-pair
@@ -81,6 +83,26 @@ pub fn recorded(cells: &[(&str, &CellData)], adapters: &[&Adapter], paired: bool
         }
     }
     out
+}
+
+/// The recorded A/A ratios of `adapters` in the cells other than `except` of each labelled
+/// session (`""` within one, `"A "`, `"B "` across two), each labelled `<prefix><cell> <adapter>`:
+/// the launcher runs A/A pairs for headline cells only, and the noise they saw is the best
+/// measure there is of the machine during that session for a cell without its own.
+pub fn other_cells(
+    sessions: &[(&str, &[CellData])],
+    except: &str,
+    adapters: &[&Adapter],
+    paired: bool,
+) -> Vec<AaResult> {
+    let prefixes: Vec<(String, &CellData)> = sessions
+        .iter()
+        .flat_map(|(prefix, cells)| {
+            cells.iter().filter(|c| c.cell != except).map(move |c| (format!("{prefix}{} ", c.cell), c))
+        })
+        .collect();
+    let labelled: Vec<(&str, &CellData)> = prefixes.iter().map(|(p, c)| (p.as_str(), *c)).collect();
+    recorded(&labelled, adapters, paired)
 }
 
 /// Marks the A/A results that dwarf the row's interval and words the row's warnings.

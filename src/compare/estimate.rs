@@ -296,11 +296,7 @@ fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, settings: 
         _ => aa::recorded(&[("", cell)], &[adapter, reference], false),
     };
     if aa.is_empty() {
-        // The launcher runs A/A pairs for headline cells only: the other cells' stand in.
-        let others: Vec<(String, &CellData)> =
-            cells.iter().filter(|c| c.cell != cell.cell).map(|c| (format!("{} ", c.cell), c)).collect();
-        let others: Vec<(&str, &CellData)> = others.iter().map(|(p, c)| (p.as_str(), *c)).collect();
-        aa = aa::recorded(&others, &[adapter, reference], basis == Basis::Paired);
+        aa = aa::other_cells(&[("", cells)], &cell.cell, &[adapter, reference], basis == Basis::Paired);
     }
     Row {
         cell: cell.cell.clone(),
@@ -389,9 +385,9 @@ pub fn compare_across(
                     && ca.adapters.contains_key(reference)
                     && cb.adapters.contains_key(reference);
                 if adapter != reference && with_reference {
-                    rows.push(yardstick_row(ca, cb, adapter, settings));
+                    rows.push(yardstick_row(ca, cb, (&cells_a, &cells_b), adapter, settings));
                 }
-                rows.push(raw_row(ca, cb, adapter, settings, raw));
+                rows.push(raw_row(ca, cb, (&cells_a, &cells_b), adapter, settings, raw));
             }
         }
         holm_over_judged(&mut rows);
@@ -416,7 +412,10 @@ pub fn compare_across(
     })
 }
 
-fn yardstick_row(ca: &CellData, cb: &CellData, adapter: &Adapter, settings: &Settings<'_>) -> Row {
+/// Both sessions' cells, for the A/A results of other cells.
+type Sessions<'a> = (&'a [CellData], &'a [CellData]);
+
+fn yardstick_row(ca: &CellData, cb: &CellData, all: Sessions<'_>, adapter: &Adapter, settings: &Settings<'_>) -> Row {
     let estimate = rule::against_reference(cb, ca, adapter, settings.config.trim);
     let median_ratio = Yardstick::of(cb, adapter)
         .and_then(|yb| Yardstick::of(ca, adapter).map(|ya| (yb, ya)))
@@ -424,7 +423,10 @@ fn yardstick_row(ca: &CellData, cb: &CellData, adapter: &Adapter, settings: &Set
         .and_then(|(yb, ya)| against_yardstick(yb.ratio(), ya.ratio(), &BootstrapConfig::default()).ok());
     let paired = ca.pairs.contains_key(adapter);
     let labels: Vec<&Adapter> = if paired { vec![adapter] } else { vec![adapter, &ca.reference] };
-    let aa = aa::recorded(&[("A ", ca), ("B ", cb)], &labels, paired);
+    let mut aa = aa::recorded(&[("A ", ca), ("B ", cb)], &labels, paired);
+    if aa.is_empty() {
+        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], &ca.cell, &labels, paired);
+    }
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
@@ -438,10 +440,20 @@ fn yardstick_row(ca: &CellData, cb: &CellData, adapter: &Adapter, settings: &Set
     }
 }
 
-fn raw_row(ca: &CellData, cb: &CellData, adapter: &Adapter, settings: &Settings<'_>, raw: bool) -> Row {
+fn raw_row(
+    ca: &CellData,
+    cb: &CellData,
+    all: Sessions<'_>,
+    adapter: &Adapter,
+    settings: &Settings<'_>,
+    raw: bool,
+) -> Row {
     let estimate = rule::raw(cb, ca, adapter, settings.config.trim);
     let median_ratio = of_medians(cb.sample(adapter), ca.sample(adapter));
-    let aa = aa::recorded(&[("A ", ca), ("B ", cb)], &[adapter], false);
+    let mut aa = aa::recorded(&[("A ", ca), ("B ", cb)], &[adapter], false);
+    if aa.is_empty() {
+        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], &ca.cell, &[adapter], false);
+    }
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
@@ -455,8 +467,9 @@ fn raw_row(ca: &CellData, cb: &CellData, adapter: &Adapter, settings: &Settings<
     }
 }
 
-/// Holm across the judged rows (one family); each row not judged is tested alone (its verdict
-/// is shown, not counted). Then each compared row's warnings.
+/// Holm across the judged rows (one family); each row not judged is tested alone, its figures
+/// kept, and its verdict `inconclusive`: nothing holds the machine constant between two
+/// sessions' raw times (`--raw` judges them). Then each compared row's warnings.
 fn holm_over_judged(rows: &mut [Row]) {
     let mut judged: Vec<Decision> = Vec::new();
     for row in rows.iter_mut() {
@@ -465,6 +478,7 @@ fn holm_over_judged(rows: &mut [Row]) {
                 judged.push(decision.clone());
             } else {
                 decide_family(std::slice::from_mut(decision));
+                decision.verdict = Verdict::Inconclusive;
             }
         }
     }
