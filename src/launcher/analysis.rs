@@ -478,6 +478,38 @@ mod tests {
     }
 
     #[test]
+    fn the_table_gives_each_adapters_verdict_by_compares_test() {
+        // The recorded session A (sequential, loaded host): compare calls controlled faster in
+        // the headline cell and slower in the fixed-continuation one; run's table says the same,
+        // with the rule, the error used and the A/A warnings under it.
+        let session = recorded_with_split();
+        let cells: Vec<Cell> = ["headline", "fixed_continuation"]
+            .iter()
+            .map(|mode| {
+                serde_json::from_value(
+                    serde_json::json!({"case": "tiny-qwen3", "prompt": "tiny-qwen3-L16", "mode": mode}),
+                )
+                .unwrap()
+            })
+            .collect();
+        let body = analyze(&session.workers, &cells, WorkerOrder::Alternate, &Adapter::Stock).body;
+        let table = table(&session, &body);
+        let verdicts: Vec<&str> = table.lines().filter(|l| l.contains(" verdict controlled/stock: ")).collect();
+        assert_eq!(verdicts.len(), 2, "{table}");
+        assert!(
+            verdicts[0].starts_with("tiny-qwen3.tiny-qwen3-L16.headline")
+                && verdicts[0].contains(": faster (ratio 0.389")
+        );
+        assert!(verdicts[1].contains(": slower (ratio 1.672"), "{}", verdicts[1]);
+        assert!(verdicts[0].contains("Yuen–Welch t on per-request log medians"), "{}", verdicts[0]);
+        assert!(verdicts[0].contains("own error: run-to-run effects not measured"), "{}", verdicts[0]);
+        assert!(
+            table.contains("warning: A/A controlled: one rerun of the same code moved the ratio by +39.0 %"),
+            "{table}"
+        );
+    }
+
+    #[test]
     fn the_table_of_an_unpinned_session_says_so_first() {
         let mut session = recorded_with_split();
         let body = analyze(&session.workers, &[], session.job.order, &session.reference).body;
