@@ -81,6 +81,8 @@ pub struct Side {
 }
 
 /// How a row ended.
+// A comparison has a handful of rows: boxing the compared variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "result")]
 pub enum RowResult {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use decode_baseline::stats::{ErrorSource, Rule, Verdict};
+use decode_baseline::stats::{ErrorSource, Verdict};
 
 use crate::duration::human_ns;
 
@@ -239,7 +239,7 @@ pub fn rule_line(report: &CompareReport) -> String {
     let mut errors: BTreeMap<&'static str, usize> = BTreeMap::new();
     for row in &report.rows {
         let RowResult::Compared { decision, .. } = &row.outcome else { continue };
-        *rules.entry(rule_words(decision.rule)).or_default() += 1;
+        *rules.entry(decision.rule.describe()).or_default() += 1;
         let error = match (decision.error, decision.profile.is_some(), decision.run_effects_measured) {
             (ErrorSource::Profile, _, _) => "the host noise profile's (larger than the row's own)",
             (ErrorSource::Own, true, _) => "own (larger than the host noise profile's)",
@@ -255,10 +255,6 @@ pub fn rule_line(report: &CompareReport) -> String {
         return "rule: none used (no row compared)".to_owned();
     }
     format!("rule: {}; error: {}", list(rules).join("; "), list(errors).join("; "))
-}
-
-fn rule_words(rule: Rule) -> &'static str {
-    rule.describe()
 }
 
 /// One line per row warning, prefixed by the row.

@@ -215,7 +215,9 @@ impl Decision {
         config: &DecisionConfig,
     ) -> Result<Self, StatsError> {
         config.validate()?;
-        if !estimate.estimate.is_finite() || !(estimate.se >= 0.0) || !(estimate.df > 0.0) {
+        // NaN fails every comparison, so it is refused too.
+        let valid = estimate.estimate.is_finite() && estimate.se >= 0.0 && estimate.df > 0.0;
+        if !valid {
             return Err(StatsError::InvalidSetting {
                 field: "estimate",
                 expected: "a finite log ratio with a non-negative error on positive degrees of freedom",

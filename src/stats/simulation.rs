@@ -4,7 +4,7 @@
 //! a seeded ChaCha8 stream, so every figure is reproducible:
 //!
 //! ```sh
-//! cargo test --release --no-default-features --lib stats::simulation -- --nocapture
+//! cargo test --release --no-default-features --lib stats::simulation -- --nocapture --test-threads 1
 //! ```
 //!
 //! A session: `pairs` request pairs in `runs` worker runs; pair `k` has
@@ -60,12 +60,12 @@ impl Design {
             Noise::StudentT3 => 2,
             Noise::Ar1(rho) => 3 + (rho * 100.0) as u64,
         };
-        (self.sigma * 1e4) as u64 * 1_000_003
-            ^ (self.pairs as u64) << 20
-            ^ (self.runs as u64) << 32
-            ^ ((self.run_sd * 1e4) as u64) << 40
-            ^ noise << 52
-            ^ ((effect * 1e4) as u64) << 8
+        ((self.sigma * 1e4) as u64 * 1_000_003)
+            ^ ((self.pairs as u64) << 20)
+            ^ ((self.runs as u64) << 32)
+            ^ (((self.run_sd * 1e4) as u64) << 40)
+            ^ (noise << 52)
+            ^ (((effect * 1e4) as u64) << 8)
             ^ salt
     }
 }
