@@ -15,8 +15,8 @@
 //! in one interleaved session, `controlled` the reference. Per pair: one session of identical
 //! code (`compare` of that one session calling `controlled-b` faster or slower is a false
 //! alarm), and one with `controlled-b` slowed by the percentage (a `slower` verdict is a
-//! detection). The verdict rests on the paired ratio within each session, its threshold on the
-//! session's own A/A group.
+//! detection). The verdict is `compare`'s paired test within each session (A B / B A blocks,
+//! `req/compare.md` §2).
 //!
 //! With `--hog`, per order: one session as it is, then one with a CPU hog (one spinning `sh`
 //! per CPU) started half-way through it; prints each session's controlled/stock ratio with its
@@ -29,8 +29,13 @@
 //! three sessions of the tiny fixture's L16 headline cell with an A/A pair: `A`, `A'` (the same
 //! code again) and `B` (controlled slowed). `compare A' A` is an A/A comparison: a `faster` or
 //! `slower` verdict there is a false alarm. `compare B A` should say `slower` on the controlled
-//! row against stock. The A/A threshold per adapter is the median of the thresholds `compare`
-//! derived for that adapter's rows (controlled: its row against stock; stock: its raw row).
+//! row against stock. Per adapter the median smallest detectable difference (MDE) `compare`
+//! stated for that adapter's rows (controlled: its row against stock; stock: its raw row).
+//!
+//! **Realized effect.** The slowdown is nominal: `pct` of the calibration median, spun per step.
+//! What the sessions saw is printed beside it: the median ratio of the slowed sessions over the
+//! median ratio of the A/A ones, minus 1 (the ratios `compare` tested: controlled against stock
+//! B over A, or `controlled-b` against `controlled` within one session).
 //! Everything runs side by side in this one process, so the figures compare the two orders on
 //! the same machine in the same minutes. Prints a table and writes `target/power.json`.
 
@@ -200,11 +205,11 @@ fn yardstick(o: &Options, root: &Path) {
     let judge = |session: &Path| {
         let report = compare_within(session);
         let row = report["rows"].as_array().unwrap().iter().find(|r| r["adapter"] == "controlled-b").unwrap().clone();
-        let ratio = row["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN);
-        (verdict(&row), threshold(&row), ratio)
+        let ratio = row["outcome"]["decision"]["ratio"].as_f64().unwrap_or(f64::NAN);
+        (verdict(&row), mde(&row), ratio)
     };
-    let (mut false_alarms, mut detections, mut thresholds, mut walls) = (0, 0, vec![], vec![]);
-    let (mut aa, mut slowed) = (vec![], vec![]);
+    let (mut false_alarms, mut detections, mut mdes, mut walls) = (0, 0, vec![], vec![]);
+    let (mut aa, mut slowed, mut aa_ratios, mut slowed_ratios) = (vec![], vec![], vec![], vec![]);
     for i in 0..o.pairs {
         let (a, wa) = run(&format!("yardstick-{i}-aa"), 0);
         let (b, wb) = run(&format!("yardstick-{i}-slowed"), slowdown_us);
@@ -213,25 +218,29 @@ fn yardstick(o: &Options, root: &Path) {
         let (vb, tb, rb) = judge(&b);
         false_alarms += usize::from(va == "faster" || va == "slower");
         detections += usize::from(vb == "slower");
-        thresholds.extend([ta, tb]);
+        mdes.extend([ta, tb]);
+        aa_ratios.push(ra);
+        slowed_ratios.push(rb);
         eprintln!("power: yardstick pair {i}: A/A {va} ({ra:.3}), slowed {vb} ({rb:.3})");
-        aa.push(json!({"verdict": va, "ratio": ra, "threshold": ta}));
-        slowed.push(json!({"verdict": vb, "ratio": rb, "threshold": tb}));
+        aa.push(json!({"verdict": va, "ratio": ra, "mde": ta}));
+        slowed.push(json!({"verdict": vb, "ratio": rb, "mde": tb}));
     }
+    let realized = realized_pct(&slowed_ratios, &aa_ratios);
     println!(
         "\nyardstick (controlled-b against controlled, interleaved, {} repetition(s) per session): \
-         false alarms {false_alarms}/{}, detections of {} % ({slowdown_us} µs per step) {detections}/{}, \
-         A/A threshold {:.1} % (median), wall {:.1} s per session (median)",
+         false alarms {false_alarms}/{}, detections of {} % nominal ({slowdown_us} µs per step; realized {realized:.1} %) \
+         {detections}/{}, MDE {:.1} % (median), wall {:.1} s per session (median)",
         o.repetitions,
         o.pairs,
         o.slowdown_pct,
         o.pairs,
-        100.0 * median(thresholds),
+        100.0 * median(mdes),
         median(walls)
     );
     let path = repo().join("target/power-yardstick.json");
     let record = json!({"pairs": o.pairs, "repetitions": o.repetitions, "slowdown_pct": o.slowdown_pct,
-        "slowdown_us": slowdown_us, "false_alarms": false_alarms, "detections": detections, "aa": aa, "slowed": slowed});
+        "slowdown_us": slowdown_us, "realized_pct": realized, "false_alarms": false_alarms, "detections": detections,
+        "aa": aa, "slowed": slowed});
     std::fs::write(&path, serde_json::to_vec_pretty(&record).unwrap()).unwrap();
     println!("written: {}", path.display());
 }
@@ -261,11 +270,18 @@ fn row<'a>(report: &'a Value, adapter: &str) -> &'a Value {
 }
 
 fn verdict(row: &Value) -> String {
-    row["outcome"]["comparison"]["verdict"].as_str().unwrap_or("not_compared").to_owned()
+    row["outcome"]["decision"]["verdict"].as_str().unwrap_or("not_compared").to_owned()
 }
 
-fn threshold(row: &Value) -> f64 {
-    row["outcome"]["threshold"]["threshold"]["value"].as_f64().unwrap_or(f64::NAN)
+/// The smallest difference the row's test could detect (80 % power), a fraction.
+fn mde(row: &Value) -> f64 {
+    row["outcome"]["decision"]["mde"].as_f64().unwrap_or(f64::NAN)
+}
+
+/// The effect the slowed sessions realized, in percent: the median ratio of the slowed sessions
+/// over the median ratio of the A/A ones, minus 1.
+fn realized_pct(slowed: &[f64], aa: &[f64]) -> f64 {
+    100.0 * (median(slowed.to_vec()) / median(aa.to_vec()) - 1.0)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -295,8 +311,7 @@ fn main() {
         let slowdown_us =
             (controlled_median_ns(&calibration) * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
         let (mut false_alarms, mut detections, mut aa_verdicts, mut b_verdicts) = (0, 0, Vec::new(), Vec::new());
-        let (mut thresholds_c, mut thresholds_s, mut walls, mut aa_ratios, mut b_ratios) =
-            (vec![], vec![], vec![], vec![], vec![]);
+        let (mut mdes_c, mut mdes_s, mut walls, mut aa_ratios, mut b_ratios) = (vec![], vec![], vec![], vec![], vec![]);
         for i in 0..o.pairs {
             let (a, wa) = session(root.path(), order, &format!("{order}-{i}-a"), 0);
             let (a2, wa2) = session(root.path(), order, &format!("{order}-{i}-a2"), 0);
@@ -312,28 +327,26 @@ fn main() {
             if detected == "slower" {
                 detections += 1;
             }
-            thresholds_c.push(threshold(row(&aa, "controlled")));
-            thresholds_s.push(threshold(row(&aa, "stock")));
-            aa_ratios
-                .push(row(&aa, "controlled")["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN));
-            b_ratios.push(
-                row(&slowed, "controlled")["outcome"]["comparison"]["ratio"]["ratio"].as_f64().unwrap_or(f64::NAN),
-            );
+            mdes_c.push(mde(row(&aa, "controlled")));
+            mdes_s.push(mde(row(&aa, "stock")));
+            aa_ratios.push(row(&aa, "controlled")["outcome"]["decision"]["ratio"].as_f64().unwrap_or(f64::NAN));
+            b_ratios.push(row(&slowed, "controlled")["outcome"]["decision"]["ratio"].as_f64().unwrap_or(f64::NAN));
             eprintln!("power: {order} pair {i}: A/A {overall}, slowed {detected}");
             aa_verdicts.push(overall);
             b_verdicts.push(detected);
         }
+        let realized = realized_pct(&b_ratios, &aa_ratios);
         results.push(json!({
             "order": order, "pairs": o.pairs, "slowdown_us": slowdown_us, "slowdown_pct": o.slowdown_pct,
-            "false_alarms": false_alarms, "detections": detections,
-            "aa_threshold_controlled": median(thresholds_c), "aa_threshold_stock": median(thresholds_s),
+            "realized_pct": realized, "false_alarms": false_alarms, "detections": detections,
+            "mde_controlled": median(mdes_c), "mde_stock": median(mdes_s),
             "median_wall_s": median(walls), "aa_verdicts": aa_verdicts, "slowed_verdicts": b_verdicts,
             "aa_ratios": aa_ratios, "slowed_ratios": b_ratios,
         }));
     }
     println!(
         "\n{:<12} {:>6} {:>12} {:>13} {:>15} {:>15} {:>10}",
-        "order", "pairs", "false alarms", "detections", "A/A controlled", "A/A stock", "wall"
+        "order", "pairs", "false alarms", "detections", "MDE controlled", "MDE stock", "wall"
     );
     for r in &results {
         println!(
@@ -344,13 +357,17 @@ fn main() {
             r["pairs"],
             r["detections"],
             r["pairs"],
-            100.0 * r["aa_threshold_controlled"].as_f64().unwrap(),
-            100.0 * r["aa_threshold_stock"].as_f64().unwrap(),
+            100.0 * r["mde_controlled"].as_f64().unwrap(),
+            100.0 * r["mde_stock"].as_f64().unwrap(),
             r["median_wall_s"].as_f64().unwrap(),
         );
         println!(
-            "{:<12} slowdown {} µs per step ({} % of the calibration median)",
-            "", r["slowdown_us"], r["slowdown_pct"]
+            "{:<12} slowdown {} µs per step: nominal {} % of the calibration median, realized {:.1} % (slowed over A/A \
+             ratios)",
+            "",
+            r["slowdown_us"],
+            r["slowdown_pct"],
+            r["realized_pct"].as_f64().unwrap_or(f64::NAN)
         );
     }
     let path = repo().join("target/power.json");

@@ -3,6 +3,7 @@
 
 use std::{io::Write, path::PathBuf};
 
+use decode_baseline::stats::DecisionConfig;
 use decode_baseline_wire::ExitCode;
 
 use super::{estimate, load::load_session, render};
@@ -14,7 +15,7 @@ pub enum Format {
     Table,
     /// A Markdown table for a pull request.
     Markdown,
-    /// The full comparison as JSON (schema version 1).
+    /// The full comparison as JSON (`schema_version` 3, `schemas/compare.schema.json`).
     Json,
     /// One line per row.
     Csv,
@@ -29,10 +30,17 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Noise threshold as a fraction (0.02 = ±2 %) for every row, instead of the one measured
-    /// from the sessions' A/A pairs (or the 2 % default where none was recorded).
+    /// False-alarm rate of the whole comparison, two-sided (Holm across its judged rows).
+    #[arg(long, default_value_t = decode_baseline::stats::DEFAULT_TEST_ALPHA)]
+    pub alpha: f64,
+    /// Equivalence margin as a fraction (0.03 = ±3 %): "no difference" means a test showed the
+    /// ratio within it. Stated, never estimated from the data. (`--threshold` is its old name.)
+    #[arg(long, alias = "threshold", default_value_t = decode_baseline::stats::DEFAULT_MARGIN)]
+    pub margin: f64,
+    /// Practical floor as a fraction: a significant difference smaller than it is reported as
+    /// such and not counted as faster or slower.
     #[arg(long)]
-    pub threshold: Option<f64>,
+    pub floor: Option<f64>,
     /// Compare even when manifest, model, libmlx, worker sources or host differ; the differences
     /// are printed above the result.
     #[arg(long)]
@@ -63,12 +71,21 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             super::identity::pinning(&a.report)
         );
     }
+    let settings = estimate::Settings {
+        config: DecisionConfig {
+            alpha: args.alpha,
+            margin: args.margin,
+            floor: args.floor,
+            ..DecisionConfig::default()
+        },
+        profile: None,
+    };
     let report = match &args.b {
-        None => estimate::compare_within(&a, args.threshold, args.allow_mismatch)?,
+        None => estimate::compare_within(&a, &settings, args.allow_mismatch)?,
         Some(b) => estimate::compare_across(
             &a,
             &load_session(b)?,
-            args.threshold,
+            &settings,
             args.allow_mismatch,
             args.across_versions,
             args.across_devices,

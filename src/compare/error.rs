@@ -28,8 +28,8 @@ pub enum CompareError {
     /// A report of an older version whose content cannot be converted to the current one.
     #[error("session report {path} (schema_version {version}): {detail}")]
     Upgrade { path: PathBuf, version: u64, detail: String },
-    #[error("invalid --threshold")]
-    Threshold(#[source] decode_baseline::stats::StatsError),
+    #[error("invalid test setting (--alpha, --margin or --floor)")]
+    Settings(#[source] decode_baseline::stats::StatsError),
     #[error("nothing to compare: {detail}")]
     NothingToCompare { detail: String },
 }

@@ -1,30 +1,36 @@
 //! The comparisons themselves: one row per cell (one session) or per cell and adapter (two
-//! sessions), each a ratio of per-token medians (numerator over denominator) with its by-request
-//! bootstrap interval, held against the row's noise threshold; and the overall verdict.
+//! sessions), each a test of the log ratio of per-token times (numerator over denominator) by
+//! the rule its design allows (`rule`, `src/stats/decision.rs`), with the A/A results that
+//! check it beside it; Holm across the judged rows; and the overall verdict.
 //!
-//! One session: controlled over stock. Two sessions: B over A, per adapter. A ratio below 1 means
-//! the numerator takes less time per token.
+//! One session: each adapter over the reference. Two sessions: B over A, per adapter. A ratio
+//! below 1 means the numerator takes less time per token.
 
 use std::collections::BTreeSet;
 
 use decode_baseline::stats::{
-    against_yardstick, ratio_of_medians, BootstrapConfig, Comparison, NoiseBound, NoiseThreshold, RatioEstimate,
-    Resampling, SessionRatio, Verdict,
+    against_yardstick, decide_family, ratio_of_medians, BootstrapConfig, Decision, DecisionConfig, LogEstimate,
+    NoiseProfile, RatioEstimate, Resampling, SessionRatio, Verdict,
 };
 use decode_baseline_wire::{session::SessionStatus, Adapter, ExitCode, Mode};
 use serde::Serialize;
 
 use super::{
+    aa::{self, AaResult},
     identity::{self, Mismatch},
     load::LoadedSession,
+    rule,
     samples::{self, CellData},
-    threshold::{self, RowThreshold},
     CompareError,
 };
 
 /// The version of the JSON `compare --format json` prints. Version 2 added `basis`, `against`,
-/// `noise`, the `inconclusive` verdict and `raw`.
-pub const COMPARE_SCHEMA_VERSION: u32 = 2;
+/// `noise`, the `inconclusive` verdict and `raw`. Version 3: the verdict is a test
+/// (`outcome.decision`: rule, error, p-values, Holm level, equivalence, MDE), the bootstrap
+/// ratio is kept for display as `outcome.median_ratio`, the A/A results sit beside each row
+/// (`outcome.aa`) with `outcome.warnings`; `settings` and `judged_rows` replace
+/// `threshold_flag`, and the noise threshold (`comparison`, `threshold`, `noise`) is gone.
+pub const COMPARE_SCHEMA_VERSION: u32 = 3;
 
 /// What a row's ratio rests on, i.e. what it holds constant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -75,17 +81,26 @@ pub struct Side {
 }
 
 /// How a row ended.
+// A comparison has a handful of rows: boxing the compared variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "result")]
 pub enum RowResult {
     Compared {
-        comparison: Comparison,
-        threshold: RowThreshold,
+        /// The test and its verdict.
+        decision: Decision,
+        /// For display beside it: the median ratio (of pooled medians, of pair ratios, or of
+        /// the two sessions' such ratios) with its bootstrap interval, as `session.json`'s
+        /// analysis records it; absent when it could not be bootstrapped.
+        median_ratio: Option<RatioEstimate>,
+        /// The A/A results recorded for this row's adapters in its cell.
+        aa: Vec<AaResult>,
+        /// Reasons to distrust the verdict (an A/A spread beyond the interval, a session outside
+        /// its noise profile).
+        warnings: Vec<String>,
     },
     /// No ratio could be estimated (e.g. a reference-pair cell has one request per adapter).
-    NotCompared {
-        reason: String,
-    },
+    NotCompared { reason: String },
 }
 
 /// One line of the comparison.
@@ -112,7 +127,7 @@ pub struct Row {
 impl Row {
     pub fn verdict(&self) -> Option<Verdict> {
         match &self.outcome {
-            RowResult::Compared { comparison, .. } => Some(comparison.verdict),
+            RowResult::Compared { decision, .. } => Some(decision.verdict),
             RowResult::NotCompared { .. } => None,
         }
     }
@@ -150,8 +165,10 @@ pub struct CompareReport {
     /// (`identity::DEVICE_FIELDS`), named here instead of refusing; empty otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub device_differences: Vec<Mismatch>,
-    /// `--threshold`, when given.
-    pub threshold_flag: Option<f64>,
+    /// The settings of every row's test (`--alpha`, `--margin`, `--floor`).
+    pub settings: DecisionConfig,
+    /// Judged rows compared: the family Holm's procedure ran over.
+    pub judged_rows: usize,
     /// `--raw`: raw rows across sessions get a verdict too.
     pub raw: bool,
     pub rows: Vec<Row>,
@@ -192,10 +209,27 @@ fn side(label: &str, cell: &CellData, adapter: &Adapter) -> Side {
     }
 }
 
-/// Holds an estimated ratio against its threshold; `Err` means not compared, with the reason.
-fn outcome(ratio: Result<RatioEstimate, String>, threshold: RowThreshold, noise: NoiseBound) -> RowResult {
-    match ratio {
-        Ok(ratio) => RowResult::Compared { comparison: Comparison::new(ratio, threshold.threshold, noise), threshold },
+/// The settings and the profile every row of one comparison is tested with.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings<'a> {
+    pub config: DecisionConfig,
+    /// A host noise profile of the design (none until `calibrate` exists; the API takes one).
+    pub profile: Option<&'a NoiseProfile>,
+}
+
+/// Tests `estimate` (spanning `sessions` sessions) before Holm, and builds the row's outcome
+/// with its display ratio and A/A results; `Err` means not compared, with the reason.
+fn outcome(
+    estimate: Result<LogEstimate, String>,
+    sessions: usize,
+    median_ratio: Option<RatioEstimate>,
+    aa: Vec<AaResult>,
+    settings: &Settings<'_>,
+) -> RowResult {
+    let decision = estimate
+        .and_then(|e| Decision::untested(&e, settings.profile, sessions, &settings.config).map_err(|e| e.to_string()));
+    match decision {
+        Ok(decision) => RowResult::Compared { decision, median_ratio, aa, warnings: Vec::new() },
         Err(reason) => RowResult::NotCompared { reason },
     }
 }
@@ -203,62 +237,21 @@ fn outcome(ratio: Result<RatioEstimate, String>, threshold: RowThreshold, noise:
 fn of_medians(
     numerator: Result<decode_baseline::stats::ClusteredSample, String>,
     denominator: Result<decode_baseline::stats::ClusteredSample, String>,
-) -> Result<RatioEstimate, String> {
-    let (n, d) = (numerator?, denominator?);
-    ratio_of_medians(&n, &d, Resampling::ByRequest, &BootstrapConfig::default()).map_err(|e| e.to_string())
+) -> Option<RatioEstimate> {
+    let (n, d) = (numerator.ok()?, denominator.ok()?);
+    ratio_of_medians(&n, &d, Resampling::ByRequest, &BootstrapConfig::default()).ok()
 }
 
-/// A recorded A/A pair bounds the run-to-run variation (also when `--threshold` sets the band);
-/// so does an interval that resampled whole runs.
-fn noise(
-    aa_pairs: &[(String, RatioEstimate)],
-    other_pairs: &[(String, RatioEstimate)],
-    runs_resampled: bool,
-) -> NoiseBound {
-    if !aa_pairs.is_empty() || !other_pairs.is_empty() || runs_resampled {
-        NoiseBound::Bounded
-    } else {
-        NoiseBound::Unbounded
-    }
-}
-
-fn flag_threshold(flag: Option<f64>) -> Result<Option<NoiseThreshold>, CompareError> {
-    flag.map(NoiseThreshold::given).transpose().map_err(CompareError::Threshold)
-}
-
-/// Labelled A/A ratios of `pick` over `cells` other than `except`, each labelled with `prefix`.
-fn others<'a>(
-    prefix: &str,
-    cells: &'a [CellData],
-    except: &str,
-    pick: impl Fn(&'a CellData) -> Vec<(Adapter, RatioEstimate)>,
-) -> Vec<(String, RatioEstimate)> {
-    cells
-        .iter()
-        .filter(|c| c.cell != except)
-        .flat_map(|c| pick(c).into_iter().map(move |(a, r)| (format!("{prefix}{} {a}", c.cell), r)))
-        .collect()
-}
-
-/// Every adapter over the session's reference adapter in every cell of one session: the paired
-/// ratio where the session interleaved them, else the ratio of medians.
+/// Every adapter over the session's reference adapter in every cell of one session.
 pub fn compare_within(
     a: &LoadedSession,
-    flag: Option<f64>,
+    settings: &Settings<'_>,
     allow_mismatch: bool,
 ) -> Result<CompareReport, CompareError> {
-    let flag_t = flag_threshold(flag)?;
-    let cells = samples::cells(&a.report);
+    settings.config.validate().map_err(CompareError::Settings)?;
     let mismatches = identity::within(&a.report);
     let refused = !mismatches.is_empty() && !allow_mismatch;
-    let mut rows = Vec::new();
-    if !refused {
-        for cell in &cells {
-            for adapter in cell.adapters.keys().filter(|a| **a != cell.reference) {
-                rows.push(within_row(cell, &cells, adapter, flag_t));
-            }
-        }
-    }
+    let rows = if refused { Vec::new() } else { within_rows(&samples::cells(&a.report), settings) };
     finish(CompareReport {
         schema_version: COMPARE_SCHEMA_VERSION,
         kind: Kind::WithinSession,
@@ -268,7 +261,8 @@ pub fn compare_within(
         refused,
         versions: None,
         device_differences: Vec::new(),
-        threshold_flag: flag,
+        settings: settings.config,
+        judged_rows: 0,
         raw: false,
         rows,
         only_in_a: Vec::new(),
@@ -278,34 +272,34 @@ pub fn compare_within(
     })
 }
 
+/// The rows of one session, Holm applied across them: also the verdict lines of `run`'s table.
+pub fn within_rows(cells: &[CellData], settings: &Settings<'_>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for cell in cells {
+        for adapter in cell.adapters.keys().filter(|a| **a != cell.reference) {
+            rows.push(within_row(cell, cells, adapter, settings));
+        }
+    }
+    holm_over_judged(&mut rows);
+    rows
+}
+
 /// `adapter` over the reference in one cell of one session.
-fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, flag: Option<NoiseThreshold>) -> Row {
+fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, settings: &Settings<'_>) -> Row {
     let reference = &cell.reference;
-    let (basis, ratio, own, other, resampled_runs) = match cell.paired(adapter) {
-        Some(pairs) => {
-            let own: Vec<(String, RatioEstimate)> = cell
-                .paired_aa
-                .get(adapter)
-                .map(|r| (format!("{adapter} against {reference}"), *r))
-                .into_iter()
-                .collect();
-            let other = others("", cells, &cell.cell, |c| c.paired_aa.iter().map(|(a, r)| (a.clone(), *r)).collect());
-            let runs = pairs.as_ref().map_or(0, |p| p.runs());
-            let ratio = pairs.and_then(|p| p.estimate(&BootstrapConfig::default()).map_err(|e| e.to_string()));
-            (Basis::Paired, ratio, own, other, runs > 1)
-        }
-        None => {
-            let own: Vec<(String, RatioEstimate)> = [adapter, reference]
-                .into_iter()
-                .filter_map(|a| cell.aa_ratios.get(a).map(|r| (a.to_string(), *r)))
-                .collect();
-            let other = others("", cells, &cell.cell, |c| c.aa_ratios.iter().map(|(a, r)| (a.clone(), *r)).collect());
-            let ratio = of_medians(cell.sample(adapter), cell.sample(reference));
-            (Basis::RatioOfMedians, ratio, own, other, false)
-        }
+    let trim = settings.config.trim;
+    let estimate = rule::within(cell, adapter, trim);
+    let (basis, median_ratio) = match cell.paired(adapter) {
+        Some(pairs) => (Basis::Paired, pairs.ok().and_then(|p| p.estimate(&BootstrapConfig::default()).ok())),
+        None => (Basis::RatioOfMedians, of_medians(cell.sample(adapter), cell.sample(reference))),
     };
-    let threshold = threshold::choose(flag, &own, &other);
-    let bound = noise(&own, &other, resampled_runs);
+    let mut aa = match (&basis, &estimate) {
+        (Basis::Paired, Ok(main)) => aa::paired(cell, adapter, main, settings),
+        _ => aa::recorded(&[("", cell)], &[adapter, reference], false),
+    };
+    if aa.is_empty() {
+        aa = aa::other_cells(&[("", cells)], &cell.cell, &[adapter, reference], basis == Basis::Paired);
+    }
     Row {
         cell: cell.cell.clone(),
         mode: cell.mode,
@@ -315,11 +309,12 @@ fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, flag: Opti
         judged: true,
         numerator: side(adapter.as_str(), cell, adapter),
         denominator: side(reference.as_str(), cell, reference),
-        outcome: outcome(ratio, threshold, bound),
+        outcome: outcome(estimate, 1, median_ratio, aa, settings),
     }
 }
 
-/// One session's ratio of `adapter` to the reference, paired when the session interleaved them.
+/// One session's ratio of `adapter` to the reference, paired when the session interleaved them
+/// (for the display ratio's bootstrap).
 enum Yardstick {
     Paired(decode_baseline::stats::PairedSample),
     Medians(decode_baseline::stats::ClusteredSample, decode_baseline::stats::ClusteredSample),
@@ -339,37 +334,22 @@ impl Yardstick {
             Yardstick::Medians(adapter, reference) => SessionRatio::Medians { adapter, reference },
         }
     }
-
-    fn resamples_runs(&self) -> bool {
-        matches!(self, Yardstick::Paired(pairs) if pairs.runs() > 1)
-    }
-
-    /// The A/A ratios that measure this yardstick's run-to-run noise in `cell`.
-    fn aa(cell: &CellData, adapter: &Adapter) -> Vec<(Adapter, RatioEstimate)> {
-        if cell.pairs.contains_key(adapter) {
-            cell.paired_aa.get(adapter).map(|r| (adapter.clone(), *r)).into_iter().collect()
-        } else {
-            [adapter, &cell.reference]
-                .into_iter()
-                .filter_map(|a| cell.aa_ratios.get(a).map(|r| (a.clone(), *r)))
-                .collect()
-        }
-    }
 }
 
 /// Session B against session A, cell by cell: for every adapter other than the reference, its
 /// ratio to the reference in B over the same in A (`against_reference`); and for every adapter,
-/// its own times B over A (`raw`), whose verdict is `inconclusive` unless `raw` is set.
+/// its own times B over A (`raw`), not judged unless `raw` is set.
+#[allow(clippy::too_many_arguments)]
 pub fn compare_across(
     a: &LoadedSession,
     b: &LoadedSession,
-    flag: Option<f64>,
+    settings: &Settings<'_>,
     allow_mismatch: bool,
     across_versions: bool,
     across_devices: bool,
     raw: bool,
 ) -> Result<CompareReport, CompareError> {
-    let flag_t = flag_threshold(flag)?;
+    settings.config.validate().map_err(CompareError::Settings)?;
     let cells_a = samples::cells(&a.report);
     let cells_b = samples::cells(&b.report);
     let names_b: BTreeSet<&str> = cells_b.iter().map(|c| c.cell.as_str()).collect();
@@ -407,11 +387,12 @@ pub fn compare_across(
                     && ca.adapters.contains_key(reference)
                     && cb.adapters.contains_key(reference);
                 if adapter != reference && with_reference {
-                    rows.push(yardstick_row(ca, cb, &cells_a, &cells_b, adapter, flag_t));
+                    rows.push(yardstick_row(ca, cb, (&cells_a, &cells_b), adapter, settings));
                 }
-                rows.push(raw_row(ca, cb, &cells_a, &cells_b, adapter, flag_t, raw));
+                rows.push(raw_row(ca, cb, (&cells_a, &cells_b), adapter, settings, raw));
             }
         }
+        holm_over_judged(&mut rows);
     }
     finish(CompareReport {
         schema_version: COMPARE_SCHEMA_VERSION,
@@ -422,7 +403,8 @@ pub fn compare_across(
         refused,
         versions: Some(versions),
         device_differences: if across_devices { device_differences } else { Vec::new() },
-        threshold_flag: flag,
+        settings: settings.config,
+        judged_rows: 0,
         raw,
         rows,
         only_in_a: names_a.difference(&names_b).map(|s| (*s).to_owned()).collect(),
@@ -432,43 +414,21 @@ pub fn compare_across(
     })
 }
 
-/// Labelled A/A ratios a threshold is chosen from.
-type Candidates = Vec<(String, RatioEstimate)>;
+/// Both sessions' cells, for the A/A results of other cells.
+type Sessions<'a> = (&'a [CellData], &'a [CellData]);
 
-/// The labelled A/A candidates of a row across sessions: `pick` of the cell in A and in B
-/// (`own`), and of the other cells of both sessions (`other`).
-fn aa_candidates<'a>(
-    ca: &'a CellData,
-    cb: &'a CellData,
-    cells_a: &'a [CellData],
-    cells_b: &'a [CellData],
-    pick: impl Fn(&'a CellData) -> Vec<(Adapter, RatioEstimate)> + Copy,
-) -> (Candidates, Candidates) {
-    let mut own = Vec::new();
-    for (label, cell) in [("A", ca), ("B", cb)] {
-        own.extend(pick(cell).into_iter().map(|(a, r)| (format!("{label} {a}"), r)));
+fn yardstick_row(ca: &CellData, cb: &CellData, all: Sessions<'_>, adapter: &Adapter, settings: &Settings<'_>) -> Row {
+    let estimate = rule::against_reference(cb, ca, adapter, settings.config.trim);
+    let median_ratio = Yardstick::of(cb, adapter)
+        .and_then(|yb| Yardstick::of(ca, adapter).map(|ya| (yb, ya)))
+        .ok()
+        .and_then(|(yb, ya)| against_yardstick(yb.ratio(), ya.ratio(), &BootstrapConfig::default()).ok());
+    let paired = ca.pairs.contains_key(adapter);
+    let labels: Vec<&Adapter> = if paired { vec![adapter] } else { vec![adapter, &ca.reference] };
+    let mut aa = aa::recorded(&[("A ", ca), ("B ", cb)], &labels, paired);
+    if aa.is_empty() {
+        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], &ca.cell, &labels, paired);
     }
-    let mut other = others("A ", cells_a, &ca.cell, pick);
-    other.extend(others("B ", cells_b, &ca.cell, pick));
-    (own, other)
-}
-
-fn yardstick_row(
-    ca: &CellData,
-    cb: &CellData,
-    cells_a: &[CellData],
-    cells_b: &[CellData],
-    adapter: &Adapter,
-    flag: Option<NoiseThreshold>,
-) -> Row {
-    let (own, other) = aa_candidates(ca, cb, cells_a, cells_b, |c| Yardstick::aa(c, adapter));
-    let threshold = threshold::choose(flag, &own, &other);
-    let sides = Yardstick::of(cb, adapter).and_then(|yb| Yardstick::of(ca, adapter).map(|ya| (yb, ya)));
-    let resampled_runs = sides.as_ref().is_ok_and(|(yb, ya)| yb.resamples_runs() && ya.resamples_runs());
-    let ratio = sides.and_then(|(yb, ya)| {
-        against_yardstick(yb.ratio(), ya.ratio(), &BootstrapConfig::default()).map_err(|e| e.to_string())
-    });
-    let bound = noise(&own, &other, resampled_runs);
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
@@ -478,24 +438,24 @@ fn yardstick_row(
         judged: true,
         numerator: side("B", cb, adapter),
         denominator: side("A", ca, adapter),
-        outcome: outcome(ratio, threshold, bound),
+        outcome: outcome(estimate, 2, median_ratio, aa, settings),
     }
 }
 
 fn raw_row(
     ca: &CellData,
     cb: &CellData,
-    cells_a: &[CellData],
-    cells_b: &[CellData],
+    all: Sessions<'_>,
     adapter: &Adapter,
-    flag: Option<NoiseThreshold>,
+    settings: &Settings<'_>,
     raw: bool,
 ) -> Row {
-    let pick = |c: &CellData| c.aa_ratios.get(adapter).map(|r| (adapter.clone(), *r)).into_iter().collect();
-    let (own, other) = aa_candidates(ca, cb, cells_a, cells_b, pick);
-    let threshold = threshold::choose(flag, &own, &other);
-    // Without --raw nothing bounds the machine's drift between the sessions.
-    let bound = if raw { noise(&own, &other, false) } else { NoiseBound::Unbounded };
+    let estimate = rule::raw(cb, ca, adapter, settings.config.trim);
+    let median_ratio = of_medians(cb.sample(adapter), ca.sample(adapter));
+    let mut aa = aa::recorded(&[("A ", ca), ("B ", cb)], &[adapter], false);
+    if aa.is_empty() {
+        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], &ca.cell, &[adapter], false);
+    }
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
@@ -505,7 +465,34 @@ fn raw_row(
         judged: raw,
         numerator: side("B", cb, adapter),
         denominator: side("A", ca, adapter),
-        outcome: outcome(of_medians(cb.sample(adapter), ca.sample(adapter)), threshold, bound),
+        outcome: outcome(estimate, 2, median_ratio, aa, settings),
+    }
+}
+
+/// Holm across the judged rows (one family); each row not judged is tested alone, its figures
+/// kept, and its verdict `inconclusive`: nothing holds the machine constant between two
+/// sessions' raw times (`--raw` judges them). Then each compared row's warnings.
+fn holm_over_judged(rows: &mut [Row]) {
+    let mut judged: Vec<Decision> = Vec::new();
+    for row in rows.iter_mut() {
+        if let RowResult::Compared { decision, .. } = &mut row.outcome {
+            if row.judged {
+                judged.push(decision.clone());
+            } else {
+                decide_family(std::slice::from_mut(decision));
+                decision.verdict = Verdict::Inconclusive;
+            }
+        }
+    }
+    decide_family(&mut judged);
+    let mut decided = judged.into_iter();
+    for row in rows.iter_mut() {
+        if let RowResult::Compared { decision, aa, warnings, .. } = &mut row.outcome {
+            if row.judged {
+                *decision = decided.next().expect("one decision per judged row");
+            }
+            *warnings = aa::warnings(decision, aa);
+        }
     }
 }
 
@@ -515,6 +502,7 @@ fn finish(mut report: CompareReport) -> Result<CompareReport, CompareError> {
         report.exit_code = report.exit().code();
         return Ok(report);
     }
+    report.judged_rows = report.rows.iter().filter(|r| r.judged && r.verdict().is_some()).count();
     let mut verdicts: Vec<Verdict> = report.rows.iter().filter(|r| r.judged).filter_map(Row::verdict).collect();
     if verdicts.is_empty() && report.rows.iter().any(|r| r.verdict().is_some()) {
         // Only raw rows could be compared (e.g. stock-only sessions): nothing holds the machine
@@ -549,4 +537,105 @@ fn finish(mut report: CompareReport) -> Result<CompareReport, CompareError> {
     report.verdict = Some(verdict);
     report.exit_code = report.exit().code();
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use decode_baseline::stats::{ErrorSource, Rule};
+
+    use super::*;
+    use crate::compare::samples::MeasuredRequest;
+
+    /// `n` request pairs of `adapter` against stock at `ratio`, each pair's noise a fixed
+    /// pseudo-random ±3 % (the same for every call), in `runs` runs.
+    fn pairs(ratio: f64, n: usize, runs: usize) -> Vec<Vec<(f64, f64)>> {
+        let noise = |k: usize| 1.0 + 0.03 * (((k * 7919) % 101) as f64 / 50.0 - 1.0);
+        (0..runs).map(|r| (0..n / runs).map(|k| (1e6 * ratio * noise(k + 31 * r), 1e6)).collect()).collect()
+    }
+
+    fn request(level: f64, k: usize) -> MeasuredRequest {
+        let wiggle = 1.0 + 0.02 * (((k * 37) % 11) as f64 / 5.0 - 1.0);
+        MeasuredRequest { positions: vec![17, 18, 19], dur_ns: vec![(level * wiggle) as u64; 3] }
+    }
+
+    /// A cell with controlled at `ratio` × stock: interleaved with `runs` runs of pairs, or
+    /// sequential (`runs` 0).
+    fn cell(ratio: f64, runs: usize) -> CellData {
+        let mut adapters = BTreeMap::new();
+        adapters.insert(Adapter::Controlled, (0..40).map(|k| request(1e6 * ratio, k)).collect());
+        adapters.insert(Adapter::Stock, (0..40).map(|k| request(1e6, k + 3)).collect());
+        let mut c = CellData {
+            cell: "tiny.L16.headline".to_owned(),
+            mode: decode_baseline_wire::Mode::Headline,
+            case_id: "tiny".to_owned(),
+            reference: Adapter::Stock,
+            adapters,
+            aa_ratios: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            pairs: BTreeMap::new(),
+            paired_aa: BTreeMap::new(),
+            aa_pairs: BTreeMap::new(),
+        };
+        if runs > 0 {
+            c.pairs.insert(Adapter::Controlled, pairs(ratio, 40, runs));
+        }
+        c
+    }
+
+    fn settings() -> Settings<'static> {
+        Settings { config: DecisionConfig::default(), profile: None }
+    }
+
+    fn decision(row: &Row) -> &Decision {
+        match &row.outcome {
+            RowResult::Compared { decision, .. } => decision,
+            RowResult::NotCompared { reason } => panic!("not compared: {reason}"),
+        }
+    }
+
+    #[test]
+    fn each_design_gets_its_rule_and_the_verdict_follows_the_effect() {
+        for (ratio, verdict) in [(1.0, Verdict::NoDifference), (1.10, Verdict::Slower), (0.90, Verdict::Faster)] {
+            for (runs, rule) in [(1, Rule::PairedBlocks), (4, Rule::PairedRunMeans), (0, Rule::RequestMedians)] {
+                let rows = within_rows(&[cell(ratio, runs)], &settings());
+                let d = decision(&rows[0]);
+                assert_eq!((d.rule, d.verdict), (rule, verdict), "ratio {ratio}, runs {runs}: {d:?}");
+                assert!((d.ratio / ratio - 1.0).abs() < 0.01, "{d:?}");
+                assert_eq!(d.error, ErrorSource::Own);
+                assert_eq!(d.run_effects_measured, rule == Rule::PairedRunMeans);
+            }
+        }
+    }
+
+    #[test]
+    fn holm_runs_over_the_judged_rows_of_a_comparison() {
+        // Two cells, each alone significant at p just under 5 %; together Holm withholds both.
+        let mut a = cell(1.0, 1);
+        let noise = [1.0, 1.05, 0.97, 1.02, 0.99, 1.04, 0.96, 1.03, 1.01, 0.98];
+        let shifted = |shift: f64| -> Vec<Vec<(f64, f64)>> {
+            vec![(0..20).map(|k| (1e6 * (1.0 + shift) * noise[(k / 2) % 10], 1e6)).collect()]
+        };
+        // Find the shift whose single-row p-value lies in (0.025, 0.05).
+        let shift = (1..200)
+            .map(|i| f64::from(i) * 0.0005)
+            .find(|&s| {
+                a.pairs.insert(Adapter::Controlled, shifted(s));
+                let p = decision(&within_rows(&[a.clone()], &settings())[0]).p_value;
+                (0.025..0.05).contains(&p)
+            })
+            .expect("some shift gives p in (0.025, 0.05)");
+        a.pairs.insert(Adapter::Controlled, shifted(shift));
+        let alone = within_rows(&[a.clone()], &settings());
+        assert_eq!(decision(&alone[0]).verdict, Verdict::Slower);
+        let mut b = a.clone();
+        b.cell = "tiny.L512.headline".to_owned();
+        let both = within_rows(&[a, b], &settings());
+        for row in &both {
+            let d = decision(row);
+            assert!(!d.significant && d.verdict != Verdict::Slower, "{d:?}");
+            assert!((0.025..0.05).contains(&d.p_value) && d.holm_level <= 0.05, "{d:?}");
+        }
+    }
 }

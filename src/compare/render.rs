@@ -2,14 +2,13 @@
 //! `CompareReport` as is) and CSV (one line per row; the mismatch list goes to stderr so the
 //! stdout stays one table).
 
-use decode_baseline::stats::{NoiseBound, ThresholdSource, Verdict, DEFAULT_NOISE_THRESHOLD};
+use std::collections::BTreeMap;
+
+use decode_baseline::stats::{ErrorSource, Verdict};
 
 use crate::duration::human_ns;
 
-use super::{
-    estimate::{Basis, CompareReport, Kind, Row, RowResult},
-    threshold::ThresholdOrigin,
-};
+use super::estimate::{Basis, CompareReport, Kind, Row, RowResult};
 
 fn verdict_words(v: Verdict) -> &'static str {
     match v {
@@ -31,52 +30,40 @@ fn basis_cell(row: &Row) -> String {
     }
 }
 
-/// Why an inconclusive verdict could not be more, when the interval alone does not say.
-fn inconclusive_why(row: &Row) -> Option<&'static str> {
-    match &row.outcome {
-        RowResult::Compared { comparison, .. } if row.judged && comparison.noise == NoiseBound::Unbounded => {
-            Some(match row.basis {
-                Basis::Raw => {
-                    "raw times of two sessions: the machine's drift between them is not measured (--raw judges anyway)"
-                }
-                _ => {
-                    "run-to-run noise not bounded: one worker run per side and no A/A pair (aa_pair or repetitions ≥ 2)"
-                }
-            })
-        }
-        _ => None,
-    }
-}
-
 fn percent(fraction: f64) -> String {
     format!("±{:.1} %", fraction * 100.0)
 }
 
-/// The threshold of a row in a few words: `±2.3 % (A/A)`.
-fn threshold_cell(row: &Row) -> String {
+/// The smallest detectable difference of a row: `±2.3 %`.
+fn mde_cell(row: &Row) -> String {
     match &row.outcome {
+        RowResult::Compared { decision, .. } => percent(decision.mde),
         RowResult::NotCompared { .. } => "-".to_owned(),
-        RowResult::Compared { threshold, .. } => {
-            let how = match (threshold.origin, threshold.threshold.source) {
-                (ThresholdOrigin::Flag, _) => "flag",
-                (ThresholdOrigin::Default, _) => "default",
-                (ThresholdOrigin::AaPair, ThresholdSource::Floor) => "A/A, floor",
-                (ThresholdOrigin::AaPair, _) => "A/A",
-                (ThresholdOrigin::AaPairOtherCells, ThresholdSource::Floor) => "A/A other cells, floor",
-                (ThresholdOrigin::AaPairOtherCells, _) => "A/A other cells",
-            };
-            format!("{} ({how})", percent(threshold.threshold.value))
-        }
+    }
+}
+
+/// The A/A ratios beside a row, `!` marking one that drew a warning: `1.320!`.
+fn aa_cell(row: &Row) -> String {
+    match &row.outcome {
+        RowResult::Compared { aa, .. } if !aa.is_empty() => aa
+            .iter()
+            .filter_map(|r| {
+                let flagged = r.dwarfs_interval || r.test.as_ref().is_some_and(|t| t.significant);
+                r.ratio().map(|x| format!("{x:.3}{}", if flagged { "!" } else { "" }))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => "-".to_owned(),
     }
 }
 
 fn verdict_cell(row: &Row) -> String {
     match &row.outcome {
         RowResult::Compared { .. } if !row.judged => "not judged (raw; --raw judges it)".to_owned(),
-        RowResult::Compared { comparison, .. } if inconclusive_why(row).is_some() => {
-            format!("{} (noise not bounded)", verdict_words(comparison.verdict))
+        RowResult::Compared { decision, .. } if decision.below_floor => {
+            format!("{} (below floor)", verdict_words(decision.verdict))
         }
-        RowResult::Compared { comparison, .. } => verdict_words(comparison.verdict).to_owned(),
+        RowResult::Compared { decision, .. } => verdict_words(decision.verdict).to_owned(),
         RowResult::NotCompared { reason } => format!("not compared: {reason}"),
     }
 }
@@ -86,10 +73,10 @@ fn confidence(report: &CompareReport) -> String {
         .rows
         .iter()
         .find_map(|r| match &r.outcome {
-            RowResult::Compared { comparison, .. } => Some(comparison.ratio.ci.bootstrap.confidence),
+            RowResult::Compared { decision, .. } => Some(decision.ci.confidence),
             RowResult::NotCompared { .. } => None,
         })
-        .unwrap_or(decode_baseline::stats::DEFAULT_CONFIDENCE);
+        .unwrap_or(1.0 - report.settings.alpha);
     format!("{:.0}% CI", level * 100.0)
 }
 
@@ -123,13 +110,14 @@ fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
     cells.push(median(row.numerator.median_ns));
     cells.push(median(row.denominator.median_ns));
     match &row.outcome {
-        RowResult::Compared { comparison, .. } => {
-            cells.push(format!("{:.3}", comparison.ratio.ratio));
-            cells.push(format!("[{:.3}, {:.3}]", comparison.ratio.ci.lower, comparison.ratio.ci.upper));
+        RowResult::Compared { decision, .. } => {
+            cells.push(format!("{:.3}", decision.ratio));
+            cells.push(format!("[{:.3}, {:.3}]", decision.ci.lower, decision.ci.upper));
         }
         RowResult::NotCompared { .. } => cells.extend(["-".to_owned(), "-".to_owned()]),
     }
-    cells.push(threshold_cell(row));
+    cells.push(mde_cell(row));
+    cells.push(aa_cell(row));
     cells.push(verdict_cell(row));
     cells
 }
@@ -144,7 +132,15 @@ fn header(report: &CompareReport) -> Vec<String> {
         h.push("adapter".to_owned());
     }
     h.push("basis".to_owned());
-    h.extend([num, den, "ratio".to_owned(), confidence(report), "threshold".to_owned(), "verdict".to_owned()]);
+    h.extend([
+        num,
+        den,
+        "ratio".to_owned(),
+        confidence(report),
+        "MDE".to_owned(),
+        "A/A".to_owned(),
+        "verdict".to_owned(),
+    ]);
     h
 }
 
@@ -200,8 +196,9 @@ fn ratio_line(report: &CompareReport) -> String {
             let (num, den) = within_pair(report);
             let faster = if num == "adapter" { "the adapter".to_owned() } else { num.clone() };
             format!(
-                "ratio = {num} / {den} per-token time (paired: median over adjacent request pairs; medians: of pooled \
-                 medians); below 1: {faster} is faster"
+                "ratio = {num} / {den} per-token time, exp of the test's estimate (paired: 20 % trimmed mean of the log \
+                 ratios of adjacent request pairs, averaged over A B / B A blocks; medians: of per-request log medians); \
+                 below 1: {faster} is faster"
             )
         }
         Kind::AcrossSessions => {
@@ -212,56 +209,64 @@ fn ratio_line(report: &CompareReport) -> String {
                 .map_or("the reference", decode_baseline_wire::Adapter::as_str);
             format!(
                 "ratio = B / A; vs {reference}: the adapter's ratio to {reference} in B over the same in A (holds the \
-                 machine constant); raw: the adapter's own per-token medians; below 1: B is faster"
+                 machine constant); raw: the adapter's own per-request log medians; below 1: B is faster"
             )
         }
     }
 }
 
-/// One line per distinct reason an inconclusive verdict could not be more.
-fn inconclusive_lines(report: &CompareReport) -> Vec<String> {
-    let mut reasons: Vec<&str> = report.rows.iter().filter_map(inconclusive_why).collect();
-    reasons.dedup();
-    reasons.sort_unstable();
-    reasons.dedup();
-    reasons.into_iter().map(|r| format!("noise not bounded: {r}")).collect()
+/// The settings of the test in one line, e.g. `test: α 5 % two-sided, Holm across 2 judged rows;
+/// no difference only when shown within ±3.0 % (equivalence, TOST); MDE at 80 % power`.
+pub fn test_line(report: &CompareReport) -> String {
+    let c = &report.settings;
+    let rows =
+        if report.judged_rows == 1 { "1 judged row".to_owned() } else { format!("{} judged rows", report.judged_rows) };
+    let floor = c.floor.map_or(String::new(), |f| format!("; practical floor {}", percent(f)));
+    format!(
+        "test: α {:.0} % two-sided, Holm across {rows}; no difference only when shown within {} (equivalence, \
+         TOST); MDE: the smallest difference detectable at {:.0} % power{floor}",
+        100.0 * c.alpha,
+        percent(c.margin),
+        100.0 * c.power
+    )
 }
 
-/// Which threshold sources were used, e.g. `A/A pairs for 1 row, the default ±2.0 % for 2 rows
-/// (no A/A pair recorded)`.
-pub fn threshold_line(report: &CompareReport) -> String {
-    if let Some(flag) = report.threshold_flag {
-        return format!("threshold: {} for every row (--threshold)", percent(flag));
+/// The rules and errors the rows used, counted, e.g. `rule: paired t on A B / B A blocks (…)
+/// for 2 rows; error: own, without a host noise profile (run-to-run effects not measured) for
+/// 2 rows`.
+pub fn rule_line(report: &CompareReport) -> String {
+    let mut rules: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut errors: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for row in &report.rows {
+        let RowResult::Compared { decision, .. } = &row.outcome else { continue };
+        *rules.entry(decision.rule.describe()).or_default() += 1;
+        let error = match (decision.error, decision.profile.is_some(), decision.run_effects_measured) {
+            (ErrorSource::Profile, _, _) => "the host noise profile's (larger than the row's own)",
+            (ErrorSource::Own, true, _) => "own (larger than the host noise profile's)",
+            (ErrorSource::Own, false, true) => "own, from run means (holds run-to-run effects)",
+            (ErrorSource::Own, false, false) => "own, without a host noise profile (run-to-run effects not measured)",
+        };
+        *errors.entry(error).or_default() += 1;
     }
-    let count = |origin| {
-        report
-            .rows
-            .iter()
-            .filter(|r| matches!(&r.outcome, RowResult::Compared { threshold, .. } if threshold.origin == origin))
-            .count()
-    };
-    let (aa, other, default) =
-        (count(ThresholdOrigin::AaPair), count(ThresholdOrigin::AaPairOtherCells), count(ThresholdOrigin::Default));
     let rows = |n: usize| if n == 1 { "1 row".to_owned() } else { format!("{n} rows") };
-    let mut parts = Vec::new();
-    if aa > 0 {
-        parts.push(format!("measured from the cell's recorded A/A pairs for {}", rows(aa)));
+    let list =
+        |m: BTreeMap<&str, usize>| m.into_iter().map(|(k, n)| format!("{k} for {}", rows(n))).collect::<Vec<_>>();
+    if rules.is_empty() {
+        return "rule: none used (no row compared)".to_owned();
     }
-    if other > 0 {
-        parts.push(format!("from the other cells' A/A pairs for {} (none recorded for the cell)", rows(other)));
+    format!("rule: {}; error: {}", list(rules).join("; "), list(errors).join("; "))
+}
+
+/// One line per row warning, prefixed by the row.
+fn warning_lines(report: &CompareReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for row in &report.rows {
+        if let RowResult::Compared { warnings, .. } = &row.outcome {
+            let who = row.adapter.as_ref().map_or(row.cell.clone(), |a| format!("{} {}", row.cell, a.as_str()));
+            out.extend(warnings.iter().map(|w| format!("warning: {who}: {w}")));
+        }
     }
-    if default > 0 {
-        parts.push(format!(
-            "the default {} for {} (no A/A pair recorded)",
-            percent(DEFAULT_NOISE_THRESHOLD),
-            rows(default)
-        ));
-    }
-    if parts.is_empty() {
-        "threshold: none used (no row compared)".to_owned()
-    } else {
-        format!("threshold: {}", parts.join("; "))
-    }
+    out
 }
 
 fn mismatch_intro(report: &CompareReport) -> String {
@@ -296,7 +301,7 @@ fn text_columns(report: &CompareReport) -> usize {
 }
 
 fn extra_cells(report: &CompareReport) -> Vec<String> {
-    let mut out = inconclusive_lines(report);
+    let mut out = warning_lines(report);
     if !report.only_in_a.is_empty() {
         out.push(format!("only in A (not compared): {}", report.only_in_a.join(", ")));
     }
@@ -324,17 +329,18 @@ pub fn table(report: &CompareReport) -> String {
         out.push('\n');
     }
     if !report.refused {
-        out.push_str(&ratio_line(report));
+        for line in [ratio_line(report), test_line(report), rule_line(report)] {
+            out.push_str(&line);
+            out.push('\n');
+        }
         out.push('\n');
-        out.push_str(&threshold_line(report));
-        out.push_str("\n\n");
         let mut lines = vec![header(report)];
         lines.extend(report.rows.iter().map(|r| row_cells(report, r)));
         let columns = lines[0].len();
         let widths: Vec<usize> =
             (0..columns).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
-        // Text columns (cell, adapter, basis, threshold, verdict) left, numbers right.
-        let text = |i: usize| i <= text_columns(report) || i + 2 >= columns;
+        // Text columns (cell, adapter, basis, verdict) left, numbers right.
+        let text = |i: usize| i <= text_columns(report) || i + 1 >= columns;
         for line in &lines {
             let padded: Vec<String> = line
                 .iter()
@@ -379,12 +385,17 @@ pub fn markdown(report: &CompareReport) -> String {
         }
     }
     if !report.refused {
-        out.push_str(&format!("\n{}.\n{}.\n\n", ratio_line(report), md_escape(&threshold_line(report))));
+        out.push_str(&format!(
+            "\n{}.\n{}.\n{}.\n\n",
+            ratio_line(report),
+            md_escape(&test_line(report)),
+            md_escape(&rule_line(report))
+        ));
         let head = header(report);
         out.push_str(&format!("| {} |\n", head.join(" | ")));
         let align: Vec<&str> = (0..head.len())
             .map(|i| {
-                let text = i <= text_columns(report) || i + 2 >= head.len();
+                let text = i <= text_columns(report) || i + 1 >= head.len();
                 if text {
                     "---"
                 } else {
@@ -418,8 +429,8 @@ fn csv_field(s: &str) -> String {
 pub fn csv(report: &CompareReport) -> String {
     let mut out = String::from(
         "cell,mode,adapter,basis,against,numerator,denominator,numerator_median_ns,denominator_median_ns,\
-         numerator_requests,denominator_requests,ratio,ci_lower,ci_upper,confidence,threshold,\
-         threshold_source,threshold_origin,noise,verdict,reason\n",
+         numerator_requests,denominator_requests,ratio,ci_lower,ci_upper,confidence,rule,error,se,df,p_value,\
+         holm_level,equivalence_p_value,margin,mde,aa_ratios,judged,verdict,reason\n",
     );
     let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
     for row in &report.rows {
@@ -437,24 +448,32 @@ pub fn csv(report: &CompareReport) -> String {
             row.denominator.requests.to_string(),
         ];
         match &row.outcome {
-            RowResult::Compared { comparison, threshold } => {
+            RowResult::Compared { decision: d, aa, warnings, .. } => {
                 let enum_word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+                let aa_ratios: Vec<String> = aa.iter().filter_map(|r| r.ratio()).map(|x| format!("{x}")).collect();
                 f.extend([
-                    format!("{}", comparison.ratio.ratio),
-                    format!("{}", comparison.ratio.ci.lower),
-                    format!("{}", comparison.ratio.ci.upper),
-                    format!("{}", comparison.ratio.ci.bootstrap.confidence),
-                    format!("{}", threshold.threshold.value),
-                    enum_word(serde_json::to_value(threshold.threshold.source).unwrap_or_default()),
-                    enum_word(serde_json::to_value(threshold.origin).unwrap_or_default()),
-                    enum_word(serde_json::to_value(comparison.noise).unwrap_or_default()),
-                    enum_word(serde_json::to_value(comparison.verdict).unwrap_or_default()),
-                    inconclusive_why(row).unwrap_or_default().to_owned(),
+                    format!("{}", d.ratio),
+                    format!("{}", d.ci.lower),
+                    format!("{}", d.ci.upper),
+                    format!("{}", d.ci.confidence),
+                    enum_word(serde_json::to_value(d.rule).unwrap_or_default()),
+                    enum_word(serde_json::to_value(d.error).unwrap_or_default()),
+                    format!("{}", d.se),
+                    format!("{}", d.df),
+                    format!("{}", d.p_value),
+                    format!("{}", d.holm_level),
+                    format!("{}", d.equivalence_p_value),
+                    format!("{}", d.config.margin),
+                    format!("{}", d.mde),
+                    aa_ratios.join(" "),
+                    row.judged.to_string(),
+                    enum_word(serde_json::to_value(d.verdict).unwrap_or_default()),
+                    warnings.join("; "),
                 ]);
             }
             RowResult::NotCompared { reason } => {
-                f.extend(std::iter::repeat_n(String::new(), 8));
-                f.extend(["not_compared".to_owned(), reason.clone()]);
+                f.extend(std::iter::repeat_n(String::new(), 14));
+                f.extend([row.judged.to_string(), "not_compared".to_owned(), reason.clone()]);
             }
         }
         out.push_str(&f.iter().map(|s| csv_field(s)).collect::<Vec<_>>().join(","));

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use decode_baseline::stats::{ClusteredSample, PairedSample, RatioEstimate, Sample, StatsError};
+use decode_baseline::stats::{quantile_sorted, ClusteredSample, PairedSample, RatioEstimate, Sample, StatsError};
 use decode_baseline_wire::{
     analysis::CellAnalysis,
     report::{Phase, RequestRecord, Status, WorkerReport},
@@ -48,6 +48,9 @@ pub struct CellData {
     /// Interleaved sessions: per adapter other than the reference, the launcher's A/A ratio of
     /// its paired ratio (the A/A group's over the others').
     pub paired_aa: BTreeMap<Adapter, RatioEstimate>,
+    /// Interleaved sessions with an A/A group: per adapter other than the reference, the A/A
+    /// group's request pairs with the reference's A/A run, as `pairs`.
+    pub aa_pairs: BTreeMap<Adapter, Vec<Vec<(f64, f64)>>>,
 }
 
 impl CellData {
@@ -55,6 +58,25 @@ impl CellData {
     pub fn paired(&self, adapter: &Adapter) -> Option<Result<PairedSample, String>> {
         let runs = self.pairs.get(adapter)?;
         Some(PairedSample::from_medians(runs).map_err(|err| format!("{adapter} against {}: {err}", self.reference)))
+    }
+
+    /// The log of each measured request's median step time of `adapter`, over all its runs:
+    /// the units of a sequential session's test.
+    pub fn log_request_medians(&self, adapter: &Adapter) -> Result<Vec<f64>, String> {
+        let requests = self.adapters.get(adapter).ok_or_else(|| format!("no valid {adapter} run"))?;
+        requests
+            .iter()
+            .map(|r| {
+                let mut steps: Vec<f64> = r.dur_ns.iter().map(|&d| d as f64).collect();
+                steps.sort_by(f64::total_cmp);
+                let median = quantile_sorted(&steps, 0.5);
+                if median > 0.0 {
+                    Ok(median.ln())
+                } else {
+                    Err(format!("{adapter}: a request's median step time is {median} ns: expected > 0"))
+                }
+            })
+            .collect()
     }
 
     /// The steps of `adapter` as a by-request sample, for the bootstrap.
@@ -136,6 +158,7 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
                     runs: BTreeMap::new(),
                     pairs: BTreeMap::new(),
                     paired_aa: recorded.get(run.cell.as_str()).map(|c| c.paired_aa.clone()).unwrap_or_default(),
+                    aa_pairs: BTreeMap::new(),
                 });
                 out.len() - 1
             }
@@ -162,6 +185,10 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
                 let pairs = request_pairs(&session.workers, &cell.cell, adapter, &reference, false);
                 if !pairs.is_empty() {
                     cell.pairs.insert(adapter.clone(), pairs);
+                }
+                let aa = request_pairs(&session.workers, &cell.cell, adapter, &reference, true);
+                if !aa.is_empty() {
+                    cell.aa_pairs.insert(adapter.clone(), aa);
                 }
             }
         }

@@ -9,7 +9,7 @@ use crate::{compare::request_pairs, duration::human_ns};
 use decode_baseline::host;
 use decode_baseline::stats::{
     drift_between_halves, quantile_sorted, ratio_of_medians, summarize, summarize_requests, BootstrapConfig,
-    ClusteredSample, PairedSample, RatioEstimate, Resampling, StatsError,
+    ClusteredSample, DecisionConfig, PairedSample, RatioEstimate, Resampling, StatsError,
 };
 use decode_baseline_wire::{
     analysis::{pair_label, AdapterStats, Analysis, CellAnalysis, ColdRequests, StreamAgreement},
@@ -294,6 +294,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         .max()
         .unwrap_or(0)
         .max(10);
+    // The verdict of each adapter against the reference, by the test `compare` uses.
+    let settings = crate::compare::Settings { config: DecisionConfig::default(), profile: None };
+    let tested = crate::compare::within_rows(&crate::compare::cells(report), &settings);
     // An unpinned session says so before its first figure.
     let mut out: String =
         report.replaced_programs.iter().map(|(adapter, argv)| format!("\n{}", replaced_line(adapter, argv))).collect();
@@ -352,6 +355,9 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 ));
             }
         }
+        for row in tested.iter().filter(|r| r.cell == cell.cell) {
+            out.push_str(&verdict_line(row, w, reference));
+        }
         for (adapter, g) in &cell.argmax {
             out.push_str(&format!(
                 "{:<w$} argmax {}: {} steps, {} mismatches, ties at {:?}\n",
@@ -404,6 +410,42 @@ pub fn cold_line(cold: &ColdRequests) -> String {
         human_ns(cold.per_token_ns),
         human_ns(cold.prefill_ns)
     )
+}
+
+/// A row's verdict under the ratios of its cell: verdict, ratio and interval of the test, the
+/// rule, its p-value and smallest detectable difference, whose error; then its warnings.
+fn verdict_line(row: &crate::compare::Row, w: usize, reference: &Adapter) -> String {
+    use crate::compare::RowResult;
+    let adapter = row.adapter.as_ref().map_or("", Adapter::as_str);
+    let label = format!("{adapter}/{}", reference.as_str());
+    match &row.outcome {
+        RowResult::Compared { decision: d, warnings, .. } => {
+            let verdict = serde_json::to_value(d.verdict).ok().and_then(|v| v.as_str().map(str::to_owned));
+            let error = if d.run_effects_measured {
+                "error holds run-to-run effects"
+            } else {
+                "own error: run-to-run effects not measured"
+            };
+            let mut line = format!(
+                "{:<w$} verdict {label}: {} (ratio {:.3} [{:.3}, {:.3}], {}, p = {:.3}; no difference would need \
+                 ±{:.1} %; detectable ±{:.1} %; {error})\n",
+                row.cell,
+                verdict.unwrap_or_default().replace('_', " "),
+                d.ratio,
+                d.ci.lower,
+                d.ci.upper,
+                d.rule.describe(),
+                d.p_value,
+                100.0 * d.config.margin,
+                100.0 * d.mde,
+            );
+            for warning in warnings {
+                line.push_str(&format!("{:<w$} warning: {warning}\n", ""));
+            }
+            line
+        }
+        RowResult::NotCompared { reason } => format!("{:<w$} verdict {label}: not tested: {reason}\n", row.cell),
+    }
 }
 
 /// The line the table (and the launcher's stderr) prints for an adapter whose program was
@@ -474,6 +516,38 @@ mod tests {
             human_ns(controlled.build_median_ns.unwrap()),
             human_ns(controlled.eval_median_ns.unwrap())
         )));
+    }
+
+    #[test]
+    fn the_table_gives_each_adapters_verdict_by_compares_test() {
+        // The recorded session A (sequential, loaded host): compare calls controlled faster in
+        // the headline cell and slower in the fixed-continuation one; run's table says the same,
+        // with the rule, the error used and the A/A warnings under it.
+        let session = recorded_with_split();
+        let cells: Vec<Cell> = ["headline", "fixed_continuation"]
+            .iter()
+            .map(|mode| {
+                serde_json::from_value(
+                    serde_json::json!({"case": "tiny-qwen3", "prompt": "tiny-qwen3-L16", "mode": mode}),
+                )
+                .unwrap()
+            })
+            .collect();
+        let body = analyze(&session.workers, &cells, WorkerOrder::Alternate, &Adapter::Stock).body;
+        let table = table(&session, &body);
+        let verdicts: Vec<&str> = table.lines().filter(|l| l.contains(" verdict controlled/stock: ")).collect();
+        assert_eq!(verdicts.len(), 2, "{table}");
+        assert!(
+            verdicts[0].starts_with("tiny-qwen3.tiny-qwen3-L16.headline")
+                && verdicts[0].contains(": faster (ratio 0.389")
+        );
+        assert!(verdicts[1].contains(": slower (ratio 1.672"), "{}", verdicts[1]);
+        assert!(verdicts[0].contains("Yuen–Welch t on per-request log medians"), "{}", verdicts[0]);
+        assert!(verdicts[0].contains("own error: run-to-run effects not measured"), "{}", verdicts[0]);
+        assert!(
+            table.contains("warning: A/A controlled: one rerun of the same code moved the ratio by +39.0 %"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //!
 //! Sections: the model and notes (from `bench.json` when `bench` made the session), the summary
 //! table (one row per cell and adapter: per-token median, interval, tokens/s derived from the
-//! median, p90, CV, prefill, prompt tokens/s, time to first token, peak memory), the
-//! each adapter's ratio to the reference, the warnings, agreement, peak memory per adapter, the identity
+//! median, p90, CV, prefill, prompt tokens/s, time to first token, peak memory), each
+//! adapter's ratio to the reference with `compare`'s test beside it (verdict, the test's ratio
+//! and interval, the smallest detectable difference, the A/A results, the rule and error), the
+//! warnings (the test's among them), agreement, peak memory per adapter, the identity
 //! (versions, digests, backend, host), and every figure of [`crate::plot::session_figures`].
 //! The page is well-formed XML (XHTML syntax), so tests and tools can parse it strictly.
 
@@ -35,6 +37,9 @@ figcaption{font-size:.8em;color:#555}";
 /// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors).
 fn render(session: &SessionReport, dir: &Path) -> anyhow::Result<String> {
     let rows = Rows::of(session);
+    let settings =
+        crate::compare::Settings { config: decode_baseline::stats::DecisionConfig::default(), profile: None };
+    let tested = crate::compare::within_rows(&crate::compare::cells(session), &settings);
     let bench = BenchRecord::read(dir)?;
     let figures = crate::plot::session_figures(session);
     let mut h = String::new();
@@ -55,8 +60,8 @@ fn render(session: &SessionReport, dir: &Path) -> anyhow::Result<String> {
         session.workers.len()
     );
     model_section(&mut h, bench.as_ref());
-    summary_section(&mut h, &rows);
-    warnings_section(&mut h, session, &rows);
+    summary_section(&mut h, &rows, &tested);
+    warnings_section(&mut h, session, &rows, &tested);
     agreement_section(&mut h, &rows);
     memory_section(&mut h, &rows);
     super::energy::section(&mut h, session);
@@ -128,7 +133,47 @@ fn model_section(h: &mut String, bench: Option<&BenchRecord>) {
     h.push_str("</section>\n");
 }
 
-fn summary_section(h: &mut String, rows: &Rows) {
+/// `compare`'s test of `adapter` in `cell`, by the label `<adapter>/<reference>`.
+fn tested_row<'a>(tested: &'a [crate::compare::Row], cell: &str, pair: &str) -> Option<&'a crate::compare::Row> {
+    tested.iter().find(|r| {
+        r.cell == cell
+            && r.adapter
+                .as_ref()
+                .zip(r.against.as_ref())
+                .is_some_and(|(a, b)| decode_baseline_wire::analysis::pair_label(a, b) == pair)
+    })
+}
+
+/// The test's cells of a ratio row: verdict, ratio [interval], MDE, A/A ratios, rule.
+fn test_cells(row: Option<&crate::compare::Row>) -> [String; 5] {
+    use crate::compare::RowResult;
+    match row.map(|r| &r.outcome) {
+        Some(RowResult::Compared { decision: d, aa, .. }) => [
+            serde_json::to_value(d.verdict)
+                .ok()
+                .and_then(|v| v.as_str().map(|w| w.replace('_', " ")))
+                .unwrap_or_default(),
+            format!("{:.3} [{:.3}, {:.3}]", d.ratio, d.ci.lower, d.ci.upper),
+            format!("±{:.1} %", 100.0 * d.mde),
+            aa.iter().filter_map(|r| r.ratio()).map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", "),
+            format!(
+                "{}; {}",
+                d.rule.describe(),
+                if d.run_effects_measured {
+                    "error holds run-to-run effects"
+                } else {
+                    "own error: run-to-run effects not measured"
+                }
+            ),
+        ],
+        Some(RowResult::NotCompared { reason }) => {
+            [format!("not tested: {reason}"), String::new(), String::new(), String::new(), String::new()]
+        }
+        None => Default::default(),
+    }
+}
+
+fn summary_section(h: &mut String, rows: &Rows, tested: &[crate::compare::Row]) {
     h.push_str(
         "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"scroll\">\n<table id=\"summary-table\">\n<thead><tr>",
     );
@@ -208,13 +253,19 @@ fn summary_section(h: &mut String, rows: &Rows) {
         h.push_str("</tbody>\n</table>\n</div>\n<p>Cold: the first request of each run (imports paid, caches and any compiled trace not yet warm), kept out of every statistic.</p>\n");
     }
     if !rows.ratios.is_empty() {
-        h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>adapter/reference</th><th>ratio</th><th>95% CI</th></tr></thead>\n<tbody>\n");
+        h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>adapter/reference</th><th>ratio (median)</th><th>95% CI (bootstrap)</th><th>verdict</th><th>test ratio [95% CI]</th><th>detectable</th><th>A/A</th><th>rule</th></tr></thead>\n<tbody>\n");
         for (cell, pair, ratio, lo, hi) in &rows.ratios {
+            let [verdict, test, mde, aa, rule] = test_cells(tested_row(tested, cell, pair));
             let _ = writeln!(
                 h,
-                "<tr data-cell=\"{0}\"><td>{0}</td><td>{1}</td><td>{ratio:.3}</td><td>[{lo:.3}, {hi:.3}]</td></tr>",
+                "<tr data-cell=\"{0}\"><td>{0}</td><td>{1}</td><td>{ratio:.3}</td><td>[{lo:.3}, {hi:.3}]</td><td class=\"l\">{2}</td><td>{3}</td><td>{4}</td><td>{5}</td><td class=\"l\">{6}</td></tr>",
                 esc(cell),
-                esc(pair)
+                esc(pair),
+                esc(&verdict),
+                esc(&test),
+                esc(&mde),
+                esc(&aa),
+                esc(&rule)
             );
         }
         h.push_str("</tbody>\n</table>\n</div>\n");
@@ -222,7 +273,7 @@ fn summary_section(h: &mut String, rows: &Rows) {
     h.push_str("</section>\n");
 }
 
-fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows) {
+fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows, tested: &[crate::compare::Row]) {
     h.push_str("<section id=\"warnings\">\n<h2>Warnings</h2>\n<ul>\n");
     let mut any = false;
     // An unpinned session says so first, as the table does.
@@ -238,6 +289,15 @@ fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows) {
         for warning in &row.warnings {
             any = true;
             let _ = writeln!(h, "<li>{} {}: {}</li>", esc(&row.cell), esc(&row.adapter), esc(warning));
+        }
+    }
+    for row in tested {
+        if let crate::compare::RowResult::Compared { warnings, .. } = &row.outcome {
+            let adapter = row.adapter.as_ref().map_or("", |a| a.as_str());
+            for warning in warnings {
+                any = true;
+                let _ = writeln!(h, "<li>{} {}: {}</li>", esc(&row.cell), esc(adapter), esc(warning));
+            }
         }
     }
     if !any {
@@ -329,4 +389,36 @@ fn figures_section(h: &mut String, figures: &[Figure]) {
 
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ratio_table_carries_the_tests_verdict_and_the_warnings_its_aa_results() {
+        // The recorded session A (sequential, loaded host): compare's verdicts per cell, the
+        // A/A results beside the headline row, and the A/A warning in the warnings section.
+        let path =
+            decode_baseline::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let session = crate::compare::load_session(&path).unwrap().report;
+        let tmp = tempfile::tempdir().unwrap();
+        let page = render(&session, tmp.path()).unwrap();
+        let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+        let doc = roxmltree::Document::parse_with_options(&page, options).expect("well-formed");
+        let ratio_rows: Vec<Vec<String>> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("table") && n.attribute("id") == Some("ratio-table"))
+            .flat_map(|t| t.descendants().filter(|n| n.has_tag_name("tr") && n.attribute("data-cell").is_some()))
+            .map(|tr| {
+                tr.children().filter(|n| n.has_tag_name("td")).map(|td| td.text().unwrap_or("").to_owned()).collect()
+            })
+            .collect();
+        assert_eq!(ratio_rows.len(), 2, "{page}");
+        assert_eq!((ratio_rows[0][4].as_str(), ratio_rows[1][4].as_str()), ("faster", "slower"), "{ratio_rows:?}");
+        assert!(ratio_rows[0][5].starts_with("0.389 ["), "{ratio_rows:?}");
+        assert_eq!(ratio_rows[0][7], "1.390, 1.286", "the headline cell's A/A results");
+        assert!(ratio_rows[0][8].contains("own error: run-to-run effects not measured"), "{ratio_rows:?}");
+        assert!(page.contains("A/A controlled: one rerun of the same code moved the ratio by +39.0 %"), "{page}");
+    }
 }

@@ -36,7 +36,7 @@ pub enum StatsError {
         /// The offending value.
         value: f64,
     },
-    /// A setting (confidence level, number of resamples, threshold, alpha) is out of range.
+    /// A setting (confidence level, number of resamples, alpha, margin, floor, looks) is out of range.
     #[error("invalid setting `{field}`: expected {expected}, got {actual}")]
     InvalidSetting {
         /// The field name as it appears in the serialized setting.

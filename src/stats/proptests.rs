@@ -94,12 +94,35 @@ proptest! {
             let r = ratio_of_medians(&c, &c, resampling, &BootstrapConfig::default()).unwrap();
             prop_assert_eq!(r.ratio, 1.0);
             prop_assert!(r.ci.contains(1.0), "{:?}", r);
-            // And an A/A verdict is never a difference, whatever the band.
-            for t in [0.0, 0.01, 0.5] {
-                let verdict = Comparison::new(r, NoiseThreshold::given(t).unwrap(), NoiseBound::Bounded).verdict;
-                prop_assert!(!matches!(verdict, Verdict::Faster | Verdict::Slower), "{:?} at ±{}", verdict, t);
-            }
         }
+    }
+
+    #[test]
+    fn identical_sides_are_never_a_difference_and_swapping_them_mirrors_the_test(
+        pairs in prop::collection::vec((1.0f64..1e7, 1.0f64..1e7), 4..60)
+    ) {
+        let config = DecisionConfig::default();
+        let same: Vec<(f64, f64)> = pairs.iter().map(|&(x, _)| (x, x)).collect();
+        let aa = Decision::single(
+            &LogEstimate::paired(&PairBlocks::from_pair_medians(&[same]).unwrap(), config.trim).unwrap(),
+            None, 1, &config,
+        ).unwrap();
+        prop_assert!(!matches!(aa.verdict, Verdict::Faster | Verdict::Slower), "{:?}", aa);
+        let swapped: Vec<(f64, f64)> = pairs.iter().map(|&(x, r)| (r, x)).collect();
+        let test = |p: Vec<(f64, f64)>| Decision::single(
+            &LogEstimate::paired(&PairBlocks::from_pair_medians(&[p]).unwrap(), config.trim).unwrap(),
+            None, 1, &config,
+        ).unwrap();
+        let (a, b) = (test(pairs.clone()), test(swapped));
+        prop_assert!((a.log_estimate + b.log_estimate).abs() <= 1e-9 * (1.0 + a.log_estimate.abs()));
+        prop_assert!((a.p_value - b.p_value).abs() <= 1e-9);
+        let mirrored = match a.verdict {
+            Verdict::Faster => Verdict::Slower,
+            Verdict::Slower => Verdict::Faster,
+            other => other,
+        };
+        prop_assert_eq!(b.verdict, mirrored);
+        prop_assert!(a.ci.lower <= a.ratio && a.ratio <= a.ci.upper);
     }
 
     #[test]

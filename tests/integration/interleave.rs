@@ -146,12 +146,15 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
     let table = std::fs::read_to_string(s.root().join("launcher.stdout")).unwrap();
     assert!(table.contains("controlled/stock paired"), "{table}");
 
-    // Within the session, with two runs per adapter resampled, the noise is bounded.
+    // Within the session, with two runs per adapter, the error comes from the run means and
+    // holds run-to-run effects.
     let out = util::run(Command::new(util::binary()).args(["compare", "--format", "json"]).arg(&dir));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = report["rows"].as_array().unwrap();
     assert!(
-        rows.iter().any(|r| r["basis"] == "paired" && r["outcome"]["comparison"]["noise"] == "bounded"),
+        rows.iter().any(|r| r["basis"] == "paired"
+            && r["outcome"]["decision"]["rule"] == "paired_run_means"
+            && r["outcome"]["decision"]["run_effects_measured"] == true),
         "{report}"
     );
 }

@@ -248,3 +248,32 @@ fn the_adapters_map_is_checked_by_every_kit_worker() {
         assert!(error.starts_with(expected.trim_end()), "{key}: expected {expected:?}, found {error:?}");
     }
 }
+
+/// The kit's test slowdown busy-waits, as the Rust runtime's does
+/// (`crates/worker-runtime/src/slowdown.rs`): issue 28 found a short sleep costs far more than
+/// asked. Over a 20 ms slowdown the thread spends CPU time, where a sleep would spend almost
+/// none (a quarter of the wait is a wide margin for preemption on a busy host).
+#[test]
+fn the_kits_slowdown_spins_on_the_cpu_rather_than_sleeping() {
+    let script = "import sys, time\n\
+                  sys.path.insert(0, sys.argv[1])\n\
+                  from decode_baseline_worker import protocol\n\
+                  slowdown = protocol.Slowdown('stock')\n\
+                  cpu, wall = time.thread_time_ns(), time.perf_counter_ns()\n\
+                  slowdown.apply()\n\
+                  print(slowdown.micros, time.thread_time_ns() - cpu, time.perf_counter_ns() - wall)\n";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(util::repo_root().join("tools/kit/python"))
+        .env("DECODE_BASELINE_TEST_SLOWDOWN_US", "20000")
+        .env("DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER", "stock")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = String::from_utf8(out.stdout).unwrap();
+    let fields: Vec<u64> = line.split_whitespace().map(|f| f.parse().unwrap()).collect();
+    let [micros, cpu_ns, wall_ns] = fields[..] else { panic!("expected three numbers, got {line:?}") };
+    assert_eq!(micros, 20_000);
+    assert!(wall_ns >= 20_000_000, "{line}");
+    assert!(cpu_ns >= 5_000_000, "spent {cpu_ns} ns of CPU in a {wall_ns} ns wait: it did not spin");
+}

@@ -86,4 +86,21 @@ mod tests {
         slowed.apply();
         assert!(started.elapsed() >= Duration::from_micros(25));
     }
+
+    #[test]
+    fn the_slowdown_spins_on_the_cpu_rather_than_sleeping() {
+        // Issue 28: a sleep of 23 µs cost far more than asked, so the slowdown spins. A sleep
+        // leaves the thread's CPU time near zero; a spin spends the wait on the CPU, less only
+        // what the scheduler took while the thread was preempted (a quarter is a wide margin on
+        // a busy 2-core host).
+        let slowed = Slowdown { per_step: Some(Duration::from_millis(20)) };
+        let cpu = || {
+            Duration::from(nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).expect("thread clock"))
+        };
+        let (wall, before) = (Instant::now(), cpu());
+        slowed.apply();
+        let (elapsed, spent) = (wall.elapsed(), cpu() - before);
+        assert!(elapsed >= Duration::from_millis(20), "{elapsed:?}");
+        assert!(spent >= Duration::from_millis(5), "spent {spent:?} of CPU in a {elapsed:?} wait: it did not spin");
+    }
 }

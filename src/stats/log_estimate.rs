@@ -1,0 +1,197 @@
+//! The quantity a verdict tests: a log ratio of times with its own standard error and degrees
+//! of freedom, and the rule that produced it. `exp(estimate)` is the ratio (below 1: the
+//! numerator is faster). Four rules, one per design:
+//!
+//! - **`paired_blocks`**, one interleaved worker run per adapter: the blocks `b_j` of
+//!   `blocks` (A B / B A means of `d_k = ln X_k − ln R_k`); estimate the 20 % trimmed mean of the
+//!   blocks, error Yuen's on `h − 1` degrees of freedom (`trimmed`), inflated by the serial
+//!   correlation of neighbouring blocks when it is positive. Run-to-run effects (whatever makes
+//!   one worker process of the same code faster than another) are not measured: one run per
+//!   side cannot show them; a host noise profile (`profile`) or repetitions can.
+//! - **`paired_run_means`**, `R ≥ 2` interleaved runs: each run's trimmed mean of its blocks
+//!   `m_r`; estimate `m̄ = (1/R) Σ m_r`, error `s_m / √R` with `s_m` the standard deviation of the
+//!   `m_r`, on `R − 1` degrees of freedom. One level of resampling per level of replication: the
+//!   run means carry the pair-to-pair noise and the run-to-run effects once each (a two-level
+//!   bootstrap of runs and then of pairs in each run counts the pair noise twice). With two runs
+//!   that is one degree of freedom: calibrated, but a large detectable difference.
+//! - **`request_medians`**, a sequential (`alternate`) session, which has no pairs: per request
+//!   the log of its median step time, one sample per adapter; Yuen's two-sample test (trimmed
+//!   means, Welch–Satterthwaite degrees of freedom) of the adapter against the reference. The
+//!   machine's drift between the two workers' runs is in it, and run-to-run effects are not
+//!   measured (the requests of one run share them).
+//! - **`session_difference`**, two sessions: `e_B − e_A` of the two sessions' estimates (each by
+//!   one of the rules above), error `√(SE_A² + SE_B²)`, Welch–Satterthwaite degrees of freedom.
+
+use serde::Serialize;
+
+use super::blocks::PairBlocks;
+use super::error::StatsError;
+use super::trimmed::{serial_inflation, welch_df, yuen_welch, TrimmedMean};
+
+/// Which rule produced an estimate (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// One interleaved run: trimmed mean of the A B / B A blocks, Yuen's error.
+    PairedBlocks,
+    /// Several interleaved runs: mean of the runs' trimmed means, error from the run means.
+    PairedRunMeans,
+    /// Sequential session: Yuen's two-sample test on per-request log medians.
+    RequestMedians,
+    /// Two sessions: the difference of their estimates.
+    SessionDifference,
+    /// Two sessions, raw times: Yuen's two-sample test on the adapter's per-request log medians
+    /// in B against A.
+    RawRequestMedians,
+}
+
+impl Rule {
+    /// The rule in a few words, for the table.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Rule::PairedBlocks => "paired t on A B / B A blocks (20 % trimmed mean, Yuen's error)",
+            Rule::PairedRunMeans => "paired t on run means (each run's 20 % trimmed mean of its blocks)",
+            Rule::RequestMedians => "Yuen–Welch t on per-request log medians (sequential: no pairs)",
+            Rule::SessionDifference => "difference of the two sessions' estimates, Welch t",
+            Rule::RawRequestMedians => "Yuen–Welch t on the adapter's per-request log medians, B against A",
+        }
+    }
+}
+
+/// A log ratio with its own error.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogEstimate {
+    pub rule: Rule,
+    /// `ln` of the ratio.
+    pub estimate: f64,
+    /// Its standard error, from the data alone.
+    pub se: f64,
+    /// The error before the serial-correlation inflation (equal to `se` when none applied): what
+    /// a noise profile's error is held against, since the profile's spread already holds the
+    /// correlation of neighbouring pairs and must not be counted twice.
+    pub se_uncorrelated: f64,
+    /// Degrees of freedom of the t reference.
+    pub df: f64,
+    /// Independent units behind it: blocks, runs, or requests of both sides.
+    pub units: usize,
+    /// Request pairs used (0 for sequential sessions).
+    pub pairs: usize,
+    /// The lag-1 autocorrelation of the blocks used to inflate the error, when positive.
+    pub serial_correlation: Option<f64>,
+    /// Whether the error holds run-to-run effects (several runs per side).
+    pub run_effects_measured: bool,
+}
+
+impl LogEstimate {
+    /// The paired estimate of `blocks`: `paired_blocks` for one run, `paired_run_means` for
+    /// several.
+    pub fn paired(blocks: &PairBlocks, trim: f64) -> Result<Self, StatsError> {
+        let runs = blocks.runs();
+        if runs.len() == 1 {
+            let t = TrimmedMean::of(&runs[0], trim)?;
+            let (factor, r) = serial_inflation(&runs[0], trim)?;
+            return Ok(LogEstimate {
+                rule: Rule::PairedBlocks,
+                estimate: t.mean,
+                se: t.se * factor.sqrt(),
+                se_uncorrelated: t.se,
+                df: (t.df / factor).max(1.0),
+                units: t.n,
+                pairs: blocks.pairs(),
+                serial_correlation: r,
+                run_effects_measured: false,
+            });
+        }
+        let means: Vec<f64> = runs
+            .iter()
+            .map(|run| if run.len() == 1 { Ok(run[0]) } else { TrimmedMean::of(run, trim).map(|t| t.mean) })
+            .collect::<Result<_, _>>()?;
+        let t = TrimmedMean::of(&means, 0.0)?;
+        Ok(LogEstimate {
+            rule: Rule::PairedRunMeans,
+            estimate: t.mean,
+            se: t.se,
+            se_uncorrelated: t.se,
+            df: t.df,
+            units: means.len(),
+            pairs: blocks.pairs(),
+            serial_correlation: None,
+            run_effects_measured: true,
+        })
+    }
+
+    /// Yuen's two-sample estimate `mean_t(x) − mean_t(reference)` of per-request log medians
+    /// (`rule` is `request_medians` or `raw_request_medians`).
+    pub fn two_sample(x: &[f64], reference: &[f64], trim: f64, rule: Rule) -> Result<Self, StatsError> {
+        let (a, b) = (TrimmedMean::of(x, trim)?, TrimmedMean::of(reference, trim)?);
+        let (estimate, se, df) = yuen_welch(&a, &b);
+        Ok(LogEstimate {
+            rule,
+            estimate,
+            se,
+            se_uncorrelated: se,
+            df,
+            units: a.n + b.n,
+            pairs: 0,
+            serial_correlation: None,
+            run_effects_measured: false,
+        })
+    }
+
+    /// `b − a` of two sessions' estimates.
+    pub fn difference(b: &LogEstimate, a: &LogEstimate) -> Self {
+        let (db, da) = (b.se.powi(2), a.se.powi(2));
+        LogEstimate {
+            rule: Rule::SessionDifference,
+            estimate: b.estimate - a.estimate,
+            se: (db + da).sqrt(),
+            se_uncorrelated: (b.se_uncorrelated.powi(2) + a.se_uncorrelated.powi(2)).sqrt(),
+            df: welch_df(&[(db, b.df), (da, a.df)]),
+            units: b.units + a.units,
+            pairs: b.pairs + a.pairs,
+            serial_correlation: None,
+            run_effects_measured: b.run_effects_measured && a.run_effects_measured,
+        }
+    }
+
+    /// The ratio, `exp(estimate)`.
+    pub fn ratio(&self) -> f64 {
+        self.estimate.exp()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_run_is_a_trimmed_mean_of_blocks_and_several_runs_use_run_means() {
+        // Blocks 0.1 ± 0.01 alternating: serial correlation negative, no inflation.
+        let run: Vec<f64> = (0..10).map(|i| 0.1 + if i % 2 == 0 { 0.01 } else { -0.01 }).collect();
+        let one = LogEstimate::paired(&PairBlocks::from_blocks(vec![run.clone()]).unwrap(), 0.2).unwrap();
+        assert_eq!((one.rule, one.units, one.pairs, one.serial_correlation), (Rule::PairedBlocks, 10, 20, None));
+        assert!((one.estimate - 0.1).abs() < 1e-12 && (one.df - 5.0).abs() < 1e-12, "{one:?}");
+
+        // Three runs whose means are 0.1, 0.2, 0.3: estimate 0.2, SE = 0.1 / √3 on 2 df.
+        let runs: Vec<Vec<f64>> = [0.1, 0.2, 0.3].iter().map(|m| run.iter().map(|b| b - 0.1 + m).collect()).collect();
+        let several = LogEstimate::paired(&PairBlocks::from_blocks(runs).unwrap(), 0.2).unwrap();
+        assert_eq!((several.rule, several.units, several.df), (Rule::PairedRunMeans, 3, 2.0));
+        assert!((several.estimate - 0.2).abs() < 1e-12);
+        assert!((several.se - 0.1 / 3f64.sqrt()).abs() < 1e-12, "{several:?}");
+        assert!(several.run_effects_measured && !one.run_effects_measured);
+    }
+
+    #[test]
+    fn difference_adds_squared_errors() {
+        let a =
+            LogEstimate::two_sample(&[0.0, 0.1, 0.2, 0.3], &[0.0, 0.1, 0.2, 0.3], 0.0, Rule::RequestMedians).unwrap();
+        assert_eq!(a.estimate, 0.0);
+        let mut b = a;
+        b.estimate = 0.05;
+        let d = LogEstimate::difference(&b, &a);
+        assert!((d.estimate - 0.05).abs() < 1e-15);
+        assert!((d.se - a.se * 2f64.sqrt()).abs() < 1e-15);
+        // Two equal parts of 6 df each (two samples of 4, Welch) → 12.
+        assert!((a.df - 6.0).abs() < 1e-12 && (d.df - 12.0).abs() < 1e-9, "{a:?} {d:?}");
+    }
+}
