@@ -355,7 +355,8 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
                 ));
             }
         }
-        for row in tested.iter().filter(|r| r.cell == cell.cell) {
+        // A reference-pair cell has one request per adapter: nothing to time, nothing to test.
+        for row in tested.iter().filter(|r| r.cell == cell.cell && cell.mode != Mode::ReferencePair) {
             out.push_str(&verdict_line(row, w, reference));
         }
         for (adapter, g) in &cell.argmax {
