@@ -4,20 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use decode_baseline::stats::{ErrorSource, Verdict};
+use decode_baseline::stats::ErrorSource;
 
 use crate::duration::human_ns;
 
 use super::estimate::{Basis, CompareReport, Kind, Row, RowResult};
-
-fn verdict_words(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Faster => "faster",
-        Verdict::Slower => "slower",
-        Verdict::NoDifference => "no difference",
-        Verdict::Inconclusive => "inconclusive",
-    }
-}
 
 /// What a row's ratio rests on, in a few words.
 fn basis_cell(row: &Row) -> String {
@@ -61,9 +52,9 @@ fn verdict_cell(row: &Row) -> String {
     match &row.outcome {
         RowResult::Compared { .. } if !row.judged => "not judged (raw; --raw judges it)".to_owned(),
         RowResult::Compared { decision, .. } if decision.below_floor => {
-            format!("{} (below floor)", verdict_words(decision.verdict))
+            format!("{} (below floor)", decision.verdict.words())
         }
-        RowResult::Compared { decision, .. } => verdict_words(decision.verdict).to_owned(),
+        RowResult::Compared { decision, .. } => decision.verdict.words().to_owned(),
         RowResult::NotCompared { reason } => format!("not compared: {reason}"),
     }
 }
@@ -286,7 +277,7 @@ fn mismatch_intro(report: &CompareReport) -> String {
 
 fn verdict_line(report: &CompareReport) -> String {
     match report.verdict {
-        Some(v) => format!("verdict: {} (exit {})", verdict_words(v), report.exit_code),
+        Some(v) => format!("verdict: {} (exit {})", v.words(), report.exit_code),
         None => format!("verdict: refused (exit {})", report.exit_code),
     }
 }

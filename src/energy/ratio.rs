@@ -1,62 +1,76 @@
-//! The paired energy ratio of one adapter against the reference, from per-pair log ratios
-//! `d_k = ln(e_X,k / e_R,k)` of the per-token energies of adjacent requests (interleaved order):
-//! `ratio = exp(mean d)`, and a Student t interval `exp(mean d ± t_{n-1, 1-α/2} s / √n)` with
-//! `s` the n - 1 standard deviation of the `d_k`. The logs make the ratio symmetric (X/R is
-//! 1 / (R/X)) and the interval multiplicative.
-//!
-//! One small function on purpose: the paired verdict engine of `src/stats` (median pair ratio,
-//! its bootstrap, the noise threshold and the verdict) can take its place at merge.
+//! The paired energy ratio of one adapter against the reference, judged as time is: from the
+//! per-pair log ratios `d_k = ln(e_X,k / e_R,k)` of the per-token energies of adjacent requests
+//! (interleaved order), A B / B A blocks of two pairs (`stats::PairBlocks`), Yuen's trimmed
+//! mean of the blocks with its error (`stats::LogEstimate::paired`) and the test of
+//! `stats::decision` (significance at α, equivalence against the margin). The logs make the
+//! ratio symmetric (X/R is 1 / (R/X)) and the interval multiplicative.
 
 use decode_baseline_wire::energy::EnergyRatio;
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::stats::{Sample, StatsError};
+use crate::stats::{Decision, DecisionConfig, LogEstimate, PairBlocks, StatsError};
 
-/// The ratio and its `confidence` t-interval from the pair log ratios (at least two, finite).
-pub fn paired_energy_ratio(log_ratios: &[f64], confidence: f64) -> Result<EnergyRatio, StatsError> {
-    let sample = Sample::new(log_ratios.to_vec())?;
-    let n = sample.len() as f64;
-    let mean = sample.mean();
-    let t = StudentsT::new(0.0, 1.0, n - 1.0).expect("n ≥ 2 gives a positive degree of freedom");
-    let half = t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0) * sample.std_dev() / n.sqrt();
+/// The ratio, its interval and verdict from the pair log ratios in request order (at least two
+/// pairs, one block; a last unpaired pair is left out, as for time).
+pub fn paired_energy_ratio(log_ratios: &[f64], config: &DecisionConfig) -> Result<EnergyRatio, StatsError> {
+    if let Some(&value) = log_ratios.iter().find(|d| !d.is_finite()) {
+        return Err(StatsError::NotFinite { index: log_ratios.iter().position(|d| *d == value).unwrap_or(0), value });
+    }
+    let blocks = PairBlocks::from_blocks(vec![PairBlocks::blocks_of(log_ratios)])?;
+    let estimate = LogEstimate::paired(&blocks, config.trim)?;
+    let decision = Decision::single(&estimate, None, 1, config)?;
     Ok(EnergyRatio {
-        ratio: mean.exp(),
-        lower: (mean - half).exp(),
-        upper: (mean + half).exp(),
-        confidence,
-        pairs: sample.len(),
+        ratio: decision.ratio,
+        lower: decision.ci.lower,
+        upper: decision.ci.upper,
+        confidence: 1.0 - config.alpha,
+        pairs: blocks.pairs(),
+        verdict: decision.verdict,
+        p_value: decision.p_value,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Verdict;
+
+    /// Pair log ratios around `ln effect`, the A B / B A order effect `±0.04` cancelling within
+    /// each block, plus a small spread between blocks.
+    fn pairs(effect: f64, blocks: usize) -> Vec<f64> {
+        (0..blocks)
+            .flat_map(|b| {
+                let spread = 0.005 * ((b * 7 % 5) as f64 - 2.0);
+                [effect.ln() + 0.04 + spread, effect.ln() - 0.04 + spread]
+            })
+            .collect()
+    }
 
     #[test]
-    fn the_ratio_is_the_geometric_mean_with_a_t_interval() {
-        // d = ln 1.1 ± 0.05: mean ln 1.1, s = sqrt(4 · 0.0025 / 3) = 0.057735, n = 4,
-        // t_{3, 0.975} = 3.182446: half width 0.091868.
-        let d: Vec<f64> = [0.05, -0.05, 0.05, -0.05].iter().map(|e| 1.1f64.ln() + e).collect();
-        let r = paired_energy_ratio(&d, 0.95).unwrap();
-        assert!((r.ratio - 1.1).abs() < 1e-12, "{r:?}");
-        let half = 3.182446 * (0.01f64 / 3.0).sqrt() / 2.0;
-        assert!((r.lower - (1.1f64.ln() - half).exp()).abs() < 1e-5, "{r:?}");
-        assert!((r.upper - (1.1f64.ln() + half).exp()).abs() < 1e-5, "{r:?}");
-        assert_eq!((r.pairs, r.confidence), (4, 0.95));
+    fn a_clear_difference_is_a_verdict_and_the_interval_holds_the_ratio() {
+        let more = paired_energy_ratio(&pairs(1.10, 10), &DecisionConfig::default()).unwrap();
+        assert_eq!((more.verdict, more.pairs), (Verdict::Slower, 20), "{more:?}");
+        assert!((more.ratio - 1.10).abs() < 0.01 && more.lower < more.ratio && more.ratio < more.upper, "{more:?}");
+        let less = paired_energy_ratio(&pairs(0.90, 10), &DecisionConfig::default()).unwrap();
+        assert_eq!(less.verdict, Verdict::Faster, "{less:?}");
+        let same = paired_energy_ratio(&pairs(1.0, 10), &DecisionConfig::default()).unwrap();
+        assert_eq!(same.verdict, Verdict::NoDifference, "{same:?}");
+        assert!((same.confidence - 0.95).abs() < 1e-12);
     }
 
     #[test]
     fn swapping_the_sides_inverts_the_ratio_and_its_interval() {
-        let d = [0.1, 0.02, 0.07, 0.12, 0.03];
+        let d = pairs(1.07, 6);
         let neg: Vec<f64> = d.iter().map(|x| -x).collect();
-        let (a, b) = (paired_energy_ratio(&d, 0.95).unwrap(), paired_energy_ratio(&neg, 0.95).unwrap());
+        let config = DecisionConfig::default();
+        let (a, b) = (paired_energy_ratio(&d, &config).unwrap(), paired_energy_ratio(&neg, &config).unwrap());
         assert!((a.ratio * b.ratio - 1.0).abs() < 1e-12);
         assert!((a.lower * b.upper - 1.0).abs() < 1e-12);
     }
 
     #[test]
-    fn fewer_than_two_pairs_or_a_non_finite_one_is_refused() {
-        assert!(matches!(paired_energy_ratio(&[0.1], 0.95), Err(StatsError::TooFew { .. })));
-        assert!(matches!(paired_energy_ratio(&[0.1, f64::INFINITY], 0.95), Err(StatsError::NotFinite { .. })));
+    fn fewer_than_one_block_or_a_non_finite_pair_is_refused() {
+        let config = DecisionConfig::default();
+        assert!(matches!(paired_energy_ratio(&[0.1], &config), Err(StatsError::TooFew { .. })));
+        assert!(matches!(paired_energy_ratio(&[0.1, f64::INFINITY], &config), Err(StatsError::NotFinite { .. })));
     }
 }

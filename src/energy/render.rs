@@ -48,7 +48,17 @@ pub fn human_joules(j: f64) -> String {
 }
 
 fn ratio_words(r: &Option<EnergyRatio>) -> String {
-    r.map_or("-".to_owned(), |r| format!("{:.3} [{:.3}, {:.3}] over {} pairs", r.ratio, r.lower, r.upper, r.pairs))
+    r.map_or("-".to_owned(), |r| {
+        format!(
+            "{:.3} [{:.3}, {:.3}] over {} pairs: {} (p = {:.3})",
+            r.ratio,
+            r.lower,
+            r.upper,
+            r.pairs,
+            r.verdict.words(),
+            r.p_value
+        )
+    })
 }
 
 /// The energy rows of `run`'s table, then the sources line; empty for a session before

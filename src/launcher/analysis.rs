@@ -421,7 +421,6 @@ fn verdict_line(row: &crate::compare::Row, w: usize, reference: &Adapter) -> Str
     let label = format!("{adapter}/{}", reference.as_str());
     match &row.outcome {
         RowResult::Compared { decision: d, warnings, .. } => {
-            let verdict = serde_json::to_value(d.verdict).ok().and_then(|v| v.as_str().map(str::to_owned));
             let error = if d.run_effects_measured {
                 "error holds run-to-run effects"
             } else {
@@ -431,7 +430,7 @@ fn verdict_line(row: &crate::compare::Row, w: usize, reference: &Adapter) -> Str
                 "{:<w$} verdict {label}: {} (ratio {:.3} [{:.3}, {:.3}], {}, p = {:.3}; no difference would need \
                  ±{:.1} %; detectable ±{:.1} %; {error})\n",
                 row.cell,
-                verdict.unwrap_or_default().replace('_', " "),
+                d.verdict.words(),
                 d.ratio,
                 d.ci.lower,
                 d.ci.upper,

@@ -12,7 +12,9 @@ use decode_baseline_wire::{analysis::pair_label, energy::EnergyRatio, session::S
 use crate::{duration::human_ns, plot::esc};
 
 fn ratio_cell(r: &Option<EnergyRatio>) -> String {
-    r.map_or("-".to_owned(), |r| format!("{:.3} [{:.3}, {:.3}] ({} pairs)", r.ratio, r.lower, r.upper, r.pairs))
+    r.map_or("-".to_owned(), |r| {
+        format!("{:.3} [{:.3}, {:.3}] ({} pairs, {})", r.ratio, r.lower, r.upper, r.pairs, r.verdict.words())
+    })
 }
 
 /// Appends the section to `h`.

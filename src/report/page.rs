@@ -149,10 +149,7 @@ fn test_cells(row: Option<&crate::compare::Row>) -> [String; 5] {
     use crate::compare::RowResult;
     match row.map(|r| &r.outcome) {
         Some(RowResult::Compared { decision: d, aa, .. }) => [
-            serde_json::to_value(d.verdict)
-                .ok()
-                .and_then(|v| v.as_str().map(|w| w.replace('_', " ")))
-                .unwrap_or_default(),
+            d.verdict.words().to_owned(),
             format!("{:.3} [{:.3}, {:.3}]", d.ratio, d.ci.lower, d.ci.upper),
             format!("±{:.1} %", 100.0 * d.mde),
             aa.iter().filter_map(|r| r.ratio()).map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", "),

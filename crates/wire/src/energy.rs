@@ -178,21 +178,28 @@ pub struct AdapterEnergy {
     pub throttled: usize,
 }
 
-/// A paired energy ratio: the geometric mean of `E_X / E_R` over request pairs with a
-/// t-interval on `d = ln(E_X / E_R)` (per-token energies, so unequal token counts pair fairly).
+/// A paired energy ratio and its verdict, by the same test as time (the launcher's
+/// `stats::decision`, `req/compare.md`): per request pair `d = ln(E_X / E_R)` of the per-token
+/// energies (so unequal token counts pair fairly), A B / B A blocks of two pairs, Yuen's 20 %
+/// trimmed mean of the blocks with its error; the verdict at α = 5 % with a ±3 % equivalence
+/// margin.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnergyRatio {
-    /// `exp(mean d)`.
+    /// `exp(trimmed mean of the blocks)`.
     pub ratio: f64,
-    /// `exp(mean d - t s / √n)`.
+    /// Lower end of the `1 − α` t-interval of the ratio.
     pub lower: f64,
-    /// `exp(mean d + t s / √n)`.
+    /// Upper end.
     pub upper: f64,
-    /// The interval's confidence level.
+    /// The interval's confidence level, `1 − α`.
     pub confidence: f64,
     /// Pairs it rests on.
     pub pairs: usize,
+    /// The test's verdict: `faster` means less energy per token.
+    pub verdict: crate::stats::Verdict,
+    /// Two-sided p-value of "no difference at all".
+    pub p_value: f64,
 }
 
 /// An adapter's energy against the reference's in one cell and domain.

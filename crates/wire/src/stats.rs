@@ -226,3 +226,32 @@ impl TukeyOutliers {
         self.low_severe + self.low_mild + self.high_mild + self.high_severe
     }
 }
+
+/// The outcome of a comparison, for the numerator against the denominator: how a row earns one
+/// is the test of the launcher's `stats::decision` (faster or slower when the difference is
+/// significant, no difference only by an equivalence test against a stated margin,
+/// inconclusive otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The numerator takes less: significant, and not below the practical floor.
+    Faster,
+    /// The numerator takes more: significant, and not below the practical floor.
+    Slower,
+    /// Shown to lie within the equivalence margin (and not a difference that counts).
+    NoDifference,
+    /// Neither a difference nor its absence is shown.
+    Inconclusive,
+}
+
+impl Verdict {
+    /// The verdict in words, as tables and pages print it (`no difference`).
+    pub fn words(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoDifference => "no difference",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
