@@ -278,7 +278,11 @@ fn ratio_label(cell: &CellAnalysis, adapter: &Adapter, reference: &Adapter) -> O
 }
 
 /// The summary table printed at the end of `run`.
-pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
+pub fn table(
+    report: &SessionReport,
+    analysis: &Analysis,
+    profile: Option<&decode_baseline::stats::NoiseProfile>,
+) -> String {
     let reference = &report.reference;
     // Cell names come from the manifest and can be long; the first column fits the longest,
     // the second its longest adapter name or ratio label.
@@ -295,7 +299,7 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         .unwrap_or(0)
         .max(10);
     // The verdict of each adapter against the reference, by the test `compare` uses.
-    let settings = crate::compare::Settings { config: DecisionConfig::default(), profile: None };
+    let settings = crate::compare::Settings { config: DecisionConfig::default(), profile };
     let tested = crate::compare::within_rows(&crate::compare::cells(report), &settings);
     // An unpinned session says so before its first figure.
     let mut out: String =
@@ -393,6 +397,8 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         human_ns(report.wall_ns as f64),
         human_ns(report.launcher_overhead_ns as f64)
     ));
+    out.push_str(&super::placement::line(report.placement.as_ref()));
+    out.push('\n');
     if let Some(waited) = report.quiet_wait_ns.filter(|ns| *ns > 0) {
         out.push_str(&format!(
             "waited {} for a quiet host (--quiet-wait), not part of either\n",

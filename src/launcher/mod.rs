@@ -8,6 +8,7 @@ mod interleave;
 mod lease;
 mod memory;
 mod output;
+pub mod placement;
 pub mod plan;
 mod preflight;
 mod recovery;

@@ -24,7 +24,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::{
     analysis, device,
     execute::{Execution, Prepared, Processes},
-    lease, memory, output, plan, preflight, recovery,
+    lease, memory, output, placement, plan, preflight, recovery,
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -51,6 +51,17 @@ pub struct RunArgs {
     /// worker starts anyway and its row is marked. 0 (the default): do not wait.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub quiet_wait: u64,
+    /// The CPUs every worker may run on: `first` (the default: the lowest-numbered CPU the
+    /// launcher may use), `all` (left to the OS), or a list such as `0`, `0,1`, `0-3`. Applied
+    /// to each worker before it starts (Linux; on macOS left to the OS) and recorded in the
+    /// session; `compare` refuses sessions of different placement. See `req/findings.md` §18
+    /// for how the default was chosen; a model bound by multi-threaded kernels may want more.
+    #[arg(long, value_name = "LIST", default_value = "first", value_parser = placement::Cpus::parse)]
+    pub cpus: placement::Cpus,
+    /// The host noise profile file for the table's verdicts (`decode-baseline calibrate`).
+    /// Default: this host's profile file when it exists and holds the session's design.
+    #[arg(long, value_name = "FILE")]
+    pub noise_profile: Option<PathBuf>,
     /// A session folder made beforehand by `bench` (it holds the session's own manifest), used
     /// instead of a new folder below `output_root`.
     #[arg(skip)]
@@ -97,6 +108,9 @@ struct Session {
     dir: PathBuf,
     prepared: Vec<Prepared>,
     replaced_programs: BTreeMap<Adapter, Vec<String>>,
+    /// `--cpus` as asked, and resolved against the launcher's own CPUs.
+    cpus: placement::Cpus,
+    mask: placement::Mask,
 }
 
 /// Prepares a session; `Err` holds the exit code of a session refused before it started.
@@ -123,6 +137,13 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
     };
     let cells = session_job::select_cells(&resolved, &loaded.manifest)?;
     session_job::check_adapters(&resolved, &loaded.manifest)?;
+    let mask = match placement::Mask::resolve(&args.cpus) {
+        Ok(mask) => mask,
+        Err(problem) => {
+            eprintln!("decode-baseline: error: {problem}");
+            return Ok(Err(ExitCode::BadInput));
+        }
+    };
     let runs = plan::plan(&resolved.job, &cells);
     let groups = plan::groups(resolved.job.order, &runs);
     let repo = repo_root();
@@ -223,6 +244,8 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
         dir,
         prepared,
         replaced_programs,
+        cpus: args.cpus.clone(),
+        mask,
     }))
 }
 
@@ -236,6 +259,8 @@ struct Executed {
     quiet_wait: std::time::Duration,
     /// The energy sources and the groups' idle readings (the analysis comes in `finish`).
     energy: decode_baseline_wire::energy::SessionEnergy,
+    /// The distinct CPU masks the workers were read back with.
+    cpus: std::collections::BTreeSet<String>,
 }
 
 /// Runs every group of the session in turn with `execution` and records each worker's run;
@@ -268,6 +293,7 @@ fn execute(
         groups_wall: Default::default(),
         quiet_wait: Default::default(),
         energy: meter.record(),
+        cpus: Default::default(),
     };
     for group in session.groups.iter().cloned() {
         let members = &session.prepared[group];
@@ -282,7 +308,7 @@ fn execute(
         let waiting = Instant::now();
         let quiet_note = wait_for_quiet(quiet_wait, interrupts, &progress);
         executed.quiet_wait += waiting.elapsed();
-        let limits = limits(&members[0].job.run_policy, members.len() as u32);
+        let limits = Limits { placement: session.mask, ..limits(&members[0].job.run_policy, members.len() as u32) };
         let children_before = host::reaped_children_cpu_time();
         let sampler = host::HostSampler::start();
         let group_started = Instant::now();
@@ -306,6 +332,7 @@ fn execute(
                 idle,
             ));
         }
+        executed.cpus.extend(outcomes.iter().filter_map(|o| o.cpus.clone()));
         for ((p, outcome), requests) in members.iter().zip(outcomes).zip(energies) {
             let mut run = record_run(p, &expected[&p.planned.adapter], outcome, &mut executed.problems);
             run.host_activity = Some(activity.clone());
@@ -323,18 +350,20 @@ struct Show {
     json: bool,
     /// Nothing on stdout (problems still go to stderr).
     quiet: bool,
+    /// `--noise-profile`: the profile file to judge the table's rows with.
+    noise_profile: Option<PathBuf>,
 }
 
 impl Show {
     fn of(args: &RunArgs) -> Self {
-        Self { json: args.json, quiet: args.quiet }
+        Self { json: args.json, quiet: args.quiet, noise_profile: args.noise_profile.clone() }
     }
 }
 
 /// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
 /// the result and returns the session's exit code.
 fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<ExitCode> {
-    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record } = executed;
+    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus } = executed;
     let reference = session.resolved.job.reference();
     let analysis = analysis::analyze(&workers, &session.cells, session.resolved.job.order, &reference);
     let cell_names: Vec<String> = session.cells.iter().map(|c| c.name()).collect();
@@ -371,6 +400,7 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
         unpinned: !session.replaced_programs.is_empty(),
         replaced_programs: session.replaced_programs,
         energy: Some(energy_record),
+        placement: Some(placement::record(&session.cpus, &cpus)),
     };
     let session_dir = session.dir;
     if let Err(err) = output::write_session(&session_dir, &report) {
@@ -399,7 +429,24 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
     } else if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", analysis::table(&report, &analysis.body));
+        let cells: Vec<(String, String)> =
+            crate::compare::cells(&report).into_iter().map(|c| (c.cell, c.case_id)).collect();
+        let profile = match crate::calibrate::profiles::resolve(show.noise_profile.as_deref(), &[&report], &cells) {
+            Ok((profile, note)) => {
+                if let Some(note) = note {
+                    eprintln!("decode-baseline: note: {note}");
+                }
+                profile
+            }
+            Err(err) => {
+                eprintln!("decode-baseline: warning: {:#}; verdicts use their own error", anyhow::Error::from(err));
+                None
+            }
+        };
+        if let Some(profile) = &profile {
+            println!("noise profile: {} (sd {:.4})", profile.label, profile.sd);
+        }
+        print!("{}", analysis::table(&report, &analysis.body, profile.as_ref()));
         for problem in &report.problems {
             eprintln!("problem: {problem}");
         }
@@ -436,6 +483,7 @@ fn limits(policy: &decode_baseline_wire::RunPolicy, members: u32) -> Limits {
         ready_timeout: std::time::Duration::from_secs(policy.ready_timeout_s.into()),
         run_timeout: std::time::Duration::from_secs(policy.job_deadline_s.into()) * members.max(1) + grace * 2,
         grace,
+        placement: placement::Mask::inherit(),
     }
 }
 
@@ -726,6 +774,7 @@ mod tests {
                     intervention: Intervention::None,
                     sent: None,
                     wall: Duration::from_millis(3),
+                    cpus: Some("0".to_owned()),
                 });
             }
             Ok(outcomes)
@@ -759,6 +808,8 @@ mod tests {
             // Prepared as a dry run prepares it: no lease, no launcher marker.
             dry_run: true,
             quiet_wait: 0,
+            cpus: placement::Cpus::First,
+            noise_profile: None,
             session_dir: None,
             quiet: true,
         };
@@ -812,7 +863,7 @@ mod tests {
         assert!(domain.adapters.contains_key(&Adapter::Stock) && domain.adapters.contains_key(&Adapter::Controlled));
         let paired = &domain.paired[&Adapter::Controlled];
         assert!(paired.throttled_pairs > 0, "every fifth reading is throttled: {paired:?}");
-        let table = analysis::table(&report, &report.analysis.clone().unwrap());
+        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
         assert!(
             table.contains("energy: FAKE source (DECODE_BASELINE_FAKE_ENERGY=watts=120,throttle_every=5)"),
             "{table}"
@@ -848,7 +899,7 @@ mod tests {
         assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert!(report.workers.iter().all(|w| w.energy.is_none()));
-        let table = analysis::table(&report, &report.analysis.clone().unwrap());
+        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
         let lines: Vec<&str> = table.lines().filter(|l| l.starts_with("energy")).collect();
         assert_eq!(
             lines,

@@ -196,6 +196,8 @@ struct Synth {
     device: Option<DeviceIdentity>,
     /// The command that replaced the stock worker's program; `Some` makes the session unpinned.
     replaced_stock: Option<&'static str>,
+    /// `session.json`'s `placement`: (requested, effective).
+    placement: Option<(&'static str, Option<&'static str>)>,
 }
 
 /// A CPU device as the launcher records one.
@@ -243,6 +245,7 @@ impl Synth {
             aa: vec![],
             device: Some(cpu_device()),
             replaced_stock: None,
+            placement: None,
         }
     }
 
@@ -329,6 +332,10 @@ impl Synth {
                 .into_iter()
                 .collect(),
             energy: None,
+            placement: self.placement.map(|(requested, effective)| decode_baseline_wire::session::Placement {
+                requested: requested.to_owned(),
+                effective: effective.map(str::to_owned),
+            }),
         }
     }
 
@@ -353,7 +360,8 @@ struct Run {
 
 fn compare(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Run {
     let mut cmd = Command::new(util::binary());
-    cmd.arg("compare");
+    // No noise profile of the developer's host: the verdicts here use their own error.
+    cmd.arg("compare").env("DECODE_BASELINE_PROFILE_DIR", "/nonexistent/decode-baseline-test-profiles");
     for a in args {
         cmd.arg(a);
     }
@@ -1412,4 +1420,37 @@ fn json_output_validates_against_the_committed_compare_schema() {
             assert!(!validator.is_valid(&extra), "a new key at {pointer:?} is taken");
         }
     }
+}
+
+#[test]
+fn sessions_of_different_placement_are_refused_unless_across_placements() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cells = vec![(HEADLINE, 600_000.0, 620_000.0)];
+    let with = |id, placement| {
+        let mut synth = Synth::new(id, cells.clone()).measured();
+        synth.placement = placement;
+        synth.write(tmp.path())
+    };
+    let pinned = with("session-pinned", Some(("first", Some("0"))));
+    let listed = with("session-listed", Some(("0", Some("0"))));
+    let free = with("session-free", Some(("all", Some("0-1"))));
+    let unrecorded = with("session-unrecorded", None);
+
+    let refused = compare(&[&pinned, &free]);
+    assert_eq!(refused.code, REFUSED, "{}", refused.stderr);
+    assert!(refused.stdout.contains("placement: CPUs 0 vs CPUs 0-1"), "{}", refused.stdout);
+    assert!(refused.stderr.contains("pass --across-placements"), "{}", refused.stderr);
+    assert_eq!(mismatch_fields(&compare(&[&pinned, &free, &"--format", &"json"])), ["placement"]);
+    // --across-devices does not cover a placement difference.
+    assert_eq!(compare(&[&pinned, &free, &"--across-devices"]).code, REFUSED);
+
+    let asked = compare(&[&pinned, &free, &"--across-placements", &"--format", &"json"]);
+    assert_ne!(asked.code, REFUSED, "{}", asked.stderr);
+    assert!(mismatch_fields(&asked).is_empty(), "{}", asked.stdout);
+    assert!(asked.stderr.contains("placement differs (--across-placements)"), "{}", asked.stderr);
+
+    // The same CPUs asked for in two ways are one placement.
+    assert!(mismatch_fields(&compare(&[&pinned, &listed, &"--format", &"json"])).is_empty());
+    // A session that recorded no placement is not a difference.
+    assert!(mismatch_fields(&compare(&[&pinned, &unrecorded, &"--format", &"json"])).is_empty());
 }
