@@ -67,7 +67,10 @@ pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
         let repo = repo.canonicalize().map_err(|err| anyhow::anyhow!("--repo {}: {err}", repo.display()))?;
         std::env::set_var(REPO_ENV, repo);
     }
-    if matches!(cli.command, Command::Run(_) | Command::Bench(_) | Command::Conformance(_) | Command::Env | Command::Calibrate(_)) {
+    if matches!(
+        cli.command,
+        Command::Run(_) | Command::Bench(_) | Command::Conformance(_) | Command::Env | Command::Calibrate(_)
+    ) {
         let checkout = Checkout::current();
         checkout.check(&std::env::current_exe()?)?;
         std::env::set_var(REPO_ENV, &checkout.root);

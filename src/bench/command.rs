@@ -398,6 +398,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         quiet_wait: args.quiet_wait,
         cpus: args.cpus.clone(),
         noise_profile: None,
+        until_decided: false,
+        budget: None,
     })?;
     let session_json = session_dir.join("session.json");
     if session_json.is_file() && args.format != OutputFormat::Json {

@@ -89,18 +89,16 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let profile = NoiseProfile::from_aa_estimates(&estimates, "calibrate").map_err(anyhow::Error::msg)?;
     let mut file = match out.is_file() {
         true => profiles::read(&out)?,
-        false => NoiseProfileFile { schema_version: NOISE_PROFILE_SCHEMA_VERSION, written_utc: String::new(), designs: vec![] },
+        false => NoiseProfileFile {
+            schema_version: NOISE_PROFILE_SCHEMA_VERSION,
+            written_utc: String::new(),
+            designs: vec![],
+        },
     };
     file.written_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     profiles::upsert(
         &mut file,
-        ProfiledDesign {
-            design: design.clone(),
-            log_estimates: estimates,
-            sd: profile.sd,
-            sessions: folders,
-            pair,
-        },
+        ProfiledDesign { design: design.clone(), log_estimates: estimates, sd: profile.sd, sessions: folders, pair },
     );
     profiles::write(&out, &file)?;
     println!(
@@ -145,11 +143,8 @@ fn aa_estimate(
         row.adapter.as_ref().map_or("?", Adapter::as_str),
         row.against.as_ref().map_or("?", Adapter::as_str)
     );
-    let case_id = compare::cells(&loaded.report)
-        .into_iter()
-        .find(|c| c.cell == row.cell)
-        .map(|c| c.case_id)
-        .unwrap_or_default();
+    let case_id =
+        compare::cells(&loaded.report).into_iter().find(|c| c.cell == row.cell).map(|c| c.case_id).unwrap_or_default();
     Ok((decision.log_estimate, pair, profiles::design_of(&loaded.report, &row.cell, &case_id)))
 }
 
@@ -178,6 +173,8 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Vec<PathBuf>> {
             quiet_wait: 0,
             cpus: args.cpus.clone(),
             noise_profile: None,
+            until_decided: false,
+            budget: None,
             session_dir: Some(dir.clone()),
             quiet: true,
         })?;

@@ -105,8 +105,7 @@ pub fn design_of(session: &SessionReport, cell: &str, case_id: &str) -> Design {
             h.cpu_model.as_deref().unwrap_or("unknown CPU")
         )
     });
-    let device =
-        session.device.as_ref().map_or("unknown".to_owned(), |d| format!("{} {}", d.backend.as_str(), d.name));
+    let device = session.device.as_ref().map_or("unknown".to_owned(), |d| format!("{} {}", d.backend.as_str(), d.name));
     let mut libmlx: Vec<String> = session
         .workers
         .iter()
@@ -231,8 +230,11 @@ mod tests {
     fn a_profile_file_round_trips_and_replaces_a_design() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("profiles/box.json");
-        let mut file =
-            NoiseProfileFile { schema_version: NOISE_PROFILE_SCHEMA_VERSION, written_utc: "now".into(), designs: vec![] };
+        let mut file = NoiseProfileFile {
+            schema_version: NOISE_PROFILE_SCHEMA_VERSION,
+            written_utc: "now".into(),
+            designs: vec![],
+        };
         upsert(&mut file, entry("0", vec![0.01, -0.02, 0.005]));
         upsert(&mut file, entry("0-1", vec![0.3, -0.2]));
         upsert(&mut file, entry("0", vec![0.01, -0.01]));

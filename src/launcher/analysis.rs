@@ -513,7 +513,7 @@ mod tests {
         assert!((0.25..0.26).contains(&expected), "integer division rounds evaluation down: {expected}");
         assert_eq!(stock.host_overhead, None, "stock records no split");
 
-        let table = table(&session, &outcome.body);
+        let table = table(&session, &outcome.body, None);
         let lines: Vec<&str> = table.lines().filter(|l| l.contains("host overhead")).collect();
         assert_eq!(lines.len(), 1, "{table}");
         assert!(lines[0].ends_with(&format!("host overhead {:.1} %", 100.0 * expected)), "{}", lines[0]);
@@ -540,7 +540,7 @@ mod tests {
             })
             .collect();
         let body = analyze(&session.workers, &cells, WorkerOrder::Alternate, &Adapter::Stock).body;
-        let table = table(&session, &body);
+        let table = table(&session, &body, None);
         let verdicts: Vec<&str> = table.lines().filter(|l| l.contains(" verdict controlled/stock: ")).collect();
         assert_eq!(verdicts.len(), 2, "{table}");
         assert!(
@@ -560,9 +560,9 @@ mod tests {
     fn the_table_of_an_unpinned_session_says_so_first() {
         let mut session = recorded_with_split();
         let body = analyze(&session.workers, &[], session.job.order, &session.reference).body;
-        assert!(!table(&session, &body).contains("unpinned"), "a pinned session says nothing of it");
+        assert!(!table(&session, &body, None).contains("unpinned"), "a pinned session says nothing of it");
         session.replaced_programs.insert(Adapter::Stock, vec!["/x/python".into(), "/x/outside.py".into()]);
-        let table = table(&session, &body);
+        let table = table(&session, &body, None);
         assert_eq!(
             table.lines().nth(1),
             Some(

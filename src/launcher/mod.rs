@@ -13,6 +13,7 @@ pub mod plan;
 mod preflight;
 mod recovery;
 mod run;
+mod sequential;
 mod signals;
 mod supervise;
 mod worker_job;

@@ -124,7 +124,8 @@ impl Mask {
     #[cfg(target_os = "linux")]
     pub fn resolve(cpus: &Cpus) -> Result<Self, String> {
         use nix::{sched::sched_getaffinity, unistd::Pid};
-        let own = sched_getaffinity(Pid::from_raw(0)).map_err(|err| format!("failed to read the launcher's CPUs: {err}"))?;
+        let own =
+            sched_getaffinity(Pid::from_raw(0)).map_err(|err| format!("failed to read the launcher's CPUs: {err}"))?;
         let own: BTreeSet<usize> = (0..=MAX_CPU).filter(|&i| own.is_set(i).unwrap_or(false)).collect();
         // A list may name CPUs outside the launcher's own mask (`taskset -c 1 decode-baseline run
         // --cpus 0` keeps the launcher off the workers' CPU); it must name online ones.

@@ -25,6 +25,7 @@ use super::{
     analysis, device,
     execute::{Execution, Prepared, Processes},
     lease, memory, output, placement, plan, preflight, recovery,
+    sequential::{Budget, Sequential},
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -62,6 +63,16 @@ pub struct RunArgs {
     /// Default: this host's profile file when it exists and holds the session's design.
     #[arg(long, value_name = "FILE")]
     pub noise_profile: Option<PathBuf>,
+    /// Treat each cell's interleaved groups as the looks of a group-sequential test: after each
+    /// group, test the cell's rows at the Pocock boundary and start no more groups of the cell
+    /// once every row is decided (or at the budget); the job's `repetitions` is replaced by the
+    /// planned number of looks. Needs `order: interleaved`.
+    #[arg(long)]
+    pub until_decided: bool,
+    /// With `--until-decided`: the most pairs per cell (`200`) or the most time for the session
+    /// (`5m`, `90s`); default 5m.
+    #[arg(long, value_name = "5m|N", requires = "until_decided", value_parser = Budget::parse)]
+    pub budget: Option<Budget>,
     /// A session folder made beforehand by `bench` (it holds the session's own manifest), used
     /// instead of a new folder below `output_root`.
     #[arg(skip)]
@@ -111,6 +122,8 @@ struct Session {
     /// `--cpus` as asked, and resolved against the launcher's own CPUs.
     cpus: placement::Cpus,
     mask: placement::Mask,
+    /// `--until-decided`.
+    sequential: Option<std::cell::RefCell<Sequential>>,
 }
 
 /// Prepares a session; `Err` holds the exit code of a session refused before it started.
@@ -121,7 +134,7 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
     // SAFETY: setting a disposition to SIG_IGN installs no handler code.
     unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGXFSZ, nix::sys::signal::SigHandler::SigIgn) }
         .context("failed to ignore SIGXFSZ")?;
-    let resolved = session_job::load(&args.job)?;
+    let mut resolved = session_job::load(&args.job)?;
     let loaded = match load_manifest(&resolved.manifest_path) {
         Ok(loaded) => loaded,
         Err(err)
@@ -142,6 +155,24 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
         Err(problem) => {
             eprintln!("decode-baseline: error: {problem}");
             return Ok(Err(ExitCode::BadInput));
+        }
+    };
+    let sequential = match args.until_decided {
+        false => None,
+        true if resolved.job.order != decode_baseline_wire::session::WorkerOrder::Interleaved => {
+            eprintln!(
+                "decode-baseline: error: session job {}: --until-decided needs order `interleaved` (its looks are paired \
+                 tests)",
+                resolved.job_path.display()
+            );
+            return Ok(Err(ExitCode::BadInput));
+        }
+        true => {
+            let pairs = loaded.manifest.run_policy.measured_requests;
+            let (planned, state) = Sequential::new(args.budget.unwrap_or_default(), pairs, cells.len())
+                .map_err(|problem| anyhow::anyhow!("--until-decided: {problem}"))?;
+            resolved.job.repetitions = planned;
+            Some(std::cell::RefCell::new(state))
         }
     };
     let runs = plan::plan(&resolved.job, &cells);
@@ -246,6 +277,7 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
         replaced_programs,
         cpus: args.cpus.clone(),
         mask,
+        sequential,
     }))
 }
 
@@ -297,6 +329,10 @@ fn execute(
     };
     for group in session.groups.iter().cloned() {
         let members = &session.prepared[group];
+        let cell_name = members[0].planned.cell.name();
+        if !members[0].planned.aa && session.sequential.as_ref().is_some_and(|s| s.borrow().skips(&cell_name)) {
+            continue;
+        }
         if interrupts.count() > 0 {
             let not_started =
                 members.iter().map(|p| format!("{}: not started, the session was cancelled", p.job.run_id));
@@ -339,9 +375,52 @@ fn execute(
             run.energy = (interleaved && meter.is_active()).then_some(requests);
             executed.workers.push(run);
         }
+        if let (Some(sequential), false) = (&session.sequential, members[0].planned.aa) {
+            let so_far = provisional_report(session, &executed.workers);
+            sequential.borrow_mut().after_group(
+                &cell_name,
+                &so_far,
+                group_started.elapsed(),
+                session.started.elapsed(),
+            );
+        }
     }
     progress.finish_and_clear();
+    if let Some(sequential) = &session.sequential {
+        for line in sequential.borrow().lines() {
+            eprintln!("decode-baseline: {line}");
+        }
+    }
     Ok(executed)
+}
+
+/// What a sequential look tests: the session's workers so far, in a report that is never written.
+fn provisional_report(session: &Session, workers: &[WorkerRun]) -> SessionReport {
+    SessionReport {
+        schema_version: SESSION_REPORT_SCHEMA_VERSION,
+        session_id: session.id.clone(),
+        status: SessionStatus::Ok,
+        job: session.resolved.job.clone(),
+        manifest_path: session.loaded.path.clone(),
+        manifest_sha256: session.loaded.sha256,
+        model_files: None,
+        host: None,
+        device: None,
+        lease: None,
+        started_utc: session.started_utc.clone(),
+        finished_utc: String::new(),
+        wall_ns: 0,
+        launcher_overhead_ns: 0,
+        quiet_wait_ns: None,
+        reference: session.resolved.job.reference(),
+        workers: workers.to_vec(),
+        analysis: None,
+        problems: Vec::new(),
+        unpinned: !session.replaced_programs.is_empty(),
+        replaced_programs: session.replaced_programs.clone(),
+        energy: None,
+        placement: None,
+    }
 }
 
 /// Where the end of a session is shown.
@@ -810,6 +889,8 @@ mod tests {
             quiet_wait: 0,
             cpus: placement::Cpus::First,
             noise_profile: None,
+            until_decided: false,
+            budget: None,
             session_dir: None,
             quiet: true,
         };
@@ -822,7 +903,7 @@ mod tests {
         (session, fake)
     }
 
-    const SHOW: Show = Show { json: false, quiet: true };
+    const SHOW: Show = Show { json: false, quiet: true, noise_profile: None };
 
     /// A meter with no source, as on this project's machines.
     fn no_energy() -> energy::Meter {

@@ -16,7 +16,8 @@ fn copied_checkout(root: &Path) -> PathBuf {
     let _ = util::venv_python();
     let repo = util::repo_root();
     let copy = root.join("copy");
-    let listed = util::run(Command::new("git").args(["ls-files", "-co", "--exclude-standard", "-z"]).current_dir(&repo));
+    let listed =
+        util::run(Command::new("git").args(["ls-files", "-co", "--exclude-standard", "-z"]).current_dir(&repo));
     assert!(listed.status.success(), "git ls-files: {}", util::stderr(&listed));
     for file in listed.stdout.split(|b| *b == 0).filter(|f| !f.is_empty()) {
         let rel = Path::new(std::str::from_utf8(file).unwrap());
@@ -84,11 +85,7 @@ fn a_copied_checkout_serves_itself_and_another_build_refuses_it() {
     assert!(!printed.contains(&format!("{}/", original.display())), "the dry run names the original: {printed}");
 
     for adapter in ["python-sync", "controlled"] {
-        let run = in_copy(
-            &own,
-            &copy,
-            &["conformance", "--adapter", adapter, "--scenario", "headline_on_the_fixture"],
-        );
+        let run = in_copy(&own, &copy, &["conformance", "--adapter", adapter, "--scenario", "headline_on_the_fixture"]);
         assert!(
             run.status.success(),
             "conformance --adapter {adapter} in the copy: {}{}",
@@ -106,6 +103,10 @@ fn a_copied_checkout_serves_itself_and_another_build_refuses_it() {
         assert!(message.contains("--repo"), "{message}");
     }
     // Named explicitly, the original's executable serves the copy.
-    let named = in_copy(&util::binary(), &copy, &["--repo", copy.to_str().unwrap(), "run", "--job", "jobs/smoke.json", "--dry-run"]);
+    let named = in_copy(
+        &util::binary(),
+        &copy,
+        &["--repo", copy.to_str().unwrap(), "run", "--job", "jobs/smoke.json", "--dry-run"],
+    );
     assert!(named.status.success(), "--repo: {}", util::stderr(&named));
 }
