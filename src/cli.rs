@@ -40,6 +40,9 @@ pub enum Command {
     Conformance(crate::conformance::ConformanceArgs),
     /// Print what this build runs on: MLX version, libmlx path and SHA-256.
     Env,
+    /// Run K short A/A yardstick sessions and write this host's noise profile, which `compare`
+    /// and `run` then use for sessions of the same design.
+    Calibrate(crate::calibrate::CalibrateArgs),
     /// Run as a worker on a launcher-created folder (used by the launcher).
     #[command(hide = true)]
     Worker {
@@ -64,7 +67,10 @@ pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
         let repo = repo.canonicalize().map_err(|err| anyhow::anyhow!("--repo {}: {err}", repo.display()))?;
         std::env::set_var(REPO_ENV, repo);
     }
-    if matches!(cli.command, Command::Run(_) | Command::Bench(_) | Command::Conformance(_) | Command::Env) {
+    if matches!(
+        cli.command,
+        Command::Run(_) | Command::Bench(_) | Command::Conformance(_) | Command::Env | Command::Calibrate(_)
+    ) {
         let checkout = Checkout::current();
         checkout.check(&std::env::current_exe()?)?;
         std::env::set_var(REPO_ENV, &checkout.root);
@@ -84,6 +90,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plot(args) => crate::plot::run(args),
         Command::Conformance(args) => crate::conformance::run(args),
         Command::Env => crate::environment::run(),
+        Command::Calibrate(args) => crate::calibrate::run(args),
         Command::Worker { out_dir, as_adapter } => crate::worker::run(&out_dir, as_adapter),
     }
 }

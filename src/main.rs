@@ -4,6 +4,7 @@ use clap::Parser;
 
 mod bench;
 mod build_env;
+mod calibrate;
 mod cli;
 mod compare;
 mod conformance;

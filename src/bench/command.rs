@@ -99,6 +99,10 @@ pub struct BenchArgs {
     /// Wait up to this many seconds for a quiet host before each worker (see `run --quiet-wait`).
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub quiet_wait: u64,
+    /// The CPUs the workers may run on (see `run --cpus`): `first` (the default), `all`, or a
+    /// list such as `0`, `0,1`, `0-3`.
+    #[arg(long, value_name = "LIST", default_value = "first", value_parser = launcher::placement::Cpus::parse)]
+    pub cpus: launcher::placement::Cpus,
     /// Where the session folder is created.
     #[arg(short = 'o', long, default_value = "out")]
     pub output_root: PathBuf,
@@ -392,6 +396,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         session_dir: Some(session_dir.clone()),
         quiet: args.format == OutputFormat::Markdown,
         quiet_wait: args.quiet_wait,
+        cpus: args.cpus.clone(),
+        noise_profile: None,
+        until_decided: false,
+        budget: None,
     })?;
     let session_json = session_dir.join("session.json");
     if session_json.is_file() && args.format != OutputFormat::Json {

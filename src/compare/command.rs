@@ -60,6 +60,17 @@ pub struct CompareArgs {
     /// still refuses. Without it such a pair is refused (exit 12).
     #[arg(long, requires = "b")]
     pub across_devices: bool,
+    /// Two sessions whose workers ran on different CPUs (`run --cpus`): their placement may
+    /// differ and is named in the output; anything else that differs still refuses. Without it
+    /// such a pair is refused (exit 12).
+    #[arg(long, requires = "b")]
+    pub across_placements: bool,
+    /// The host noise profile file (`decode-baseline calibrate`): verdicts use the larger of
+    /// its error and the row's own, with t on K − 1 degrees of freedom. Default: this host's
+    /// profile file (`~/.cache/decode-baseline/profiles/<host>.json`) when it exists and holds
+    /// the sessions' design; without one the output says which error was used.
+    #[arg(long, value_name = "FILE")]
+    pub noise_profile: Option<PathBuf>,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -71,6 +82,17 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             super::identity::pinning(&a.report)
         );
     }
+    let b = args.b.as_ref().map(|b| load_session(b)).transpose()?;
+    let sessions: Vec<&decode_baseline_wire::session::SessionReport> =
+        std::iter::once(&a.report).chain(b.as_ref().map(|b| &b.report)).collect();
+    let cells: Vec<(String, String)> = super::cells(&a.report).into_iter().map(|c| (c.cell, c.case_id)).collect();
+    let (profile, note) = crate::calibrate::profiles::resolve(args.noise_profile.as_deref(), &sessions, &cells)?;
+    if let Some(note) = note {
+        eprintln!("decode-baseline: note: {note}");
+    }
+    if let Some(profile) = &profile {
+        eprintln!("decode-baseline: noise profile: {} (sd {:.4})", profile.label, profile.sd);
+    }
     let settings = estimate::Settings {
         config: DecisionConfig {
             alpha: args.alpha,
@@ -78,17 +100,18 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             floor: args.floor,
             ..DecisionConfig::default()
         },
-        profile: None,
+        profile: profile.as_ref(),
     };
-    let report = match &args.b {
+    let report = match &b {
         None => estimate::compare_within(&a, &settings, args.allow_mismatch)?,
         Some(b) => estimate::compare_across(
             &a,
-            &load_session(b)?,
+            b,
             &settings,
             args.allow_mismatch,
             args.across_versions,
             args.across_devices,
+            args.across_placements,
             args.raw,
         )?,
     };
@@ -115,6 +138,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
                 "decode-baseline: session {who} ({}) is {why}: an unpinned session is compared only with another \
                  unpinned one",
                 path.map_or(String::new(), |p| p.display().to_string())
+            );
+        }
+        if report.mismatches.iter().any(super::identity::is_placement) {
+            eprintln!(
+                "decode-baseline: the sessions' workers ran on different CPUs (see placement above): pass \
+                 --across-placements to compare them anyway"
             );
         }
         if report.mismatches.iter().any(super::identity::is_device) {

@@ -347,6 +347,7 @@ pub fn compare_across(
     allow_mismatch: bool,
     across_versions: bool,
     across_devices: bool,
+    across_placements: bool,
     raw: bool,
 ) -> Result<CompareReport, CompareError> {
     settings.config.validate().map_err(CompareError::Settings)?;
@@ -370,6 +371,13 @@ pub fn compare_across(
         mismatches.iter().filter(|m| identity::is_device(m)).cloned().collect();
     if across_devices {
         mismatches.retain(|m| !identity::is_device(m));
+    }
+    // Asked for, the placement difference is told on stderr, not kept as a mismatch.
+    if across_placements {
+        for m in mismatches.iter().filter(|m| identity::is_placement(m)) {
+            eprintln!("decode-baseline: note: placement differs (--across-placements): {} vs {}", m.a, m.b);
+        }
+        mismatches.retain(|m| !identity::is_placement(m));
     }
     let refused = !mismatches.is_empty() && !allow_mismatch;
     let mut rows = Vec::new();

@@ -110,6 +110,25 @@ pub fn is_device(mismatch: &Mismatch) -> bool {
     DEVICE_FIELDS.contains(&mismatch.field.as_str())
 }
 
+/// The field that tells two CPU placements apart (`run --cpus`): where the workers' threads ran
+/// changes both the step time and its scatter (`req/findings.md` §18), so two placements are
+/// never like for like; `compare --across-placements` asks for exactly that.
+pub const PLACEMENT_FIELD: &str = "placement";
+
+/// Whether `mismatch` is the [`PLACEMENT_FIELD`].
+pub fn is_placement(mismatch: &Mismatch) -> bool {
+    mismatch.field == PLACEMENT_FIELD
+}
+
+/// A placement as compared: the CPUs the workers got, however they were asked for (`first` and
+/// `0` on the same host are one placement), or what was asked where nothing was read back (macOS).
+fn placement_line(p: &decode_baseline_wire::session::Placement) -> String {
+    match &p.effective {
+        Some(cpus) => format!("CPUs {cpus}"),
+        None => format!("left to the OS (--cpus {})", p.requested),
+    }
+}
+
 /// A session's device in one line: name, then memory and compute capability where recorded.
 fn device_line(device: &decode_baseline_wire::backend::DeviceIdentity) -> String {
     let mut line = device.name.clone();
@@ -168,6 +187,10 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
     if let (Some(x), Some(y)) = (&a.device, &b.device) {
         differ("backend", x.backend.as_str().to_owned(), y.backend.as_str().to_owned());
         differ("device", device_line(x), device_line(y));
+    }
+    // A session that recorded no placement (written before the field) is not a difference.
+    if let (Some(x), Some(y)) = (&a.placement, &b.placement) {
+        differ("placement", placement_line(x), placement_line(y));
     }
     if a.manifest_sha256 != b.manifest_sha256 {
         out.extend(models(a, b, cases));

@@ -19,6 +19,6 @@ mod upgrade;
 
 pub use command::{run, CompareArgs};
 pub use error::CompareError;
-pub use estimate::{within_rows, Row, RowResult, Settings};
-pub use load::load_session;
+pub use estimate::{compare_within, within_rows, Row, RowResult, Settings};
+pub use load::{load_session, LoadedSession};
 pub use samples::{cells, request_pairs, CellData, MeasuredRequest};

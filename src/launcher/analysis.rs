@@ -278,7 +278,11 @@ fn ratio_label(cell: &CellAnalysis, adapter: &Adapter, reference: &Adapter) -> O
 }
 
 /// The summary table printed at the end of `run`.
-pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
+pub fn table(
+    report: &SessionReport,
+    analysis: &Analysis,
+    profile: Option<&decode_baseline::stats::NoiseProfile>,
+) -> String {
     let reference = &report.reference;
     // Cell names come from the manifest and can be long; the first column fits the longest,
     // the second its longest adapter name or ratio label.
@@ -295,7 +299,7 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         .unwrap_or(0)
         .max(10);
     // The verdict of each adapter against the reference, by the test `compare` uses.
-    let settings = crate::compare::Settings { config: DecisionConfig::default(), profile: None };
+    let settings = crate::compare::Settings { config: DecisionConfig::default(), profile };
     let tested = crate::compare::within_rows(&crate::compare::cells(report), &settings);
     // An unpinned session says so before its first figure.
     let mut out: String =
@@ -394,6 +398,8 @@ pub fn table(report: &SessionReport, analysis: &Analysis) -> String {
         human_ns(report.wall_ns as f64),
         human_ns(report.launcher_overhead_ns as f64)
     ));
+    out.push_str(&super::placement::line(report.placement.as_ref()));
+    out.push('\n');
     if let Some(waited) = report.quiet_wait_ns.filter(|ns| *ns > 0) {
         out.push_str(&format!(
             "waited {} for a quiet host (--quiet-wait), not part of either\n",
@@ -507,7 +513,7 @@ mod tests {
         assert!((0.25..0.26).contains(&expected), "integer division rounds evaluation down: {expected}");
         assert_eq!(stock.host_overhead, None, "stock records no split");
 
-        let table = table(&session, &outcome.body);
+        let table = table(&session, &outcome.body, None);
         let lines: Vec<&str> = table.lines().filter(|l| l.contains("host overhead")).collect();
         assert_eq!(lines.len(), 1, "{table}");
         assert!(lines[0].ends_with(&format!("host overhead {:.1} %", 100.0 * expected)), "{}", lines[0]);
@@ -534,7 +540,7 @@ mod tests {
             })
             .collect();
         let body = analyze(&session.workers, &cells, WorkerOrder::Alternate, &Adapter::Stock).body;
-        let table = table(&session, &body);
+        let table = table(&session, &body, None);
         let verdicts: Vec<&str> = table.lines().filter(|l| l.contains(" verdict controlled/stock: ")).collect();
         assert_eq!(verdicts.len(), 2, "{table}");
         assert!(
@@ -554,9 +560,9 @@ mod tests {
     fn the_table_of_an_unpinned_session_says_so_first() {
         let mut session = recorded_with_split();
         let body = analyze(&session.workers, &[], session.job.order, &session.reference).body;
-        assert!(!table(&session, &body).contains("unpinned"), "a pinned session says nothing of it");
+        assert!(!table(&session, &body, None).contains("unpinned"), "a pinned session says nothing of it");
         session.replaced_programs.insert(Adapter::Stock, vec!["/x/python".into(), "/x/outside.py".into()]);
-        let table = table(&session, &body);
+        let table = table(&session, &body, None);
         assert_eq!(
             table.lines().nth(1),
             Some(

@@ -68,6 +68,7 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             unpinned: false,
             replaced_programs: Default::default(),
             energy: None,
+            placement: None,
         };
         match output::write_session(&dir, &report) {
             Ok(()) => lines.push(format!(

@@ -24,7 +24,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::{
     analysis, device,
     execute::{Execution, Prepared, Processes},
-    lease, memory, output, plan, preflight, recovery,
+    lease, memory, output, placement, plan, preflight, recovery,
+    sequential::{Budget, Sequential},
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -51,6 +52,27 @@ pub struct RunArgs {
     /// worker starts anyway and its row is marked. 0 (the default): do not wait.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub quiet_wait: u64,
+    /// The CPUs every worker may run on: `first` (the default: the lowest-numbered CPU the
+    /// launcher may use), `all` (left to the OS), or a list such as `0`, `0,1`, `0-3`. Applied
+    /// to each worker before it starts (Linux; on macOS left to the OS) and recorded in the
+    /// session; `compare` refuses sessions of different placement. See `req/findings.md` §18
+    /// for how the default was chosen; a model bound by multi-threaded kernels may want more.
+    #[arg(long, value_name = "LIST", default_value = "first", value_parser = placement::Cpus::parse)]
+    pub cpus: placement::Cpus,
+    /// The host noise profile file for the table's verdicts (`decode-baseline calibrate`).
+    /// Default: this host's profile file when it exists and holds the session's design.
+    #[arg(long, value_name = "FILE")]
+    pub noise_profile: Option<PathBuf>,
+    /// Treat each cell's interleaved groups as the looks of a group-sequential test: after each
+    /// group, test the cell's rows at the Pocock boundary and start no more groups of the cell
+    /// once every row is decided (or at the budget); the job's `repetitions` is replaced by the
+    /// planned number of looks. Needs `order: interleaved`.
+    #[arg(long)]
+    pub until_decided: bool,
+    /// With `--until-decided`: the most pairs per cell (`200`) or the most time for the session
+    /// (`5m`, `90s`); default 5m.
+    #[arg(long, value_name = "5m|N", requires = "until_decided", value_parser = Budget::parse)]
+    pub budget: Option<Budget>,
     /// A session folder made beforehand by `bench` (it holds the session's own manifest), used
     /// instead of a new folder below `output_root`.
     #[arg(skip)]
@@ -97,6 +119,11 @@ struct Session {
     dir: PathBuf,
     prepared: Vec<Prepared>,
     replaced_programs: BTreeMap<Adapter, Vec<String>>,
+    /// `--cpus` as asked, and resolved against the launcher's own CPUs.
+    cpus: placement::Cpus,
+    mask: placement::Mask,
+    /// `--until-decided`.
+    sequential: Option<std::cell::RefCell<Sequential>>,
 }
 
 /// Prepares a session; `Err` holds the exit code of a session refused before it started.
@@ -107,7 +134,7 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
     // SAFETY: setting a disposition to SIG_IGN installs no handler code.
     unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGXFSZ, nix::sys::signal::SigHandler::SigIgn) }
         .context("failed to ignore SIGXFSZ")?;
-    let resolved = session_job::load(&args.job)?;
+    let mut resolved = session_job::load(&args.job)?;
     let loaded = match load_manifest(&resolved.manifest_path) {
         Ok(loaded) => loaded,
         Err(err)
@@ -123,6 +150,31 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
     };
     let cells = session_job::select_cells(&resolved, &loaded.manifest)?;
     session_job::check_adapters(&resolved, &loaded.manifest)?;
+    let mask = match placement::Mask::resolve(&args.cpus) {
+        Ok(mask) => mask,
+        Err(problem) => {
+            eprintln!("decode-baseline: error: {problem}");
+            return Ok(Err(ExitCode::BadInput));
+        }
+    };
+    let sequential = match args.until_decided {
+        false => None,
+        true if resolved.job.order != decode_baseline_wire::session::WorkerOrder::Interleaved => {
+            eprintln!(
+                "decode-baseline: error: session job {}: --until-decided needs order `interleaved` (its looks are paired \
+                 tests)",
+                resolved.job_path.display()
+            );
+            return Ok(Err(ExitCode::BadInput));
+        }
+        true => {
+            let pairs = loaded.manifest.run_policy.measured_requests;
+            let (planned, state) = Sequential::new(args.budget.unwrap_or_default(), pairs, cells.len())
+                .map_err(|problem| anyhow::anyhow!("--until-decided: {problem}"))?;
+            resolved.job.repetitions = planned;
+            Some(std::cell::RefCell::new(state))
+        }
+    };
     let runs = plan::plan(&resolved.job, &cells);
     let groups = plan::groups(resolved.job.order, &runs);
     let repo = repo_root();
@@ -223,6 +275,9 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
         dir,
         prepared,
         replaced_programs,
+        cpus: args.cpus.clone(),
+        mask,
+        sequential,
     }))
 }
 
@@ -236,6 +291,8 @@ struct Executed {
     quiet_wait: std::time::Duration,
     /// The energy sources and the groups' idle readings (the analysis comes in `finish`).
     energy: decode_baseline_wire::energy::SessionEnergy,
+    /// The distinct CPU masks the workers were read back with.
+    cpus: std::collections::BTreeSet<String>,
 }
 
 /// Runs every group of the session in turn with `execution` and records each worker's run;
@@ -268,9 +325,14 @@ fn execute(
         groups_wall: Default::default(),
         quiet_wait: Default::default(),
         energy: meter.record(),
+        cpus: Default::default(),
     };
     for group in session.groups.iter().cloned() {
         let members = &session.prepared[group];
+        let cell_name = members[0].planned.cell.name();
+        if !members[0].planned.aa && session.sequential.as_ref().is_some_and(|s| s.borrow().skips(&cell_name)) {
+            continue;
+        }
         if interrupts.count() > 0 {
             let not_started =
                 members.iter().map(|p| format!("{}: not started, the session was cancelled", p.job.run_id));
@@ -282,7 +344,7 @@ fn execute(
         let waiting = Instant::now();
         let quiet_note = wait_for_quiet(quiet_wait, interrupts, &progress);
         executed.quiet_wait += waiting.elapsed();
-        let limits = limits(&members[0].job.run_policy, members.len() as u32);
+        let limits = Limits { placement: session.mask, ..limits(&members[0].job.run_policy, members.len() as u32) };
         let children_before = host::reaped_children_cpu_time();
         let sampler = host::HostSampler::start();
         let group_started = Instant::now();
@@ -306,15 +368,59 @@ fn execute(
                 idle,
             ));
         }
+        executed.cpus.extend(outcomes.iter().filter_map(|o| o.cpus.clone()));
         for ((p, outcome), requests) in members.iter().zip(outcomes).zip(energies) {
             let mut run = record_run(p, &expected[&p.planned.adapter], outcome, &mut executed.problems);
             run.host_activity = Some(activity.clone());
             run.energy = (interleaved && meter.is_active()).then_some(requests);
             executed.workers.push(run);
         }
+        if let (Some(sequential), false) = (&session.sequential, members[0].planned.aa) {
+            let so_far = provisional_report(session, &executed.workers);
+            sequential.borrow_mut().after_group(
+                &cell_name,
+                &so_far,
+                group_started.elapsed(),
+                session.started.elapsed(),
+            );
+        }
     }
     progress.finish_and_clear();
+    if let Some(sequential) = &session.sequential {
+        for line in sequential.borrow().lines() {
+            eprintln!("decode-baseline: {line}");
+        }
+    }
     Ok(executed)
+}
+
+/// What a sequential look tests: the session's workers so far, in a report that is never written.
+fn provisional_report(session: &Session, workers: &[WorkerRun]) -> SessionReport {
+    SessionReport {
+        schema_version: SESSION_REPORT_SCHEMA_VERSION,
+        session_id: session.id.clone(),
+        status: SessionStatus::Ok,
+        job: session.resolved.job.clone(),
+        manifest_path: session.loaded.path.clone(),
+        manifest_sha256: session.loaded.sha256,
+        model_files: None,
+        host: None,
+        device: None,
+        lease: None,
+        started_utc: session.started_utc.clone(),
+        finished_utc: String::new(),
+        wall_ns: 0,
+        launcher_overhead_ns: 0,
+        quiet_wait_ns: None,
+        reference: session.resolved.job.reference(),
+        workers: workers.to_vec(),
+        analysis: None,
+        problems: Vec::new(),
+        unpinned: !session.replaced_programs.is_empty(),
+        replaced_programs: session.replaced_programs.clone(),
+        energy: None,
+        placement: None,
+    }
 }
 
 /// Where the end of a session is shown.
@@ -323,18 +429,20 @@ struct Show {
     json: bool,
     /// Nothing on stdout (problems still go to stderr).
     quiet: bool,
+    /// `--noise-profile`: the profile file to judge the table's rows with.
+    noise_profile: Option<PathBuf>,
 }
 
 impl Show {
     fn of(args: &RunArgs) -> Self {
-        Self { json: args.json, quiet: args.quiet }
+        Self { json: args.json, quiet: args.quiet, noise_profile: args.noise_profile.clone() }
     }
 }
 
 /// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
 /// the result and returns the session's exit code.
 fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<ExitCode> {
-    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record } = executed;
+    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus } = executed;
     let reference = session.resolved.job.reference();
     let analysis = analysis::analyze(&workers, &session.cells, session.resolved.job.order, &reference);
     let cell_names: Vec<String> = session.cells.iter().map(|c| c.name()).collect();
@@ -371,6 +479,7 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
         unpinned: !session.replaced_programs.is_empty(),
         replaced_programs: session.replaced_programs,
         energy: Some(energy_record),
+        placement: Some(placement::record(&session.cpus, &cpus)),
     };
     let session_dir = session.dir;
     if let Err(err) = output::write_session(&session_dir, &report) {
@@ -399,7 +508,24 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
     } else if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", analysis::table(&report, &analysis.body));
+        let cells: Vec<(String, String)> =
+            crate::compare::cells(&report).into_iter().map(|c| (c.cell, c.case_id)).collect();
+        let profile = match crate::calibrate::profiles::resolve(show.noise_profile.as_deref(), &[&report], &cells) {
+            Ok((profile, note)) => {
+                if let Some(note) = note {
+                    eprintln!("decode-baseline: note: {note}");
+                }
+                profile
+            }
+            Err(err) => {
+                eprintln!("decode-baseline: warning: {:#}; verdicts use their own error", anyhow::Error::from(err));
+                None
+            }
+        };
+        if let Some(profile) = &profile {
+            println!("noise profile: {} (sd {:.4})", profile.label, profile.sd);
+        }
+        print!("{}", analysis::table(&report, &analysis.body, profile.as_ref()));
         for problem in &report.problems {
             eprintln!("problem: {problem}");
         }
@@ -436,6 +562,7 @@ fn limits(policy: &decode_baseline_wire::RunPolicy, members: u32) -> Limits {
         ready_timeout: std::time::Duration::from_secs(policy.ready_timeout_s.into()),
         run_timeout: std::time::Duration::from_secs(policy.job_deadline_s.into()) * members.max(1) + grace * 2,
         grace,
+        placement: placement::Mask::inherit(),
     }
 }
 
@@ -726,6 +853,7 @@ mod tests {
                     intervention: Intervention::None,
                     sent: None,
                     wall: Duration::from_millis(3),
+                    cpus: Some("0".to_owned()),
                 });
             }
             Ok(outcomes)
@@ -759,6 +887,10 @@ mod tests {
             // Prepared as a dry run prepares it: no lease, no launcher marker.
             dry_run: true,
             quiet_wait: 0,
+            cpus: placement::Cpus::First,
+            noise_profile: None,
+            until_decided: false,
+            budget: None,
             session_dir: None,
             quiet: true,
         };
@@ -771,7 +903,7 @@ mod tests {
         (session, fake)
     }
 
-    const SHOW: Show = Show { json: false, quiet: true };
+    const SHOW: Show = Show { json: false, quiet: true, noise_profile: None };
 
     /// A meter with no source, as on this project's machines.
     fn no_energy() -> energy::Meter {
@@ -812,7 +944,7 @@ mod tests {
         assert!(domain.adapters.contains_key(&Adapter::Stock) && domain.adapters.contains_key(&Adapter::Controlled));
         let paired = &domain.paired[&Adapter::Controlled];
         assert!(paired.throttled_pairs > 0, "every fifth reading is throttled: {paired:?}");
-        let table = analysis::table(&report, &report.analysis.clone().unwrap());
+        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
         assert!(
             table.contains("energy: FAKE source (DECODE_BASELINE_FAKE_ENERGY=watts=120,throttle_every=5)"),
             "{table}"
@@ -848,7 +980,7 @@ mod tests {
         assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert!(report.workers.iter().all(|w| w.energy.is_none()));
-        let table = analysis::table(&report, &report.analysis.clone().unwrap());
+        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
         let lines: Vec<&str> = table.lines().filter(|l| l.starts_with("energy")).collect();
         assert_eq!(
             lines,

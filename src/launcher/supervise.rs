@@ -33,6 +33,8 @@ pub struct Limits {
     pub run_timeout: Duration,
     /// Between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// The CPUs the worker may run on, applied in the child before `exec`.
+    pub placement: super::placement::Mask,
 }
 
 /// Why the launcher stepped in.
@@ -58,6 +60,9 @@ pub struct Outcome {
     /// The signal the launcher escalated to, if any.
     pub sent: Option<Signal>,
     pub wall: Duration,
+    /// The CPUs the worker was allowed on, read back once it started (`None` without an
+    /// affinity call).
+    pub cpus: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +121,7 @@ pub struct Supervised {
     term_at: Option<Instant>,
     seen_interrupts: usize,
     outcome_taken: bool,
+    cpus: Option<String>,
 }
 
 impl Supervised {
@@ -134,16 +140,20 @@ impl Supervised {
             .stdout(log("stdout.log")?)
             .stderr(log("stderr.log")?)
             .process_group(0);
-        // SAFETY: the closure runs in the forked child before exec and only makes one
-        // async-signal-safe system call (prctl).
+        let placement = limits.placement;
+        // SAFETY: the closure runs in the forked child before exec and only makes two
+        // async-signal-safe system calls (prctl, sched_setaffinity), with no allocation.
         unsafe {
-            command.pre_exec(|| {
+            command.pre_exec(move || {
                 // If the launcher dies (even by SIGKILL), the worker is told to cancel; it then
                 // stops at its next poll site and reports `cancelled`.
-                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)?;
+                placement.apply_to_self()
             });
         }
         let child = command.spawn().map_err(|source| SuperviseError::Spawn { program: argv[0].clone(), source })?;
+        // `spawn` returns once `exec` succeeded, so this is the worker's own mask.
+        let cpus = super::placement::read_back(child.id());
         Ok(Self {
             pid: child.id(),
             child,
@@ -156,6 +166,7 @@ impl Supervised {
             term_at: None,
             seen_interrupts: 0,
             outcome_taken: false,
+            cpus,
         })
     }
 
@@ -181,6 +192,7 @@ impl Supervised {
                 intervention: self.intervention,
                 sent: self.sent,
                 wall: self.started.elapsed(),
+                cpus: self.cpus.clone(),
             }));
         }
         let now = Instant::now();

@@ -334,6 +334,8 @@ fn identity_section(h: &mut String, session: &SessionReport) {
         .as_ref()
         .map_or("? (? ?, ? CPUs)".to_owned(), |h| format!("{} ({} {}, {} CPUs)", h.hostname, h.os, h.arch, h.cpus));
     item("host", &host);
+    let placement = crate::launcher::placement::line(session.placement.as_ref());
+    item("placement", placement.trim_start_matches("placement: "));
     if let Some(device) = &session.device {
         item("device", &format!("{} on {} ({})", device.name, device.backend.as_str(), device.device.as_str()));
     }

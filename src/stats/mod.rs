@@ -43,7 +43,7 @@ pub use holm::holm;
 pub use log_estimate::{LogEstimate, Rule};
 pub use outliers::{tukey_outliers, MILD_IQR, SEVERE_IQR};
 pub use paired::{PairedSample, MIN_PAIRS};
-pub use pocock::{crossing_probability, pocock, PocockBoundary};
+pub use pocock::{crossing_probability, pocock, PocockBoundary, MAX_LOOKS};
 pub use profile::{NoiseProfile, MIN_PROFILE_SESSIONS, OUTSIDE_PROFILE};
 pub use ratio::ratio_of_medians;
 pub use sample::{quantile_sorted, ClusteredSample, Sample, MIN_CLUSTERS, MIN_OBSERVATIONS};

@@ -196,6 +196,8 @@ struct Synth {
     device: Option<DeviceIdentity>,
     /// The command that replaced the stock worker's program; `Some` makes the session unpinned.
     replaced_stock: Option<&'static str>,
+    /// `session.json`'s `placement`: (requested, effective).
+    placement: Option<(&'static str, Option<&'static str>)>,
 }
 
 /// A CPU device as the launcher records one.
@@ -243,6 +245,7 @@ impl Synth {
             aa: vec![],
             device: Some(cpu_device()),
             replaced_stock: None,
+            placement: None,
         }
     }
 
@@ -329,6 +332,10 @@ impl Synth {
                 .into_iter()
                 .collect(),
             energy: None,
+            placement: self.placement.map(|(requested, effective)| decode_baseline_wire::session::Placement {
+                requested: requested.to_owned(),
+                effective: effective.map(str::to_owned),
+            }),
         }
     }
 
@@ -353,7 +360,8 @@ struct Run {
 
 fn compare(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Run {
     let mut cmd = Command::new(util::binary());
-    cmd.arg("compare");
+    // No noise profile of the developer's host: the verdicts here use their own error.
+    cmd.arg("compare").env("DECODE_BASELINE_PROFILE_DIR", "/nonexistent/decode-baseline-test-profiles");
     for a in args {
         cmd.arg(a);
     }
@@ -1412,4 +1420,85 @@ fn json_output_validates_against_the_committed_compare_schema() {
             assert!(!validator.is_valid(&extra), "a new key at {pointer:?} is taken");
         }
     }
+}
+
+#[test]
+fn sessions_of_different_placement_are_refused_unless_across_placements() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cells = vec![(HEADLINE, 600_000.0, 620_000.0)];
+    let with = |id, placement| {
+        let mut synth = Synth::new(id, cells.clone()).measured();
+        synth.placement = placement;
+        synth.write(tmp.path())
+    };
+    let pinned = with("session-pinned", Some(("first", Some("0"))));
+    let listed = with("session-listed", Some(("0", Some("0"))));
+    let free = with("session-free", Some(("all", Some("0-1"))));
+    let unrecorded = with("session-unrecorded", None);
+
+    let refused = compare(&[&pinned, &free]);
+    assert_eq!(refused.code, REFUSED, "{}", refused.stderr);
+    assert!(refused.stdout.contains("placement: CPUs 0 vs CPUs 0-1"), "{}", refused.stdout);
+    assert!(refused.stderr.contains("pass --across-placements"), "{}", refused.stderr);
+    assert_eq!(mismatch_fields(&compare(&[&pinned, &free, &"--format", &"json"])), ["placement"]);
+    // --across-devices does not cover a placement difference.
+    assert_eq!(compare(&[&pinned, &free, &"--across-devices"]).code, REFUSED);
+
+    let asked = compare(&[&pinned, &free, &"--across-placements", &"--format", &"json"]);
+    assert_ne!(asked.code, REFUSED, "{}", asked.stderr);
+    assert!(mismatch_fields(&asked).is_empty(), "{}", asked.stdout);
+    assert!(asked.stderr.contains("placement differs (--across-placements)"), "{}", asked.stderr);
+
+    // The same CPUs asked for in two ways are one placement.
+    assert!(mismatch_fields(&compare(&[&pinned, &listed, &"--format", &"json"])).is_empty());
+    // A session that recorded no placement is not a difference.
+    assert!(mismatch_fields(&compare(&[&pinned, &unrecorded, &"--format", &"json"])).is_empty());
+}
+
+/// `calibrate --from` on three A/A sessions writes a profile of their spread, and `compare`
+/// of a session of that design then names the profile and tests with it.
+#[test]
+fn calibrate_from_sessions_writes_a_profile_that_compare_uses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions: Vec<PathBuf> = [("aa-0", 600_000.0), ("aa-1", 606_000.0), ("aa-2", 594_000.0)]
+        .into_iter()
+        .map(|(id, stock)| {
+            let mut synth = Synth::new(id, vec![(HEADLINE, 600_000.0, stock)]);
+            synth.placement = Some(("first", Some("0")));
+            synth.write(tmp.path())
+        })
+        .collect();
+    let profile = tmp.path().join("profiles/bench-1.json");
+    let mut cmd = Command::new(util::binary());
+    cmd.args(["calibrate", "--out"]).arg(&profile).arg("--from").args(&sessions);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
+    assert_eq!(file["schema_version"], 1);
+    let designs = file["designs"].as_array().unwrap();
+    assert_eq!(designs.len(), 1, "{file}");
+    assert_eq!(designs[0]["design"]["placement"], "0");
+    assert_eq!(designs[0]["pair"], "controlled/stock");
+    let estimates: Vec<f64> =
+        designs[0]["log_estimates"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(estimates.len(), 3);
+    // Each A/A session's estimate is its controlled/stock log ratio: 0, −ln 1.01, −ln 0.99.
+    for (got, want) in estimates.iter().zip([0.0, -(1.01f64.ln()), -(0.99f64.ln())]) {
+        assert!((got - want).abs() < 2e-3, "{estimates:?}");
+    }
+    assert!(designs[0]["sd"].as_f64().unwrap() > 0.005, "{file}");
+
+    let used = compare(&[&sessions[0], &"--noise-profile", &profile, &"--format", &"json"]);
+    assert!(used.stderr.contains("noise profile:"), "{}", used.stderr);
+    let decision = &json_of(&used)["rows"][0]["outcome"]["decision"];
+    assert_eq!(decision["error"], "profile", "{decision}");
+    assert_eq!(decision["df"], 2.0, "t on K − 1 degrees of freedom: {decision}");
+
+    // Another placement is another design: the profile is not used, and the output says why.
+    let mut other = Synth::new("other", vec![(HEADLINE, 600_000.0, 600_000.0)]);
+    other.placement = Some(("all", Some("0-1")));
+    let other = other.write(tmp.path());
+    let unused = compare(&[&other, &"--noise-profile", &profile, &"--format", &"json"]);
+    assert!(unused.stderr.contains("no entry for this design"), "{}", unused.stderr);
+    assert_eq!(json_of(&unused)["rows"][0]["outcome"]["decision"]["error"], "own");
 }

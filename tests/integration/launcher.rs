@@ -70,6 +70,7 @@ impl Scratch {
         cmd.args(["run", "--job"])
             .arg(self.path().join("job.json"))
             .env("DECODE_BASELINE_LEASE", self.path().join("lease"))
+            .env("DECODE_BASELINE_PROFILE_DIR", self.path().join("profiles"))
             .env("DECODE_BASELINE_WORKER_STOCK", repo_root().join("tests/fixtures/workers").join(worker));
         cmd
     }
@@ -384,4 +385,51 @@ fn a_launcher_killed_mid_session_leaves_nothing_running_and_is_marked_incomplete
         let kept = after.iter().find(|(p, _)| p == path).map(|(_, b)| b);
         assert_eq!(kept, Some(bytes), "{} changed", path.display());
     }
+}
+
+/// The CPUs the probe worker wrote into its folder (its own `Cpus_allowed_list`).
+fn probed_cpus(s: &Scratch) -> String {
+    let out = s.path().join("out");
+    let file = find_file(&out, "cpus").unwrap_or_else(|| panic!("no cpus file under {}", out.display()));
+    std::fs::read_to_string(file).unwrap().trim().to_owned()
+}
+
+/// The CPUs this test process may use, as the kernel lists them.
+fn own_cpus() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_owned()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_placement_reaches_the_worker_and_is_recorded() {
+    let first = own_cpus().split([',', '-']).next().unwrap().to_owned();
+    for (flag, expected) in [(None, first.clone()), (Some(first.as_str()), first.clone()), (Some("all"), own_cpus())] {
+        let s = Scratch::new();
+        let mut launcher = s.launcher("cpus_probe.sh");
+        if let Some(list) = flag {
+            launcher.args(["--cpus", list]);
+        }
+        let out = run(&mut launcher);
+        assert_eq!(code(&out), Some(5), "a worker without a report fails the session: {}", stderr(&out));
+        assert_eq!(probed_cpus(&s), expected, "--cpus {flag:?}");
+        let placement = &s.session()["placement"];
+        assert_eq!(placement["requested"], flag.unwrap_or("first"));
+        assert_eq!(placement["effective"], expected.as_str(), "{placement}");
+    }
+}
+
+#[test]
+fn a_bad_cpu_list_is_refused_naming_the_flag_and_the_form() {
+    let s = Scratch::new();
+    for bad in ["x", "3-1", ""] {
+        let out = run(s.launcher("cpus_probe.sh").args(["--cpus", bad]));
+        assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("--cpus"), "{}", stderr(&out));
+        assert!(stderr(&out).contains("expected `all`, `first`, or CPU ids"), "{}", stderr(&out));
+    }
+    assert!(!s.path().join("out").exists(), "nothing ran");
+    let out = run(s.launcher("cpus_probe.sh").args(["--cpus", "1000"]));
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("none of these CPUs is available to the launcher"), "{}", stderr(&out));
 }

@@ -189,6 +189,14 @@ mod declared {
         pub unpinned: bool,
         pub replaced_programs: BTreeMap<String, Vec<String>>,
         pub energy: Option<Energy>,
+        pub placement: Option<Placement>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Placement {
+        pub requested: String,
+        pub effective: Option<String>,
     }
 
     #[derive(Deserialize)]

@@ -37,6 +37,8 @@ pub fn launcher_in(root: &Path) -> Command {
         .arg(root.join("job.json"))
         .current_dir(repo_root())
         .env("DECODE_BASELINE_LEASE", root.join("lease"))
+        // No noise profile of the developer's host: the tests' verdicts use their own error.
+        .env("DECODE_BASELINE_PROFILE_DIR", root.join("profiles"))
         .env("HF_HUB_OFFLINE", "1")
         .env_remove("DECODE_BASELINE_WORKER_STOCK")
         .env_remove("DECODE_BASELINE_WORKER_CONTROLLED")

@@ -20,6 +20,7 @@ pub mod manifest;
 pub mod marker;
 pub mod outdir;
 pub mod policy;
+pub mod profile;
 pub mod report;
 pub mod schema;
 pub mod session;

@@ -18,6 +18,8 @@ pub const WORKER_REPORT_SCHEMA_FILE: &str = "worker-report.schema.json";
 pub const SESSION_JOB_SCHEMA_FILE: &str = "session-job.schema.json";
 /// File name of the manifest schema under `schemas/`.
 pub const MANIFEST_SCHEMA_FILE: &str = "manifest.schema.json";
+/// File name of the noise profile file's schema under `schemas/`.
+pub const NOISE_PROFILE_SCHEMA_FILE: &str = "noise-profile.schema.json";
 /// File name of the `session.json` schema under `schemas/`.
 pub const SESSION_REPORT_SCHEMA_FILE: &str = "session.schema.json";
 
@@ -48,6 +50,11 @@ pub fn render(schema: &schemars::Schema, closed: bool) -> String {
     let mut text = serde_json::to_string_pretty(&value).expect("a schema serializes");
     text.push('\n');
     text
+}
+
+/// The JSON Schema of a noise profile file (`calibrate`), pretty-printed with a final newline.
+pub fn noise_profile_schema() -> String {
+    render(&schemars::schema_for!(crate::profile::NoiseProfileFile), true)
 }
 
 /// The JSON Schema of `job.json`, pretty-printed with a final newline.
@@ -108,8 +115,9 @@ fn accepts_null(schema: &serde_json::Value) -> bool {
 }
 
 /// Every schema this crate generates, by file name under `schemas/`.
-pub fn all() -> [(&'static str, String); 5] {
+pub fn all() -> [(&'static str, String); 6] {
     [
+        (NOISE_PROFILE_SCHEMA_FILE, noise_profile_schema()),
         (WORKER_JOB_SCHEMA_FILE, worker_job_schema()),
         (WORKER_REPORT_SCHEMA_FILE, worker_report_schema()),
         (SESSION_JOB_SCHEMA_FILE, session_job_schema()),

@@ -315,6 +315,24 @@ pub struct SessionReport {
     /// energy analysis; `null` before version 7 and in sessions marked incomplete.
     #[serde(default)]
     pub energy: Option<crate::energy::SessionEnergy>,
+    /// Where the workers' threads were allowed to run (`run --cpus`); `null` in sessions
+    /// written before the field was added (version 7 sessions of the first builds) and in
+    /// sessions marked incomplete by a later launcher.
+    #[serde(default)]
+    pub placement: Option<Placement>,
+}
+
+/// The CPU placement of a session's workers: what was asked for and what the workers got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    /// `run --cpus` as given (`all`, `first`, or a list such as `0`, `0,1`, `0-3`).
+    pub requested: String,
+    /// The CPUs the workers were allowed on, as a list (`0`, `0-1`), read back from each
+    /// started worker with `sched_getaffinity`; several distinct masks are joined with ` / `.
+    /// `null` where the system has no affinity call (macOS: placement is left to the OS) or no
+    /// worker was started.
+    pub effective: Option<String>,
 }
 
 /// `launcher.json`: written into a session folder when the session starts, so that a launcher

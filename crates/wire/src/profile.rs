@@ -1,0 +1,59 @@
+//! The host noise profile file (`decode-baseline calibrate`): per design, the session-to-session
+//! spread of the paired-test log estimate over `K` A/A yardstick sessions. `compare` and `run`
+//! read it (`--noise-profile FILE`, or the default file of the host) and hold each verdict's
+//! error to at least the profile's (`src/stats/profile.rs`).
+
+use serde::{Deserialize, Serialize};
+
+/// The version [`NoiseProfileFile`] is written with; readers refuse any other.
+pub const NOISE_PROFILE_SCHEMA_VERSION: u32 = 1;
+
+/// A profile file: one host's designs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoiseProfileFile {
+    /// [`NOISE_PROFILE_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// When `calibrate` wrote it, RFC 3339 UTC to the second.
+    pub written_utc: String,
+    /// One entry per design calibrated (a later `calibrate` of the same design replaces it).
+    pub designs: Vec<ProfiledDesign>,
+}
+
+/// One design's profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfiledDesign {
+    /// What the sessions had in common; a session matches when every field is equal.
+    pub design: Design,
+    /// The A/A sessions' log estimates (numerator `adapter` against `reference`), in run order.
+    pub log_estimates: Vec<f64>,
+    /// Their sample standard deviation: one session's error from session to session.
+    pub sd: f64,
+    /// The session folders they came from.
+    pub sessions: Vec<String>,
+    /// The adapter pair the A/A sessions measured, numerator over reference, e.g.
+    /// `controlled-b/controlled` (not part of the design: the profile stands for the design's
+    /// run-to-run noise; a row whose own error is larger is held to its own).
+    pub pair: String,
+}
+
+/// A design: host, device, library, model, cell kind, placement and the adapter pair.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Design {
+    /// Host name, OS, architecture, CPU count and model, e.g. `box (linux x86_64, 2 CPUs, AMD EPYC)`.
+    pub host: String,
+    /// The backend (`cpu`, `cuda`, `metal`) and the device's name.
+    pub device: String,
+    /// The libmlx the workers loaded, SHA-256 (several joined with `,`).
+    pub libmlx_sha256: String,
+    /// The model case of the cell (its shape follows from the pinned files).
+    pub case_id: String,
+    /// The cell's mode (`headline`, `fixed_continuation`, …).
+    pub mode: String,
+    /// The session order (`interleaved`, `alternate`, `fixed`).
+    pub order: String,
+    /// The CPUs the workers got (`run --cpus`), or `unrecorded`.
+    pub placement: String,
+}
