@@ -28,5 +28,5 @@ pub use nvml::{Nvml, NVML_LIBRARY};
 pub use powercap::{Powercap, POWERCAP_ROOT};
 pub use ratio::paired_energy_ratio;
 pub use recorder::{GroupRecorder, MID_SAMPLE_EVERY};
-pub use render::{csv, human_joules, sources_line, table, CSV_FILE};
+pub use render::{csv, human_joules, ratio_words, sources_line, table, CSV_FILE};
 pub use source::{Counter, DomainSample, EnergySource, Missing, MissingSource, Snapshot, Unit};

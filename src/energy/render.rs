@@ -47,7 +47,9 @@ pub fn human_joules(j: f64) -> String {
     }
 }
 
-fn ratio_words(r: &Option<EnergyRatio>) -> String {
+/// An energy ratio in words, for the table and the report page: ratio, interval, pairs, verdict
+/// and p-value; `-` when there is none.
+pub fn ratio_words(r: &Option<EnergyRatio>) -> String {
     r.map_or("-".to_owned(), |r| {
         format!(
             "{:.3} [{:.3}, {:.3}] over {} pairs: {} (p = {:.3})",

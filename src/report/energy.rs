@@ -6,16 +6,10 @@
 
 use std::fmt::Write as _;
 
-use decode_baseline::energy::{human_joules, sources_line};
-use decode_baseline_wire::{analysis::pair_label, energy::EnergyRatio, session::SessionReport};
+use decode_baseline::energy::{human_joules, ratio_words, sources_line};
+use decode_baseline_wire::{analysis::pair_label, session::SessionReport};
 
 use crate::{duration::human_ns, plot::esc};
-
-fn ratio_cell(r: &Option<EnergyRatio>) -> String {
-    r.map_or("-".to_owned(), |r| {
-        format!("{:.3} [{:.3}, {:.3}] ({} pairs, {})", r.ratio, r.lower, r.upper, r.pairs, r.verdict.words())
-    })
-}
 
 /// Appends the section to `h`.
 pub fn section(h: &mut String, session: &SessionReport) {
@@ -86,8 +80,8 @@ pub fn section(h: &mut String, session: &SessionReport) {
                     esc(&cell.cell),
                     esc(&pair_label(adapter, &session.reference)),
                     esc(&d.domain),
-                    esc(&ratio_cell(&p.all)),
-                    esc(&ratio_cell(&p.unthrottled)),
+                    esc(&ratio_words(&p.all)),
+                    esc(&ratio_words(&p.unthrottled)),
                     p.throttled_pairs,
                     p.pairs,
                     p.dropped_pairs,
