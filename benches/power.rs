@@ -7,6 +7,7 @@
 //! cargo bench --bench power -- --pairs 4 --slowdown-pct 5 --orders interleaved
 //! cargo bench --bench power -- --hog              # a CPU hog started half-way instead
 //! cargo bench --bench power -- --yardstick --pairs 10 --repetitions 2
+//! cargo bench --bench power -- --yardstick --cpus all --until-decided 5m --slowdown-pct 10 --no-aa
 //! ```
 //!
 //! With `--yardstick`, the regression check that holds the machine constant: the controlled loop
@@ -16,7 +17,11 @@
 //! code (`compare` of that one session calling `controlled-b` faster or slower is a false
 //! alarm), and one with `controlled-b` slowed by the percentage (a `slower` verdict is a
 //! detection). The verdict is `compare`'s paired test within each session (A B / B A blocks,
-//! `req/compare.md` §2).
+//! `req/compare.md` §2). `--cpus LIST` places the workers (`run --cpus`, default `first`).
+//! With `--until-decided BUDGET` each session is a sequential one (`run --until-decided
+//! --budget BUDGET`) and its verdict is the launcher's Pocock decision (`until-decided:` line),
+//! not `compare`'s fixed-sample test, whose level would not hold after the looks; the pairs it
+//! took are printed. `--no-aa` runs the slowed sessions only.
 //!
 //! With `--hog`, per order: one session as it is, then one with a CPU hog (one spinning `sh`
 //! per CPU) started half-way through it; prints each session's controlled/stock ratio with its
@@ -56,6 +61,9 @@ struct Options {
     hog: bool,
     yardstick: bool,
     repetitions: u32,
+    cpus: String,
+    until_decided: Option<String>,
+    aa: bool,
 }
 
 fn options() -> Options {
@@ -66,6 +74,9 @@ fn options() -> Options {
         hog: false,
         yardstick: false,
         repetitions: 1,
+        cpus: "first".into(),
+        until_decided: None,
+        aa: true,
     };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = args.next() {
@@ -77,9 +88,12 @@ fn options() -> Options {
             "--hog" => o.hog = true,
             "--yardstick" => o.yardstick = true,
             "--repetitions" => o.repetitions = value().parse().expect("--repetitions: a whole number"),
+            "--cpus" => o.cpus = value(),
+            "--until-decided" => o.until_decided = Some(value()),
+            "--no-aa" => o.aa = false,
             other => panic!(
                 "unknown argument {other:?}; expected --pairs N, --slowdown-pct P, --orders a,b, --hog, --yardstick, \
-                 --repetitions R"
+                 --repetitions R, --cpus LIST, --until-decided BUDGET, --no-aa"
             ),
         }
     }
@@ -94,22 +108,31 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The adapters of a session, the slowed one, the reference and the worker runs per adapter.
+/// The adapters of a session, the slowed one, the reference, the worker runs per adapter and
+/// the `run` flags beyond `--job`.
 struct Lineup {
     adapters: &'static [&'static str],
     slowed: &'static str,
     reference: &'static str,
     repetitions: u32,
+    run_flags: Vec<String>,
 }
 
 /// Controlled against stock, controlled slowed: the comparison of two sessions.
-const AGAINST_STOCK: Lineup =
-    Lineup { adapters: &["controlled", "stock"], slowed: "controlled", reference: "stock", repetitions: 1 };
+fn against_stock() -> Lineup {
+    Lineup {
+        adapters: &["controlled", "stock"],
+        slowed: "controlled",
+        reference: "stock",
+        repetitions: 1,
+        run_flags: vec![],
+    }
+}
 
 /// Runs one session of the cell in `order`, the controlled loop slowed by `slowdown_us`;
 /// returns the session folder and its wall time in seconds.
 fn session(root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, f64) {
-    session_with(root, order, name, slowdown_us, None, &AGAINST_STOCK).0
+    session_with(root, order, name, slowdown_us, None, &against_stock()).0
 }
 
 /// As [`session`], with a CPU hog (one spinning shell per CPU) started `hog_after_s` into it;
@@ -131,7 +154,7 @@ fn session_with(
     });
     std::fs::write(&job, body.to_string()).unwrap();
     let mut cmd = Command::new(binary());
-    cmd.args(["run", "--job"]).arg(&job).env("HF_HUB_OFFLINE", "1");
+    cmd.args(["run", "--job"]).arg(&job).args(&lineup.run_flags).env("HF_HUB_OFFLINE", "1");
     if slowdown_us > 0 {
         cmd.env("DECODE_BASELINE_TEST_SLOWDOWN_US", slowdown_us.to_string())
             .env("DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER", lineup.slowed);
@@ -173,9 +196,9 @@ fn session_ratio(session: &Path) -> (f64, f64, f64) {
 fn hog(o: &Options, root: &Path) {
     let mut results = Vec::new();
     for order in &o.orders {
-        let ((quiet, wall), _) = session_with(root, order, &format!("{order}-quiet"), 0, None, &AGAINST_STOCK);
+        let ((quiet, wall), _) = session_with(root, order, &format!("{order}-quiet"), 0, None, &against_stock());
         let ((busy, _), table) =
-            session_with(root, order, &format!("{order}-hog"), 0, Some(wall / 2.0), &AGAINST_STOCK);
+            session_with(root, order, &format!("{order}-hog"), 0, Some(wall / 2.0), &against_stock());
         let (q, b) = (session_ratio(&quiet), session_ratio(&busy));
         let warned = table.contains("warning: host:");
         println!(
@@ -191,58 +214,119 @@ fn hog(o: &Options, root: &Path) {
 }
 
 /// `--yardstick`: per pair, an A/A session and a slowed one of `controlled` against
-/// `controlled-b` interleaved, each judged by `compare` of that one session.
+/// `controlled-b` interleaved, each judged by `compare` of that one session, or by the
+/// launcher's sequential decision with `--until-decided`.
 fn yardstick(o: &Options, root: &Path) {
+    let mut run_flags = vec!["--cpus".to_owned(), o.cpus.clone()];
+    if let Some(budget) = &o.until_decided {
+        run_flags.extend(["--until-decided".to_owned(), "--budget".to_owned(), budget.clone()]);
+    }
     let lineup = Lineup {
         adapters: &["controlled", "controlled-b"],
         slowed: "controlled-b",
         reference: "controlled",
         repetitions: o.repetitions,
+        run_flags,
     };
-    let run = |name: &str, slowdown_us| session_with(root, "interleaved", name, slowdown_us, None, &lineup).0;
-    let (calibration, _) = run("yardstick-calibration", 0);
+    let run = |name: &str, slowdown_us| session_with(root, "interleaved", name, slowdown_us, None, &lineup);
+    let ((calibration, _), _) = run("yardstick-calibration", 0);
     let slowdown_us = (controlled_median_ns(&calibration) * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
-    let judge = |session: &Path| {
-        let report = compare_within(session);
+    let judge = |(session, wall): (PathBuf, f64), table: String| {
+        let report = compare_within(&session);
         let row = report["rows"].as_array().unwrap().iter().find(|r| r["adapter"] == "controlled-b").unwrap().clone();
         let ratio = row["outcome"]["decision"]["ratio"].as_f64().unwrap_or(f64::NAN);
-        (verdict(&row), mde(&row), ratio)
+        let (verdict, pairs) = match &o.until_decided {
+            Some(_) => sequential_verdict(&table),
+            None => (verdict(&row), None),
+        };
+        Judged { verdict, mde: mde(&row), ratio, pairs, wall }
     };
-    let (mut false_alarms, mut detections, mut mdes, mut walls) = (0, 0, vec![], vec![]);
-    let (mut aa, mut slowed, mut aa_ratios, mut slowed_ratios) = (vec![], vec![], vec![], vec![]);
+    let (mut false_alarms, mut detections, mut aa, mut slowed) = (0, 0, vec![], vec![]);
     for i in 0..o.pairs {
-        let (a, wa) = run(&format!("yardstick-{i}-aa"), 0);
-        let (b, wb) = run(&format!("yardstick-{i}-slowed"), slowdown_us);
-        walls.extend([wa, wb]);
-        let (va, ta, ra) = judge(&a);
-        let (vb, tb, rb) = judge(&b);
-        false_alarms += usize::from(va == "faster" || va == "slower");
-        detections += usize::from(vb == "slower");
-        mdes.extend([ta, tb]);
-        aa_ratios.push(ra);
-        slowed_ratios.push(rb);
-        eprintln!("power: yardstick pair {i}: A/A {va} ({ra:.3}), slowed {vb} ({rb:.3})");
-        aa.push(json!({"verdict": va, "ratio": ra, "mde": ta}));
-        slowed.push(json!({"verdict": vb, "ratio": rb, "mde": tb}));
+        if o.aa {
+            let (a, table) = run(&format!("yardstick-{i}-aa"), 0);
+            let a = judge(a, table);
+            false_alarms += usize::from(a.verdict == "faster" || a.verdict == "slower");
+            eprintln!("power: yardstick pair {i}: A/A {}", a.describe());
+            aa.push(a);
+        }
+        let (b, table) = run(&format!("yardstick-{i}-slowed"), slowdown_us);
+        let b = judge(b, table);
+        detections += usize::from(b.verdict == "slower");
+        eprintln!("power: yardstick pair {i}: slowed {}", b.describe());
+        slowed.push(b);
     }
-    let realized = realized_pct(&slowed_ratios, &aa_ratios);
+    let ratios = |v: &[Judged]| v.iter().map(|j| j.ratio).collect::<Vec<_>>();
+    let realized = realized_pct(&ratios(&slowed), &ratios(&aa));
+    let all: Vec<&Judged> = aa.iter().chain(&slowed).collect();
+    let rule = match &o.until_decided {
+        Some(budget) => format!("the launcher's sequential decision, --until-decided --budget {budget}"),
+        None => "compare's paired test within the session".to_owned(),
+    };
     println!(
-        "\nyardstick (controlled-b against controlled, interleaved, {} repetition(s) per session): \
-         false alarms {false_alarms}/{}, detections of {} % nominal ({slowdown_us} µs per step; realized {realized:.1} %) \
-         {detections}/{}, MDE {:.1} % (median), wall {:.1} s per session (median)",
+        "\nyardstick (controlled-b against controlled, interleaved, {} repetition(s) per group, --cpus {}; {rule}):\n  \
+         false alarms {}, detections of {} % nominal ({slowdown_us} µs per step; realized {realized:.1} %) \
+         {detections}/{}, MDE {:.1} % (median), wall {:.1} s per session (median, longest {:.1} s){}",
         o.repetitions,
-        o.pairs,
+        o.cpus,
+        if o.aa { format!("{false_alarms}/{}", o.pairs) } else { "not run (--no-aa)".to_owned() },
         o.slowdown_pct,
         o.pairs,
-        100.0 * median(mdes),
-        median(walls)
+        100.0 * median(all.iter().map(|j| j.mde).collect()),
+        median(all.iter().map(|j| j.wall).collect()),
+        all.iter().map(|j| j.wall).fold(0.0, f64::max),
+        match o.until_decided {
+            Some(_) => format!(
+                ", pairs to a decision {:.0} (median of the slowed sessions)",
+                median(slowed.iter().filter_map(|j| j.pairs).map(f64::from).collect())
+            ),
+            None => String::new(),
+        }
     );
     let path = repo().join("target/power-yardstick.json");
-    let record = json!({"pairs": o.pairs, "repetitions": o.repetitions, "slowdown_pct": o.slowdown_pct,
-        "slowdown_us": slowdown_us, "realized_pct": realized, "false_alarms": false_alarms, "detections": detections,
-        "aa": aa, "slowed": slowed});
+    let record = json!({"pairs": o.pairs, "repetitions": o.repetitions, "cpus": o.cpus,
+        "until_decided": o.until_decided, "slowdown_pct": o.slowdown_pct, "slowdown_us": slowdown_us,
+        "realized_pct": realized, "false_alarms": o.aa.then_some(false_alarms), "detections": detections,
+        "aa": aa.iter().map(Judged::json).collect::<Vec<_>>(),
+        "slowed": slowed.iter().map(Judged::json).collect::<Vec<_>>()});
     std::fs::write(&path, serde_json::to_vec_pretty(&record).unwrap()).unwrap();
     println!("written: {}", path.display());
+}
+
+/// One yardstick session's verdict, the smallest difference its test could see, its ratio, the
+/// pairs a sequential session took and its wall time.
+struct Judged {
+    verdict: String,
+    mde: f64,
+    ratio: f64,
+    pairs: Option<u32>,
+    wall: f64,
+}
+
+impl Judged {
+    fn describe(&self) -> String {
+        let pairs = self.pairs.map_or(String::new(), |p| format!(", {p} pairs"));
+        format!("{} (ratio {:.3}{pairs}, {:.1} s)", self.verdict, self.ratio, self.wall)
+    }
+
+    fn json(&self) -> Value {
+        json!({"verdict": self.verdict, "ratio": self.ratio, "mde": self.mde, "pairs": self.pairs, "wall_s": self.wall})
+    }
+}
+
+/// The verdict on `controlled-b` and the pairs it took, from a sequential session's
+/// `until-decided:` line (`inconclusive` when it was not decided).
+fn sequential_verdict(table: &str) -> (String, Option<u32>) {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("until-decided: ") && l.contains(CELL))
+        .unwrap_or_else(|| panic!("no until-decided line for {CELL} in:\n{table}"));
+    let pairs = line.split_once(" pairs").and_then(|(head, _)| head.rsplit('(').next()?.parse().ok());
+    let verdict = ["slower", "faster", "no difference"]
+        .into_iter()
+        .find(|v| line.contains(": decided after") && line.contains(&format!("controlled-b {v}")))
+        .unwrap_or("inconclusive");
+    (verdict.to_owned(), pairs)
 }
 
 /// `compare` of one session: its adapters against its reference.

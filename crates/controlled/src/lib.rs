@@ -15,4 +15,6 @@ pub mod worker;
 #[cfg(test)]
 mod gather_qmm_tests;
 #[cfg(test)]
+mod reference_server;
+#[cfg(test)]
 mod reference_tests;

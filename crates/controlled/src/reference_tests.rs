@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::contract::top2;
 use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options};
 use crate::model::Model;
+use crate::reference_server::{self, Outcome};
 
 const VARIANTS: [&str; 4] = ["tiny-qwen3", "tiny-qwen3-tied", "tiny-qwen3-bf16", "tiny-qwen3-q4"];
 /// Ordinary ids of every model here (the tiny extra architectures have a vocabulary of 256).
@@ -31,13 +32,24 @@ fn fixture(name: &str) -> PathBuf {
     repo().join("fixtures").join(name)
 }
 
-/// Runs `.venv/bin/python ARGS` from the repository, whatever its exit status.
-fn python_output(args: &[&str]) -> std::process::Output {
-    Command::new(repo().join(".venv/bin/python")).args(args).current_dir(repo()).output().expect("run .venv/bin/python")
+/// Runs `tools/fixture/reference_logits.py ARGS` in a served process (`reference_server`).
+fn reference_logits(args: &[&str]) -> Outcome {
+    reference_server::call(&repo(), args)
 }
 
+/// The same, asserting that it succeeded.
+fn reference_logits_ok(args: &[&str]) {
+    let out = reference_logits(args);
+    assert!(out.success(), "reference_logits.py {args:?} failed:\n{}", out.output);
+}
+
+/// Runs `.venv/bin/python ARGS` from the repository and returns its standard output.
 fn python(args: &[&str]) -> String {
-    let out = python_output(args);
+    let out = Command::new(repo().join(".venv/bin/python"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run .venv/bin/python");
     assert!(out.status.success(), "python {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
@@ -79,7 +91,6 @@ fn reference_with(model_dir: &Path, prompt: &[u32], dir: &Path, stock: Stock) ->
     let steps = (NEW_TOKENS - 1).to_string();
     let (prompt, continuation) = (ids(prompt), ids(&continuation()));
     let mut args = vec![
-        "tools/fixture/reference_logits.py",
         "--model-dir",
         model_dir.to_str().unwrap(),
         "--prompt",
@@ -94,12 +105,11 @@ fn reference_with(model_dir: &Path, prompt: &[u32], dir: &Path, stock: Stock) ->
     if stock == Stock::GlobalScaleShim {
         args.push("--shim-global-scale");
     }
-    let out = python_output(&args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(GLOBAL_SCALE_EXIT) {
-        return Err(stderr.trim().to_owned());
+    let out = reference_logits(&args);
+    if out.status == GLOBAL_SCALE_EXIT {
+        return Err(out.output.trim().to_owned());
     }
-    assert!(out.status.success(), "python {args:?} failed:\n{stderr}");
+    assert!(out.success(), "reference_logits.py {args:?} failed:\n{}", out.output);
     let summary = serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap()).unwrap();
     let logits = Array::load_safetensors(dir.join("logits.safetensors")).unwrap();
     Ok(Reference { summary, logits })
@@ -157,7 +167,7 @@ fn long_prompt_crossing_the_cache_step_matches_mlx_lm() {
 fn other_architectures_match_mlx_lm() {
     for kind in ["qwen2", "llama", "llama3", "qwen3-q8"] {
         let tmp = tempfile::tempdir().unwrap();
-        python(&["tools/fixture/reference_logits.py", "--make-tiny", kind, "--out", tmp.path().to_str().unwrap()]);
+        reference_logits_ok(&["--make-tiny", kind, "--out", tmp.path().to_str().unwrap()]);
         check_against_mlx_lm(tmp.path(), kind, &PROMPT);
     }
 }
@@ -217,15 +227,7 @@ fn smollm3_matches_mlx_lm() {
 /// Writes `reference_logits.py --make-tiny KIND --variant VARIANT` into a fresh folder.
 fn make_tiny(kind: &str, variant: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    python(&[
-        "tools/fixture/reference_logits.py",
-        "--make-tiny",
-        kind,
-        "--variant",
-        variant,
-        "--out",
-        tmp.path().to_str().unwrap(),
-    ]);
+    reference_logits_ok(&["--make-tiny", kind, "--variant", variant, "--out", tmp.path().to_str().unwrap()]);
     tmp
 }
 
@@ -299,8 +301,7 @@ fn bf16_moe_fails_on_the_cpu_backend_as_in_mlx_lm() {
     for kind in ["qwen3_moe", "gpt_oss"] {
         let tmp = make_tiny(kind, "bfloat16");
         let out = tempfile::tempdir().unwrap();
-        let stock = python_output(&[
-            "tools/fixture/reference_logits.py",
+        let stock = reference_logits(&[
             "--model-dir",
             tmp.path().to_str().unwrap(),
             "--prompt",
@@ -308,9 +309,9 @@ fn bf16_moe_fails_on_the_cpu_backend_as_in_mlx_lm() {
             "--out",
             out.path().to_str().unwrap(),
         ]);
-        let stderr = String::from_utf8_lossy(&stock.stderr);
+        let stderr = &stock.output;
         assert!(
-            !stock.status.success() && stderr.contains(GATHER_MM_FLOAT32),
+            !stock.success() && stderr.contains(GATHER_MM_FLOAT32),
             "{kind} bf16: mlx_lm did not fail with {GATHER_MM_FLOAT32:?} (test bf16 bit-identity instead):\n{stderr}"
         );
         let model = Model::load(tmp.path()).unwrap();
@@ -363,7 +364,7 @@ fn quantization_breadth_matches_mlx_lm() {
     {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_str().unwrap();
-        python(&["tools/fixture/reference_logits.py", "--make-tiny", "mistral", "--variant", variant, "--out", dir]);
+        reference_logits_ok(&["--make-tiny", "mistral", "--variant", variant, "--out", dir]);
         check_against_mlx_lm(tmp.path(), &format!("mistral {variant}"), &PROMPT);
     }
 }
