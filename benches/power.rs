@@ -136,7 +136,7 @@ fn session(root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, 
 }
 
 /// As [`session`], with a CPU hog (one spinning shell per CPU) started `hog_after_s` into it;
-/// also returns the summary table the launcher printed.
+/// also returns what the launcher printed (the summary table, then its standard error).
 fn session_with(
     root: &Path,
     order: &str,
@@ -177,7 +177,8 @@ fn session_with(
     let wall = started.elapsed().as_secs_f64();
     assert!(result.status.success(), "session {name} failed: {}", String::from_utf8_lossy(&result.stderr));
     let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
-    ((dir, wall), String::from_utf8_lossy(&result.stdout).into_owned())
+    let printed = [result.stdout, result.stderr].concat();
+    ((dir, wall), String::from_utf8_lossy(&printed).into_owned())
 }
 
 /// The session's controlled/stock ratio and interval: paired when interleaved.
@@ -319,7 +320,7 @@ impl Judged {
 fn sequential_verdict(table: &str) -> (String, Option<u32>) {
     let line = table
         .lines()
-        .find(|l| l.starts_with("until-decided: ") && l.contains(CELL))
+        .find(|l| l.starts_with("decode-baseline: until-decided: ") && l.contains(CELL))
         .unwrap_or_else(|| panic!("no until-decided line for {CELL} in:\n{table}"));
     let pairs = line.split_once(" pairs").and_then(|(head, _)| head.rsplit('(').next()?.parse().ok());
     let verdict = ["slower", "faster", "no difference"]
