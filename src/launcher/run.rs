@@ -59,8 +59,9 @@ pub struct RunArgs {
     /// for how the default was chosen; a model bound by multi-threaded kernels may want more.
     #[arg(long, value_name = "LIST", default_value = "first", value_parser = placement::Cpus::parse)]
     pub cpus: placement::Cpus,
-    /// The host noise profile file for the table's verdicts (`decode-baseline calibrate`).
-    /// Default: this host's profile file when it exists and holds the session's design.
+    /// The host noise profile file for the table's verdicts and the `--until-decided` looks
+    /// (`decode-baseline calibrate`). Default: this host's profile file when it exists and holds
+    /// the session's design.
     #[arg(long, value_name = "FILE")]
     pub noise_profile: Option<PathBuf>,
     /// Treat each cell's interleaved groups as the looks of a group-sequential test: after each
@@ -169,8 +170,9 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
         }
         true => {
             let pairs = loaded.manifest.run_policy.measured_requests;
-            let (planned, state) = Sequential::new(args.budget.unwrap_or_default(), pairs, cells.len())
-                .map_err(|problem| anyhow::anyhow!("--until-decided: {problem}"))?;
+            let (planned, state) =
+                Sequential::new(args.budget.unwrap_or_default(), pairs, cells.len(), args.noise_profile.clone())
+                    .map_err(|problem| anyhow::anyhow!("--until-decided: {problem}"))?;
             resolved.job.repetitions = planned;
             Some(std::cell::RefCell::new(state))
         }

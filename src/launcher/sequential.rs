@@ -8,16 +8,22 @@
 //! The planned number of looks `K` is fixed before the data can move it: with a budget of `N`
 //! pairs, `K = ⌈N / pairs per group⌉`; with a time budget, `K` follows from the first group's
 //! wall time (`⌊budget / (first group's wall · cells)⌋`, at least 1, at most 50) and the session
-//! also stops starting groups once the budget is spent. Limits (stated in the output): each cell
-//! is its own sequential test (no Holm across cells); the table below the lines is the ordinary
-//! fixed-sample test of the pairs that ran, whose level does not account for the looks.
+//! also stops starting groups once the budget is spent. Each look judges with the error the
+//! table uses: the larger of the host noise profile's and the pairs' own, when `--noise-profile`
+//! (or this host's profile file) holds the cell's design, else the pairs' own. Limits (stated in
+//! the output): each cell is its own sequential test (no Holm across cells); the table below the
+//! lines is the ordinary fixed-sample test of the pairs that ran, whose level does not account
+//! for the looks.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
 use decode_baseline::stats::{pocock, DecisionConfig, PocockBoundary, MAX_LOOKS};
 use decode_baseline_wire::session::SessionReport;
 
-use crate::compare::{self, RowResult, Settings};
+use crate::{
+    calibrate::profiles,
+    compare::{self, RowResult, Settings},
+};
 
 /// `--budget`: the most pairs per cell, or the most time for the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +68,8 @@ pub struct Sequential {
     boundary: Option<PocockBoundary>,
     alpha: f64,
     cells: usize,
+    /// `--noise-profile`, resolved as the table resolves it (`calibrate::profiles::resolve`).
+    noise_profile: Option<PathBuf>,
     done_looks: BTreeMap<String, usize>,
     /// Cells stopped, with the line that says why.
     stopped: BTreeMap<String, String>,
@@ -70,7 +78,12 @@ pub struct Sequential {
 
 impl Sequential {
     /// The groups to plan for (the session's repetitions) and the state.
-    pub fn new(budget: Budget, pairs_per_look: u32, cells: usize) -> Result<(u32, Self), String> {
+    pub fn new(
+        budget: Budget,
+        pairs_per_look: u32,
+        cells: usize,
+        noise_profile: Option<PathBuf>,
+    ) -> Result<(u32, Self), String> {
         let alpha = DecisionConfig::default().alpha;
         let looks = match budget {
             Budget::Pairs(n) => Some((n.div_ceil(pairs_per_look.max(1)) as usize).clamp(1, MAX_LOOKS)),
@@ -85,6 +98,7 @@ impl Sequential {
             boundary,
             alpha,
             cells,
+            noise_profile,
             done_looks: BTreeMap::new(),
             stopped: BTreeMap::new(),
             budget_spent: false,
@@ -115,8 +129,14 @@ impl Sequential {
         }
         let (Some(k), Some(boundary)) = (self.looks, self.boundary) else { return };
         let level = boundary.nominal_alpha;
-        let settings = Settings { config: DecisionConfig::default(), profile: None };
         let cells: Vec<_> = compare::cells(report).into_iter().filter(|c| c.cell == cell).collect();
+        let designs: Vec<(String, String)> = cells.iter().map(|c| (c.cell.clone(), c.case_id.clone())).collect();
+        // A profile file that cannot be read is the table's warning to give; the look uses the
+        // pairs' own error then, as the table does.
+        let profile =
+            profiles::resolve(self.noise_profile.as_deref(), &[report], &designs).ok().and_then(|(profile, _)| profile);
+        let error = profile.as_ref().map_or("own error".to_owned(), |p| format!("noise profile sd {:.4}", p.sd));
+        let settings = Settings { config: DecisionConfig::default(), profile: profile.as_ref() };
         let rows = compare::within_rows(&cells, &settings);
         let verdicts: Vec<Option<String>> = rows
             .iter()
@@ -144,14 +164,14 @@ impl Sequential {
             let said: Vec<String> = verdicts.into_iter().flatten().collect();
             Some(format!(
                 "until-decided: {cell}: decided after look {look} of {k} ({pairs} pairs; Pocock level {level:.4} per look, \
-                 overall {}): {}",
+                 overall {}, {error}): {}",
                 self.alpha,
                 said.join("; ")
             ))
         } else if look >= k || out_of_time {
             Some(format!(
-                "until-decided: {cell}: not decided after look {look} of {k} ({pairs} pairs; {}): no row crossed the \
-                 Pocock level {level:.4}",
+                "until-decided: {cell}: not decided after look {look} of {k} ({pairs} pairs; {}, {error}): no row \
+                 crossed the Pocock level {level:.4}",
                 if out_of_time { "time budget spent" } else { "the planned last look" }
             ))
         } else {
@@ -196,10 +216,10 @@ mod tests {
 
     #[test]
     fn a_pairs_budget_plans_its_looks_at_once() {
-        let (planned, s) = Sequential::new(Budget::Pairs(100), 20, 1).unwrap();
+        let (planned, s) = Sequential::new(Budget::Pairs(100), 20, 1, None).unwrap();
         assert_eq!(planned, 5);
         assert_eq!(s.boundary.unwrap().looks, 5);
-        let (planned, s) = Sequential::new(Budget::Time(Duration::from_secs(60)), 20, 1).unwrap();
+        let (planned, s) = Sequential::new(Budget::Time(Duration::from_secs(60)), 20, 1, None).unwrap();
         assert_eq!(planned, MAX_LOOKS as u32);
         assert!(s.boundary.is_none());
     }

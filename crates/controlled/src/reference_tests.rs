@@ -309,10 +309,10 @@ fn bf16_moe_fails_on_the_cpu_backend_as_in_mlx_lm() {
             "--out",
             out.path().to_str().unwrap(),
         ]);
-        let stderr = &stock.output;
+        let said = &stock.output;
         assert!(
-            !stock.success() && stderr.contains(GATHER_MM_FLOAT32),
-            "{kind} bf16: mlx_lm did not fail with {GATHER_MM_FLOAT32:?} (test bf16 bit-identity instead):\n{stderr}"
+            !stock.success() && said.contains(GATHER_MM_FLOAT32),
+            "{kind} bf16: mlx_lm did not fail with {GATHER_MM_FLOAT32:?} (test bf16 bit-identity instead):\n{said}"
         );
         let model = Model::load(tmp.path()).unwrap();
         let ids = Array::from_slice(&[5i32, 17], &[1, 2]);
