@@ -378,7 +378,7 @@ fn execute(
             executed.workers.push(run);
         }
         if let (Some(sequential), false) = (&session.sequential, members[0].planned.aa) {
-            let so_far = provisional_report(session, &executed.workers);
+            let so_far = provisional_report(session, &executed);
             sequential.borrow_mut().after_group(
                 &cell_name,
                 &so_far,
@@ -397,7 +397,7 @@ fn execute(
 }
 
 /// What a sequential look tests: the session's workers so far, in a report that is never written.
-fn provisional_report(session: &Session, workers: &[WorkerRun]) -> SessionReport {
+fn provisional_report(session: &Session, executed: &Executed) -> SessionReport {
     SessionReport {
         schema_version: SESSION_REPORT_SCHEMA_VERSION,
         session_id: session.id.clone(),
@@ -406,8 +406,9 @@ fn provisional_report(session: &Session, workers: &[WorkerRun]) -> SessionReport
         manifest_path: session.loaded.path.clone(),
         manifest_sha256: session.loaded.sha256,
         model_files: None,
-        host: None,
-        device: None,
+        // The facts a noise profile's design is keyed by, as in `finish`.
+        host: Some(host_facts()),
+        device: device::identify(&executed.workers),
         lease: None,
         started_utc: session.started_utc.clone(),
         finished_utc: String::new(),
@@ -415,13 +416,13 @@ fn provisional_report(session: &Session, workers: &[WorkerRun]) -> SessionReport
         launcher_overhead_ns: 0,
         quiet_wait_ns: None,
         reference: session.resolved.job.reference(),
-        workers: workers.to_vec(),
+        workers: executed.workers.clone(),
         analysis: None,
         problems: Vec::new(),
         unpinned: !session.replaced_programs.is_empty(),
         replaced_programs: session.replaced_programs.clone(),
         energy: None,
-        placement: None,
+        placement: Some(placement::record(&session.cpus, &executed.cpus)),
     }
 }
 
