@@ -258,7 +258,8 @@ fn yardstick(o: &Options, root: &Path) {
         slowed.push(b);
     }
     let ratios = |v: &[Judged]| v.iter().map(|j| j.ratio).collect::<Vec<_>>();
-    let realized = realized_pct(&ratios(&slowed), &ratios(&aa));
+    // Against the A/A sessions' ratios: none with `--no-aa`.
+    let realized = o.aa.then(|| realized_pct(&ratios(&slowed), &ratios(&aa)));
     let all: Vec<&Judged> = aa.iter().chain(&slowed).collect();
     let rule = match &o.until_decided {
         Some(budget) => format!("the launcher's sequential decision, --until-decided --budget {budget}"),
@@ -266,12 +267,13 @@ fn yardstick(o: &Options, root: &Path) {
     };
     println!(
         "\nyardstick (controlled-b against controlled, interleaved, {} repetition(s) per group, --cpus {}; {rule}):\n  \
-         false alarms {}, detections of {} % nominal ({slowdown_us} µs per step; realized {realized:.1} %) \
+         false alarms {}, detections of {} % nominal ({slowdown_us} µs per step; realized {}) \
          {detections}/{}, MDE {:.1} % (median), wall {:.1} s per session (median, longest {:.1} s){}",
         o.repetitions,
         o.cpus,
         if o.aa { format!("{false_alarms}/{}", o.pairs) } else { "not run (--no-aa)".to_owned() },
         o.slowdown_pct,
+        realized.map_or("not measured without A/A sessions".to_owned(), |r| format!("{r:.1} %")),
         o.pairs,
         100.0 * median(all.iter().map(|j| j.mde).collect()),
         median(all.iter().map(|j| j.wall).collect()),
