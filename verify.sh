@@ -5,9 +5,10 @@
 # Prints each step's time and VERIFIED at the end; any failure stops it with a non-zero exit.
 #
 # One build serves the tests; the controlled loop's tests (the long bit-identity ones, against
-# mlx_lm in a Python subprocess) run beside the rest of the workspace's, which spend much of their
-# time waiting on workers; the MLX-free build is checked by clippy on clippy's own artifacts
-# instead of being built a second time in a target folder of its own.
+# mlx_lm in a Python subprocess) and after them the lints run beside the rest of the workspace's
+# tests, which spend much of their time waiting on workers; the MLX-free build is checked by
+# clippy on clippy's own artifacts instead of being built a second time in a target folder of
+# its own.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -23,13 +24,16 @@ step() {
 step "format (cargo fmt --check, rustfmt.toml)"
 cargo fmt --all --check
 
-step "pinned Python environment"
-python3 tools/env/provision.py >/dev/null
-
-step "build (release, every target, with the controlled worker)"
+step "build (release, every target, with the controlled worker), the pinned Python environment beside it"
+# Provisioning mostly downloads and unpacks; the compiler has the cores meanwhile. The MLX
+# bindings' build script provisions too and waits on the same lock, then finds it done.
+mkdir -p target
+python3 tools/env/provision.py >target/verify-provision.log 2>&1 &
+provisioning=$!
 cargo build --release --workspace --all-targets
+wait "$provisioning" || { cat target/verify-provision.log >&2; exit 1; }
 
-step "tests"
+step "tests, and the lints beside them"
 # The controlled loop's test executables, from the build above (asking Cargo to build them alone
 # would resolve features for that package alone and rebuild half the workspace).
 controlled_tests=$(cargo test --release --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
@@ -40,26 +44,37 @@ for line in sys.stdin:
             and m["package_id"].split("#")[0].endswith("crates/controlled"):
         print(m["executable"])')
 [ -n "$controlled_tests" ] || { echo "no test executable of decode-baseline-controlled found" >&2; exit 1; }
-controlled_log=target/verify-controlled-tests.log
-(cd crates/controlled && for exe in $controlled_tests; do echo "     Running $exe"; "$exe" || exit 1; done) \
-  >"$controlled_log" 2>&1 &
-controlled=$!
+# Two lanes on the machine's cores. The rest of the workspace's tests spend much of their time
+# waiting on workers; beside them run the controlled loop's tests (the long bit-identity ones,
+# against mlx_lm in a Python subprocess) and then the lints, which check on clippy's own
+# artifacts and need no lock the running tests hold.
+side_log=target/verify-side-lane.log
+side_lane() {
+  local t=$SECONDS
+  (cd crates/controlled && for exe in $controlled_tests; do echo "     Running $exe"; "$exe" || exit 1; done) \
+    || { echo "decode-baseline-controlled's tests failed"; return 1; }
+  printf '   (decode-baseline-controlled tests: %d s)\n\n== lints (clippy, warnings are errors)\n' $((SECONDS - t))
+  t=$SECONDS
+  cargo clippy --release --workspace --all-targets -- -D warnings || return 1
+  printf '   (lints: %d s)\n\n== without MLX (the launcher, guard and compare: clippy, warnings are errors)\n' \
+    $((SECONDS - t))
+  t=$SECONDS
+  cargo clippy --release --no-default-features -p decode-baseline --lib --bins --benches --examples -- -D warnings \
+    || return 1
+  printf '   (without MLX: %d s)\n' $((SECONDS - t))
+}
+side_lane >"$side_log" 2>&1 &
+side=$!
 rest=0
 cargo test --release --workspace --exclude decode-baseline-controlled || rest=$?
-controlled_rc=0
-wait "$controlled" || controlled_rc=$?
-printf '\n-- decode-baseline-controlled (run beside the tests above):\n'
-cat "$controlled_log"
-if [ "$rest" -ne 0 ] || [ "$controlled_rc" -ne 0 ]; then
-  echo "tests failed (workspace exit $rest, decode-baseline-controlled exit $controlled_rc)" >&2
+side_rc=0
+wait "$side" || side_rc=$?
+printf '\n-- decode-baseline-controlled tests, then the lints (run beside the tests above):\n'
+cat "$side_log"
+if [ "$rest" -ne 0 ] || [ "$side_rc" -ne 0 ]; then
+  echo "failed (workspace tests exit $rest; controlled tests and lints exit $side_rc)" >&2
   exit 1
 fi
-
-step "lints (clippy, warnings are errors)"
-cargo clippy --release --workspace --all-targets -- -D warnings
-
-step "without MLX (the launcher, guard and compare: clippy, warnings are errors)"
-cargo clippy --release --no-default-features -p decode-baseline --lib --bins --benches --examples -- -D warnings
 
 printf '   (%s: %d s)\n' "$step_name" $((SECONDS - step_started))
 printf '\nVERIFIED in %d s\n' $((SECONDS - started))
