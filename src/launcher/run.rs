@@ -345,7 +345,10 @@ fn execute(
         progress.set_message(format!("{} {}", members[0].planned.cell.name(), names.join(" + ")));
         let waiting = Instant::now();
         let quiet_note = wait_for_quiet(quiet_wait, interrupts, &progress);
-        executed.quiet_wait += waiting.elapsed();
+        if quiet_wait > 0 {
+            // Without --quiet-wait nothing waited: the call's own nanoseconds are launcher time.
+            executed.quiet_wait += waiting.elapsed();
+        }
         let limits = Limits { placement: session.mask, ..limits(&members[0].job.run_policy, members.len() as u32) };
         let children_before = host::reaped_children_cpu_time();
         let sampler = host::HostSampler::start();
@@ -972,6 +975,20 @@ mod tests {
         assert!(doc.descendants().any(|n| n.attribute("data-figure") == Some(analysed[0].as_str())));
         let csv = std::fs::read_to_string(dir.join(energy::CSV_FILE)).unwrap();
         assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
+    }
+
+    #[test]
+    fn without_quiet_wait_nothing_is_counted_as_waiting_and_no_waited_line_is_printed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
+        let dir = session.dir.clone();
+        let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
+        assert_eq!(executed.quiet_wait, std::time::Duration::ZERO);
+        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+        let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
+        assert_eq!(report.quiet_wait_ns, Some(0));
+        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
+        assert!(!table.contains("quiet host"), "{table}");
     }
 
     #[test]
