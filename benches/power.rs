@@ -21,7 +21,10 @@
 //! With `--until-decided BUDGET` each session is a sequential one (`run --until-decided
 //! --budget BUDGET`) and its verdict is the launcher's Pocock decision (`until-decided:` line),
 //! not `compare`'s fixed-sample test, whose level would not hold after the looks; the pairs it
-//! took are printed. `--no-aa` runs the slowed sessions only.
+//! took are printed. `--no-aa` runs the slowed sessions only. The yardstick's spin is
+//! calibrated so that its realized effect is the stated percentage (see `calibrate_spin`: a
+//! busy wait of `s` µs lengthens a step by about 2.5 `s` on one CPU and by less than `s` on
+//! two); `--nominal-spin` spins `pct` of the calibration median instead, as the other modes do.
 //!
 //! With `--hog`, per order: one session as it is, then one with a CPU hog (one spinning `sh`
 //! per CPU) started half-way through it; prints each session's controlled/stock ratio with its
@@ -64,6 +67,7 @@ struct Options {
     cpus: String,
     until_decided: Option<String>,
     aa: bool,
+    nominal_spin: bool,
 }
 
 fn options() -> Options {
@@ -77,6 +81,7 @@ fn options() -> Options {
         cpus: "first".into(),
         until_decided: None,
         aa: true,
+        nominal_spin: false,
     };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = args.next() {
@@ -91,9 +96,10 @@ fn options() -> Options {
             "--cpus" => o.cpus = value(),
             "--until-decided" => o.until_decided = Some(value()),
             "--no-aa" => o.aa = false,
+            "--nominal-spin" => o.nominal_spin = true,
             other => panic!(
                 "unknown argument {other:?}; expected --pairs N, --slowdown-pct P, --orders a,b, --hog, --yardstick, \
-                 --repetitions R, --cpus LIST, --until-decided BUDGET, --no-aa"
+                 --repetitions R, --cpus LIST, --until-decided BUDGET, --no-aa, --nominal-spin"
             ),
         }
     }
@@ -230,8 +236,15 @@ fn yardstick(o: &Options, root: &Path) {
         run_flags,
     };
     let run = |name: &str, slowdown_us| session_with(root, "interleaved", name, slowdown_us, None, &lineup);
-    let ((calibration, _), _) = run("yardstick-calibration", 0);
-    let slowdown_us = (controlled_median_ns(&calibration) * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
+    let (slowdown_us, spin_trials) = if o.nominal_spin {
+        let ((calibration, _), _) = run("yardstick-calibration", 0);
+        (
+            (adapter_median_ns(&calibration, "controlled") * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32,
+            vec![],
+        )
+    } else {
+        calibrate_spin(o, root)
+    };
     let judge = |(session, wall): (PathBuf, f64), table: String| {
         let report = compare_within(&session);
         let row = report["rows"].as_array().unwrap().iter().find(|r| r["adapter"] == "controlled-b").unwrap().clone();
@@ -267,12 +280,16 @@ fn yardstick(o: &Options, root: &Path) {
     };
     println!(
         "\nyardstick (controlled-b against controlled, interleaved, {} repetition(s) per group, --cpus {}; {rule}):\n  \
-         false alarms {}, detections of {} % nominal ({slowdown_us} µs per step; realized {}) \
+         false alarms {}, detections of {} % nominal ({slowdown_us} µs per step{}; realized {}) \
          {detections}/{}, MDE {:.1} % (median), wall {:.1} s per session (median, longest {:.1} s){}",
         o.repetitions,
         o.cpus,
         if o.aa { format!("{false_alarms}/{}", o.pairs) } else { "not run (--no-aa)".to_owned() },
         o.slowdown_pct,
+        match spin_trials.iter().find(|(us, _)| *us == slowdown_us) {
+            Some((_, e)) => format!(", calibrated: {:.2} % in its trial", 100.0 * e),
+            None => String::new(),
+        },
         realized.map_or("not measured without A/A sessions".to_owned(), |r| format!("{r:.1} %")),
         o.pairs,
         100.0 * median(all.iter().map(|j| j.mde).collect()),
@@ -289,11 +306,64 @@ fn yardstick(o: &Options, root: &Path) {
     let path = repo().join("target/power-yardstick.json");
     let record = json!({"pairs": o.pairs, "repetitions": o.repetitions, "cpus": o.cpus,
         "until_decided": o.until_decided, "slowdown_pct": o.slowdown_pct, "slowdown_us": slowdown_us,
+        "spin_trials": spin_trials.iter().map(|(us, e)| json!({"spin_us": us, "realized_pct": 100.0 * e})).collect::<Vec<_>>(),
         "realized_pct": realized, "false_alarms": o.aa.then_some(false_alarms), "detections": detections,
         "aa": aa.iter().map(Judged::json).collect::<Vec<_>>(),
         "slowed": slowed.iter().map(Judged::json).collect::<Vec<_>>()});
     std::fs::write(&path, serde_json::to_vec_pretty(&record).unwrap()).unwrap();
     println!("written: {}", path.display());
+}
+
+/// The spin (µs per step) whose realized effect is the stated percentage, and each spin tried
+/// with the effect it realized (a fraction). A busy wait of `s` µs does not lengthen a step by
+/// `s`: with both of a worker's threads on one CPU every operation of the step is a switch
+/// between the loop's thread and MLX's stream thread, and a spin before the step makes the
+/// evaluation after it longer too (300 µs: +463 µs of `eval_ns`; 5 µs: +14–21 µs of `dur_ns`),
+/// while on two CPUs the stream thread's work overlaps the spin (`req/findings.md` §21). So
+/// each trial runs a plain session (no sequential looks) of at least four repetitions, each a
+/// fresh pair of processes, with `controlled-b` spun, and takes the ratio of the two adapters'
+/// per-token medians; the first spin is the stated share of the controlled loop's median, the
+/// next ones come from the line through the last two trials (through the origin after the
+/// first), up to four trials, the closest kept.
+fn calibrate_spin(o: &Options, root: &Path) -> (u32, Vec<(u32, f64)>) {
+    let lineup = Lineup {
+        adapters: &["controlled", "controlled-b"],
+        slowed: "controlled-b",
+        reference: "controlled",
+        repetitions: o.repetitions.max(4),
+        run_flags: vec!["--cpus".to_owned(), o.cpus.clone()],
+    };
+    let target = o.slowdown_pct / 100.0;
+    let mut us = None;
+    let mut trials: Vec<(u32, f64)> = Vec::new();
+    for k in 0..4 {
+        let spin = us.unwrap_or(1);
+        let ((spun, _), _) = session_with(root, "interleaved", &format!("yardstick-spin-{k}"), spin, None, &lineup);
+        let controlled = adapter_median_ns(&spun, "controlled");
+        let realized = adapter_median_ns(&spun, "controlled-b") / controlled - 1.0;
+        if us.is_none() {
+            // The first session only measures the loop: 1 µs is the smallest spin there is.
+            us = Some((controlled * target / 1000.0).round().max(1.0) as u32);
+            eprintln!("power: spin 1 µs per step realized {:.2} % (target {} %)", 100.0 * realized, o.slowdown_pct);
+            trials.push((1, realized));
+            continue;
+        }
+        eprintln!("power: spin {spin} µs per step realized {:.2} % (target {} %)", 100.0 * realized, o.slowdown_pct);
+        trials.push((spin, realized));
+        if (realized - target).abs() <= 0.0025 {
+            break;
+        }
+        let [.., (s0, r0), (s1, r1)] = trials[..] else { unreachable!("two trials by now") };
+        let slope = (r1 - r0) / (f64::from(s1) - f64::from(s0));
+        let next = if slope > 0.0 {
+            f64::from(s1) + (target - r1) / slope
+        } else {
+            f64::from(s1) * target / r1.max(target / 10.0)
+        };
+        us = Some(next.round().max(1.0) as u32);
+    }
+    let closest = trials.iter().min_by(|a, b| (a.1 - target).abs().total_cmp(&(b.1 - target).abs())).unwrap().0;
+    (closest, trials)
 }
 
 /// One yardstick session's verdict, the smallest difference its test could see, its ratio, the
@@ -345,9 +415,10 @@ fn compare(a: &Path, b: &Path) -> Value {
         .unwrap_or_else(|e| panic!("compare: {e}: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
-fn controlled_median_ns(session: &Path) -> f64 {
+/// An adapter's per-token median over every measured step of the session's cell.
+fn adapter_median_ns(session: &Path, adapter: &str) -> f64 {
     let value: Value = serde_json::from_slice(&std::fs::read(session.join("session.json")).unwrap()).unwrap();
-    value["analysis"]["cells"][0]["adapters"]["controlled"]["per_token_ns"]["median"].as_f64().unwrap()
+    value["analysis"]["cells"][0]["adapters"][adapter]["per_token_ns"]["median"].as_f64().unwrap()
 }
 
 /// The judged row of `adapter` against stock, or its raw row (stock).
@@ -396,7 +467,7 @@ fn main() {
     for order in &o.orders {
         let (calibration, _) = session(root.path(), order, &format!("{order}-calibration"), 0);
         let slowdown_us =
-            (controlled_median_ns(&calibration) * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
+            (adapter_median_ns(&calibration, "controlled") * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
         let (mut false_alarms, mut detections, mut aa_verdicts, mut b_verdicts) = (0, 0, Vec::new(), Vec::new());
         let (mut mdes_c, mut mdes_s, mut walls, mut aa_ratios, mut b_ratios) = (vec![], vec![], vec![], vec![], vec![]);
         for i in 0..o.pairs {
