@@ -19,9 +19,9 @@
 //! detection). The verdict is `compare`'s paired test within each session (A B / B A blocks,
 //! `req/compare.md` §2). `--cpus LIST` places the workers (`run --cpus`, default `first`).
 //! With `--until-decided BUDGET` each session is a sequential one (`run --until-decided
-//! --budget BUDGET`) and its verdict is the launcher's Pocock decision (`until-decided:` line),
-//! not `compare`'s fixed-sample test, whose level would not hold after the looks; the pairs it
-//! took are printed. `--no-aa` runs the slowed sessions only. The yardstick's spin is
+//! --budget BUDGET`) and its verdict is the launcher's Pocock decision (`session.json`'s
+//! `sequential`), not `compare`'s fixed-sample test, whose level would not hold after the
+//! looks; the pairs it took are printed. `--no-aa` runs the slowed sessions only. The yardstick's spin is
 //! calibrated so that its realized effect is the stated percentage (see `calibrate_spin`: a
 //! busy wait of `s` µs lengthens a step by about 2.5 `s` on one CPU and by less than `s` on
 //! two); `--nominal-spin` spins `pct` of the calibration median instead, as the other modes do.
@@ -245,12 +245,12 @@ fn yardstick(o: &Options, root: &Path) {
     } else {
         calibrate_spin(o, root)
     };
-    let judge = |(session, wall): (PathBuf, f64), table: String| {
+    let judge = |(session, wall): (PathBuf, f64)| {
         let report = compare_within(&session);
         let row = report["rows"].as_array().unwrap().iter().find(|r| r["adapter"] == "controlled-b").unwrap().clone();
         let ratio = row["outcome"]["decision"]["ratio"].as_f64().unwrap_or(f64::NAN);
         let (verdict, pairs) = match &o.until_decided {
-            Some(_) => sequential_verdict(&table),
+            Some(_) => sequential_verdict(&session),
             None => (verdict(&row), None),
         };
         Judged { verdict, mde: mde(&row), ratio, pairs, wall }
@@ -258,14 +258,14 @@ fn yardstick(o: &Options, root: &Path) {
     let (mut false_alarms, mut detections, mut aa, mut slowed) = (0, 0, vec![], vec![]);
     for i in 0..o.pairs {
         if o.aa {
-            let (a, table) = run(&format!("yardstick-{i}-aa"), 0);
-            let a = judge(a, table);
+            let (a, _) = run(&format!("yardstick-{i}-aa"), 0);
+            let a = judge(a);
             false_alarms += usize::from(a.verdict == "faster" || a.verdict == "slower");
             eprintln!("power: yardstick pair {i}: A/A {}", a.describe());
             aa.push(a);
         }
-        let (b, table) = run(&format!("yardstick-{i}-slowed"), slowdown_us);
-        let b = judge(b, table);
+        let (b, _) = run(&format!("yardstick-{i}-slowed"), slowdown_us);
+        let b = judge(b);
         detections += usize::from(b.verdict == "slower");
         eprintln!("power: yardstick pair {i}: slowed {}", b.describe());
         slowed.push(b);
@@ -387,19 +387,20 @@ impl Judged {
     }
 }
 
-/// The verdict on `controlled-b` and the pairs it took, from a sequential session's
-/// `until-decided:` line (`inconclusive` when it was not decided).
-fn sequential_verdict(table: &str) -> (String, Option<u32>) {
-    let line = table
-        .lines()
-        .find(|l| l.starts_with("decode-baseline: until-decided: ") && l.contains(CELL))
-        .unwrap_or_else(|| panic!("no until-decided line for {CELL} in:\n{table}"));
-    let pairs = line.split_once(" pairs").and_then(|(head, _)| head.rsplit('(').next()?.parse().ok());
-    let verdict = ["slower", "faster", "no difference"]
-        .into_iter()
-        .find(|v| line.contains(": decided after") && line.contains(&format!("controlled-b {v}")))
-        .unwrap_or("inconclusive");
-    (verdict.to_owned(), pairs)
+/// The verdict on `controlled-b` and the pairs it took, from a sequential session's record
+/// (`session.json`'s `sequential`; `inconclusive` when it was not decided).
+fn sequential_verdict(session: &Path) -> (String, Option<u32>) {
+    let value: Value = serde_json::from_slice(&std::fs::read(session.join("session.json")).unwrap()).unwrap();
+    let cell = value["sequential"]["cells"]
+        .as_array()
+        .and_then(|cells| cells.iter().find(|c| c["cell"] == CELL))
+        .unwrap_or_else(|| panic!("no sequential record of {CELL} in {}", session.display()));
+    let row = cell["rows"].as_array().and_then(|rows| rows.iter().find(|r| r["adapter"] == "controlled-b"));
+    let verdict = match row.and_then(|r| r["verdict"].as_str()) {
+        Some("undecided") | None => "inconclusive",
+        Some(v) => v,
+    };
+    (verdict.to_owned(), cell["pairs"].as_u64().map(|p| p as u32))
 }
 
 /// `compare` of one session: its adapters against its reference.

@@ -69,6 +69,7 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             replaced_programs: Default::default(),
             energy: None,
             placement: None,
+            sequential: None,
         };
         match output::write_session(&dir, &report) {
             Ok(()) => lines.push(format!(

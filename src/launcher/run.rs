@@ -25,7 +25,7 @@ use super::{
     analysis, device,
     execute::{Execution, Prepared, Processes},
     lease, memory, output, placement, plan, preflight, recovery,
-    sequential::{Budget, Sequential},
+    sequential::{self, Budget, Sequential},
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -170,9 +170,15 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
         }
         true => {
             let pairs = loaded.manifest.run_policy.measured_requests;
-            let (planned, state) =
-                Sequential::new(args.budget.unwrap_or_default(), pairs, cells.len(), args.noise_profile.clone())
-                    .map_err(|problem| anyhow::anyhow!("--until-decided: {problem}"))?;
+            let rows_per_cell = resolved.job.adapters.iter().filter(|a| **a != resolved.job.reference()).count();
+            let (planned, state) = Sequential::new(
+                args.budget.unwrap_or_default(),
+                pairs,
+                cells.len(),
+                rows_per_cell,
+                args.noise_profile.clone(),
+            )
+            .map_err(|problem| anyhow::anyhow!("--until-decided: {problem}"))?;
             resolved.job.repetitions = planned;
             Some(std::cell::RefCell::new(state))
         }
@@ -295,6 +301,8 @@ struct Executed {
     energy: decode_baseline_wire::energy::SessionEnergy,
     /// The distinct CPU masks the workers were read back with.
     cpus: std::collections::BTreeSet<String>,
+    /// `--until-decided`: each cell's sequential test.
+    sequential: Option<decode_baseline_wire::sequential::SequentialRecord>,
 }
 
 /// Runs every group of the session in turn with `execution` and records each worker's run;
@@ -328,6 +336,7 @@ fn execute(
         quiet_wait: Default::default(),
         energy: meter.record(),
         cpus: Default::default(),
+        sequential: None,
     };
     for group in session.groups.iter().cloned() {
         let members = &session.prepared[group];
@@ -391,8 +400,9 @@ fn execute(
         }
     }
     progress.finish_and_clear();
-    if let Some(sequential) = &session.sequential {
-        for line in sequential.borrow().lines() {
+    executed.sequential = session.sequential.as_ref().map(|s| s.borrow().record());
+    if let Some(record) = &executed.sequential {
+        for line in sequential::lines(record) {
             eprintln!("decode-baseline: {line}");
         }
     }
@@ -426,6 +436,7 @@ fn provisional_report(session: &Session, executed: &Executed) -> SessionReport {
         replaced_programs: session.replaced_programs.clone(),
         energy: None,
         placement: Some(placement::record(&session.cpus, &executed.cpus)),
+        sequential: None,
     }
 }
 
@@ -448,7 +459,8 @@ impl Show {
 /// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
 /// the result and returns the session's exit code.
 fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<ExitCode> {
-    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus } = executed;
+    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus, sequential } =
+        executed;
     let reference = session.resolved.job.reference();
     let analysis = analysis::analyze(&workers, &session.cells, session.resolved.job.order, &reference);
     let cell_names: Vec<String> = session.cells.iter().map(|c| c.name()).collect();
@@ -486,6 +498,7 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
         replaced_programs: session.replaced_programs,
         energy: Some(energy_record),
         placement: Some(placement::record(&session.cpus, &cpus)),
+        sequential,
     };
     let session_dir = session.dir;
     if let Err(err) = output::write_session(&session_dir, &report) {

@@ -10,15 +10,19 @@
 //! wall time (`⌊budget / (first group's wall · cells)⌋`, at least 1, at most 50) and the session
 //! also stops starting groups once the budget is spent. Each look judges with the error the
 //! table uses: the larger of the host noise profile's and the pairs' own, when `--noise-profile`
-//! (or this host's profile file) holds the cell's design, else the pairs' own. Limits (stated in
-//! the output): each cell is its own sequential test (no Holm across cells); the table below the
-//! lines is the ordinary fixed-sample test of the pairs that ran, whose level does not account
-//! for the looks.
+//! (or this host's profile file) holds the cell's design, else the pairs' own. The session's
+//! false-alarm rate is split over every row of every cell (Bonferroni: each row's looks at the
+//! Pocock level of `α / rows`), so several cells do not multiply it. The decision is recorded in
+//! `session.json` (`sequential`) and printed; the table below the lines is the ordinary
+//! fixed-sample test of the pairs that ran, whose level does not account for the looks.
 
-use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use decode_baseline::stats::{pocock, DecisionConfig, PocockBoundary, MAX_LOOKS};
-use decode_baseline_wire::session::SessionReport;
+use decode_baseline_wire::{
+    sequential::{SequentialCell, SequentialEnd, SequentialRecord, SequentialRow, SequentialVerdict},
+    session::SessionReport,
+};
 
 use crate::{
     calibrate::profiles,
@@ -49,6 +53,14 @@ impl Budget {
             .map(Self::Time)
             .ok_or_else(|| format!("`{text}` is neither a number of pairs (`200`) nor a time (`5m`, `90s`)"))
     }
+
+    /// `200 pairs` or `5m`, for the record.
+    pub fn describe(self) -> String {
+        match self {
+            Self::Pairs(n) => format!("{n} pairs"),
+            Self::Time(d) => humantime::format_duration(d).to_string(),
+        }
+    }
 }
 
 impl Default for Budget {
@@ -61,46 +73,54 @@ impl Default for Budget {
 #[derive(Debug)]
 pub struct Sequential {
     budget: Budget,
+    /// `--budget` as given, for the record.
+    budget_text: String,
     /// Pairs one group adds to a cell (the measured requests of one worker).
     pairs_per_look: u32,
     /// `K`: known at once for a pairs budget, after the first group for a time budget.
     looks: Option<usize>,
     boundary: Option<PocockBoundary>,
+    /// The session's false-alarm rate, split over `rows`.
     alpha: f64,
+    /// The rows tested in the whole session (cells × adapters other than the reference).
+    rows: u32,
     cells: usize,
     /// `--noise-profile`, resolved as the table resolves it (`calibrate::profiles::resolve`).
     noise_profile: Option<PathBuf>,
-    done_looks: BTreeMap<String, usize>,
-    /// Cells stopped, with the line that says why.
-    stopped: BTreeMap<String, String>,
+    /// Per cell, in the order the cells first ran; `end` is `None` while its looks go on.
+    records: Vec<(SequentialCell, Option<SequentialEnd>)>,
     budget_spent: bool,
 }
 
 impl Sequential {
-    /// The groups to plan for (the session's repetitions) and the state.
+    /// The groups to plan for (the session's repetitions) and the state. `rows_per_cell` is the
+    /// number of adapters tested against the reference in each cell.
     pub fn new(
         budget: Budget,
         pairs_per_look: u32,
         cells: usize,
+        rows_per_cell: usize,
         noise_profile: Option<PathBuf>,
     ) -> Result<(u32, Self), String> {
         let alpha = DecisionConfig::default().alpha;
+        let rows = (cells * rows_per_cell).max(1) as u32;
         let looks = match budget {
             Budget::Pairs(n) => Some((n.div_ceil(pairs_per_look.max(1)) as usize).clamp(1, MAX_LOOKS)),
             Budget::Time(_) => None,
         };
-        let boundary = looks.map(|k| pocock(k, alpha)).transpose().map_err(|e| e.to_string())?;
+        let boundary = looks.map(|k| pocock(k, alpha / f64::from(rows))).transpose().map_err(|e| e.to_string())?;
         let planned = looks.unwrap_or(MAX_LOOKS) as u32;
         let state = Self {
             budget,
+            budget_text: budget.describe(),
             pairs_per_look,
             looks,
             boundary,
             alpha,
+            rows,
             cells,
             noise_profile,
-            done_looks: BTreeMap::new(),
-            stopped: BTreeMap::new(),
+            records: Vec::new(),
             budget_spent: false,
         };
         Ok((planned, state))
@@ -109,94 +129,163 @@ impl Sequential {
     /// Whether a group of `cell` is not to be started: the cell is decided, at its last look,
     /// or the time budget is spent.
     pub fn skips(&self, cell: &str) -> bool {
-        self.budget_spent || self.stopped.contains_key(cell)
+        self.budget_spent || self.records.iter().any(|(c, end)| c.cell == cell && end.is_some())
     }
 
     /// After a group of `cell` ran (`wall` its wall time, `elapsed` the session's so far):
     /// fixes `K` at the first group of a time budget, tests the cell's rows in `report` (the
     /// workers so far) and stops the cell when decided or at its last look.
     pub fn after_group(&mut self, cell: &str, report: &SessionReport, wall: Duration, elapsed: Duration) {
-        let look = {
-            let n = self.done_looks.entry(cell.to_owned()).or_default();
-            *n += 1;
-            *n
-        };
         if let (None, Budget::Time(budget)) = (self.looks, self.budget) {
             let per_look = wall.as_secs_f64().max(1e-3) * self.cells as f64;
             let k = ((budget.as_secs_f64() / per_look).floor() as usize).clamp(1, MAX_LOOKS);
             self.looks = Some(k);
-            self.boundary = pocock(k, self.alpha).ok();
+            self.boundary = pocock(k, self.alpha / f64::from(self.rows)).ok();
         }
+        let index = match self.records.iter().position(|(c, _)| c.cell == cell) {
+            Some(i) => i,
+            None => {
+                self.records.push((
+                    SequentialCell {
+                        cell: cell.to_owned(),
+                        looks_planned: 0,
+                        looks_done: 0,
+                        pairs: 0,
+                        nominal_level: None,
+                        profile_sd: None,
+                        end: SequentialEnd::BudgetSpent,
+                        rows: Vec::new(),
+                    },
+                    None,
+                ));
+                self.records.len() - 1
+            }
+        };
+        let out_of_time = matches!(self.budget, Budget::Time(budget) if elapsed >= budget);
+        self.budget_spent |= out_of_time;
+        let (record, end) = &mut self.records[index];
+        record.looks_done += 1;
+        record.pairs = record.looks_done * self.pairs_per_look;
         let (Some(k), Some(boundary)) = (self.looks, self.boundary) else { return };
         let level = boundary.nominal_alpha;
+        record.looks_planned = k as u32;
+        record.nominal_level = Some(level);
         let cells: Vec<_> = compare::cells(report).into_iter().filter(|c| c.cell == cell).collect();
         let designs: Vec<(String, String)> = cells.iter().map(|c| (c.cell.clone(), c.case_id.clone())).collect();
         // A profile file that cannot be read is the table's warning to give; the look uses the
         // pairs' own error then, as the table does.
         let profile =
             profiles::resolve(self.noise_profile.as_deref(), &[report], &designs).ok().and_then(|(profile, _)| profile);
-        let error = profile.as_ref().map_or("own error".to_owned(), |p| format!("noise profile sd {:.4}", p.sd));
+        record.profile_sd = profile.as_ref().map(|p| p.sd);
         let settings = Settings { config: DecisionConfig::default(), profile: profile.as_ref() };
-        let rows = compare::within_rows(&cells, &settings);
-        let verdicts: Vec<Option<String>> = rows
-            .iter()
-            .map(|row| match &row.outcome {
-                RowResult::Compared { decision, .. } if decision.p_value < level => Some(format!(
-                    "{} {} (ratio {:.3}, p = {:.4})",
-                    row.adapter.as_ref().map_or("?", |a| a.as_str()),
-                    if decision.log_estimate > 0.0 { "slower" } else { "faster" },
-                    decision.ratio,
-                    decision.p_value
-                )),
-                RowResult::Compared { decision, .. } if decision.equivalence_p_value < level => Some(format!(
-                    "{} no difference (ratio {:.3}, within ±{:.1} %)",
-                    row.adapter.as_ref().map_or("?", |a| a.as_str()),
-                    decision.ratio,
-                    100.0 * decision.config.margin
-                )),
-                _ => None,
-            })
-            .collect();
-        let pairs = look as u32 * self.pairs_per_look;
-        let decided = !verdicts.is_empty() && verdicts.iter().all(Option::is_some);
-        let out_of_time = matches!(self.budget, Budget::Time(budget) if elapsed >= budget);
-        let line = if decided {
-            let said: Vec<String> = verdicts.into_iter().flatten().collect();
-            Some(format!(
-                "until-decided: {cell}: decided after look {look} of {k} ({pairs} pairs; Pocock level {level:.4} per look, \
-                 overall {}, {error}): {}",
-                self.alpha,
-                said.join("; ")
-            ))
-        } else if look >= k || out_of_time {
-            Some(format!(
-                "until-decided: {cell}: not decided after look {look} of {k} ({pairs} pairs; {}, {error}): no row \
-                 crossed the Pocock level {level:.4}",
-                if out_of_time { "time budget spent" } else { "the planned last look" }
-            ))
+        record.rows = compare::within_rows(&cells, &settings).iter().filter_map(|row| look_row(row, level)).collect();
+        let decided = !record.rows.is_empty() && record.rows.iter().all(|r| r.verdict != SequentialVerdict::Undecided);
+        *end = if decided {
+            Some(SequentialEnd::Decided)
+        } else if record.looks_done as usize >= k {
+            Some(SequentialEnd::LastLook)
+        } else if out_of_time {
+            Some(SequentialEnd::BudgetSpent)
         } else {
             None
         };
-        if let Some(line) = line {
-            self.stopped.insert(cell.to_owned(), line);
-        }
-        self.budget_spent |= out_of_time;
     }
 
-    /// One line per cell that ran, in cell order, and the limits.
-    pub fn lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self.stopped.values().cloned().collect();
-        for (cell, looks) in &self.done_looks {
-            if !self.stopped.contains_key(cell) {
-                lines.push(format!("until-decided: {cell}: stopped after {looks} look(s), undecided (budget spent)"));
-            }
+    /// The record for `session.json`: a cell whose looks were still going on when the session
+    /// stopped starting groups ended by the budget.
+    pub fn record(&self) -> SequentialRecord {
+        SequentialRecord {
+            budget: self.budget_text.clone(),
+            alpha: self.alpha,
+            rows: self.rows,
+            cells: self
+                .records
+                .iter()
+                .map(|(cell, end)| SequentialCell { end: end.unwrap_or(SequentialEnd::BudgetSpent), ..cell.clone() })
+                .collect(),
         }
-        lines.push(
-            "until-decided: each cell is its own sequential test (no Holm across cells); the table's verdicts are the \
-             fixed-sample test of the pairs that ran"
-                .to_owned(),
-        );
-        lines
+    }
+}
+
+/// A row at a look held to `level`; `None` for a row of the reference itself (not tested).
+fn look_row(row: &compare::Row, level: f64) -> Option<SequentialRow> {
+    let adapter = row.adapter.clone()?;
+    Some(match &row.outcome {
+        RowResult::Compared { decision, .. } => SequentialRow {
+            adapter,
+            verdict: if decision.p_value < level {
+                if decision.log_estimate > 0.0 {
+                    SequentialVerdict::Slower
+                } else {
+                    SequentialVerdict::Faster
+                }
+            } else if decision.equivalence_p_value < level {
+                SequentialVerdict::NoDifference
+            } else {
+                SequentialVerdict::Undecided
+            },
+            ratio: Some(decision.ratio),
+            p_value: Some(decision.p_value),
+            equivalence_p_value: Some(decision.equivalence_p_value),
+        },
+        RowResult::NotCompared { .. } => SequentialRow {
+            adapter,
+            verdict: SequentialVerdict::Undecided,
+            ratio: None,
+            p_value: None,
+            equivalence_p_value: None,
+        },
+    })
+}
+
+/// The lines the launcher prints for `record`: one per cell, then the rule.
+pub fn lines(record: &SequentialRecord) -> Vec<String> {
+    let mut lines: Vec<String> = record.cells.iter().map(cell_line).collect();
+    lines.push(format!(
+        "until-decided: the session's false-alarm rate {} is split over its {} tested row(s) (Bonferroni), each \
+         row's looks held to the Pocock level of its share; the table's verdicts are the fixed-sample test of the \
+         pairs that ran",
+        record.alpha, record.rows
+    ));
+    lines
+}
+
+fn cell_line(c: &SequentialCell) -> String {
+    let cell = &c.cell;
+    let Some(level) = c.nominal_level else {
+        return format!("until-decided: {cell}: stopped after {} look(s), undecided (budget spent)", c.looks_done);
+    };
+    let error = c.profile_sd.map_or("own error".to_owned(), |sd| format!("noise profile sd {sd:.4}"));
+    let (look, k, pairs) = (c.looks_done, c.looks_planned, c.pairs);
+    match c.end {
+        SequentialEnd::Decided => {
+            let said: Vec<String> = c
+                .rows
+                .iter()
+                .map(|r| {
+                    let ratio = r.ratio.map_or(String::new(), |x| format!("ratio {x:.3}"));
+                    match r.verdict {
+                        SequentialVerdict::NoDifference => format!("{} no difference ({ratio})", r.adapter.as_str()),
+                        v => format!(
+                            "{} {} ({ratio}, p = {:.4})",
+                            r.adapter.as_str(),
+                            v.words(),
+                            r.p_value.unwrap_or(1.0)
+                        ),
+                    }
+                })
+                .collect();
+            format!(
+                "until-decided: {cell}: decided after look {look} of {k} ({pairs} pairs; Pocock level {level:.4} per \
+                 look, {error}): {}",
+                said.join("; ")
+            )
+        }
+        end => format!(
+            "until-decided: {cell}: not decided after look {look} of {k} ({pairs} pairs; {}, {error}): no row \
+             crossed the Pocock level {level:.4}",
+            if end == SequentialEnd::LastLook { "the planned last look" } else { "time budget spent" }
+        ),
     }
 }
 
@@ -216,10 +305,10 @@ mod tests {
 
     #[test]
     fn a_pairs_budget_plans_its_looks_at_once() {
-        let (planned, s) = Sequential::new(Budget::Pairs(100), 20, 1, None).unwrap();
+        let (planned, s) = Sequential::new(Budget::Pairs(100), 20, 1, 1, None).unwrap();
         assert_eq!(planned, 5);
         assert_eq!(s.boundary.unwrap().looks, 5);
-        let (planned, s) = Sequential::new(Budget::Time(Duration::from_secs(60)), 20, 1, None).unwrap();
+        let (planned, s) = Sequential::new(Budget::Time(Duration::from_secs(60)), 20, 1, 1, None).unwrap();
         assert_eq!(planned, MAX_LOOKS as u32);
         assert!(s.boundary.is_none());
     }

@@ -336,6 +336,7 @@ impl Synth {
                 requested: requested.to_owned(),
                 effective: effective.map(str::to_owned),
             }),
+            sequential: None,
         }
     }
 

@@ -15,5 +15,6 @@ mod launcher_readers;
 mod moe;
 mod mutate;
 mod parsers;
+mod sequential;
 mod session_json;
 mod setup;

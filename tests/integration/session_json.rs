@@ -190,6 +190,39 @@ mod declared {
         pub replaced_programs: BTreeMap<String, Vec<String>>,
         pub energy: Option<Energy>,
         pub placement: Option<Placement>,
+        pub sequential: Option<Sequential>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Sequential {
+        pub budget: String,
+        pub alpha: f64,
+        pub rows: u32,
+        pub cells: Vec<SequentialCell>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SequentialCell {
+        pub cell: String,
+        pub looks_planned: u32,
+        pub looks_done: u32,
+        pub pairs: u32,
+        pub nominal_level: Option<f64>,
+        pub profile_sd: Option<f64>,
+        pub end: String,
+        pub rows: Vec<SequentialRow>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SequentialRow {
+        pub adapter: String,
+        pub verdict: String,
+        pub ratio: Option<f64>,
+        pub p_value: Option<f64>,
+        pub equivalence_p_value: Option<f64>,
     }
 
     #[derive(Deserialize)]

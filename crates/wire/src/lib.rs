@@ -23,6 +23,7 @@ pub mod policy;
 pub mod profile;
 pub mod report;
 pub mod schema;
+pub mod sequential;
 pub mod session;
 pub mod source_rule;
 pub mod stats;

@@ -320,6 +320,11 @@ pub struct SessionReport {
     /// sessions marked incomplete by a later launcher.
     #[serde(default)]
     pub placement: Option<Placement>,
+    /// `run --until-decided`: each cell's sequential test, its looks and how it ended; `null`
+    /// for a session of fixed size and in sessions written before the field was added (version
+    /// 7 sessions of the first builds).
+    #[serde(default)]
+    pub sequential: Option<crate::sequential::SequentialRecord>,
 }
 
 /// The CPU placement of a session's workers: what was asked for and what the workers got.

@@ -1,0 +1,95 @@
+//! `run --until-decided` with the real workers: the decision is recorded in `session.json`
+//! (`sequential`), agrees with the launcher's `until-decided:` lines, and each look uses the
+//! host's noise profile when the profile holds the cell's design.
+
+use std::path::Path;
+
+use decode_baseline_wire::hooks::{SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV};
+use serde_json::{json, Value};
+
+use crate::util;
+
+const CELL: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
+
+/// The yardstick (`controlled-b` against `controlled`, interleaved, one repetition) in `root`,
+/// its sessions in `root/out/<name>`.
+fn yardstick_job(root: &Path, name: &str) {
+    let job = json!({
+        "schema_version": 1, "manifest": util::repo_root().join("workloads.json"), "cells": [CELL],
+        "adapters": ["controlled", "controlled-b"], "reference": "controlled",
+        "output_root": root.join("out").join(name), "repetitions": 1, "order": "interleaved", "aa_pair": false
+    });
+    std::fs::write(root.join("job.json"), job.to_string()).unwrap();
+}
+
+fn only_session(dir: &Path) -> std::path::PathBuf {
+    let dirs: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+#[test]
+fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // Two A/A sessions, then a profile of them in the folder the launcher reads this host's
+    // profile from (`util::launcher_in` points it into `root/profiles`).
+    for name in ["aa-0", "aa-1"] {
+        yardstick_job(root, name);
+        let out = util::run(&mut util::launcher_in(root));
+        assert_eq!(out.status.code(), Some(0), "{}", std::fs::read_to_string(root.join("launcher.stderr")).unwrap());
+    }
+    let sessions = [only_session(&root.join("out/aa-0")), only_session(&root.join("out/aa-1"))];
+    let out = util::run(
+        std::process::Command::new(util::binary())
+            .arg("calibrate")
+            .arg("--from")
+            .args(&sessions)
+            .env("DECODE_BASELINE_PROFILE_DIR", root.join("profiles"))
+            .current_dir(util::repo_root()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let profile_file = only_session(&root.join("profiles"));
+    let profile: Value = serde_json::from_slice(&std::fs::read(&profile_file).unwrap()).unwrap();
+    let sd = profile["designs"][0]["sd"].as_f64().unwrap_or_else(|| panic!("{profile:#}"));
+
+    // A sequential session, `controlled-b` slowed far beyond the noise: 2 looks of 20 pairs planned.
+    yardstick_job(root, "sequential");
+    let mut cmd = util::launcher_in(root);
+    cmd.args(["--until-decided", "--budget", "40"]).env(SLOWDOWN_ENV, "2000").env(SLOWDOWN_ADAPTER_ENV, "controlled-b");
+    let out = util::run(&mut cmd);
+    let stderr = std::fs::read_to_string(root.join("launcher.stderr")).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let session: Value = serde_json::from_slice(
+        &std::fs::read(only_session(&root.join("out/sequential")).join("session.json")).unwrap(),
+    )
+    .unwrap();
+    let record = &session["sequential"];
+    assert_eq!(record["budget"], "40 pairs", "{record:#}");
+    assert_eq!(record["alpha"], 0.05);
+    assert_eq!(record["rows"], 1, "one adapter against the reference in one cell");
+    let cell = &record["cells"][0];
+    assert_eq!(cell["cell"], CELL);
+    assert_eq!(cell["looks_planned"], 2);
+    assert_eq!(cell["profile_sd"].as_f64(), Some(sd), "the look used the host's profile: {cell:#}");
+    // A 2 ms spin on a step of about 1 ms: decided at the first look, and no second group ran.
+    assert_eq!(cell["end"], "decided", "{cell:#}");
+    assert_eq!(cell["looks_done"], 1, "{cell:#}");
+    assert_eq!(cell["pairs"], 20);
+    assert_eq!(cell["rows"][0]["adapter"], "controlled-b");
+    assert_eq!(cell["rows"][0]["verdict"], "slower");
+    let level = cell["nominal_level"].as_f64().unwrap();
+    assert!(cell["rows"][0]["p_value"].as_f64().unwrap() < level, "{cell:#}");
+    let ran = session["workers"].as_array().unwrap().len();
+    assert_eq!(ran, 2, "one group of two workers, the second look not started");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("until-decided: ") && l.contains(CELL))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.contains("decided after look 1 of 2 (20 pairs;")
+            && line.contains(&format!("noise profile sd {sd:.4}"))
+            && line.contains("controlled-b slower"),
+        "{line}"
+    );
+}
