@@ -322,10 +322,12 @@ fn yardstick(o: &Options, root: &Path) {
 /// while on two CPUs the stream thread's work overlaps the spin (`req/findings.md` §21). So
 /// each trial runs a plain session (no sequential looks) of at least four repetitions, each a
 /// fresh pair of processes, with `controlled-b` spun, and takes the ratio of the two adapters'
-/// per-token medians; the first spin is the stated share of the controlled loop's median, the
-/// next ones come from the line through the last two trials (through the origin after the
-/// first), up to four trials, the closest kept.
+/// per-token medians; the first trial spins 1 µs (and measures the loop's median), the second
+/// the stated share of that median, the next ones come from the line through the last two
+/// trials, up to six trials, the closest kept.
 fn calibrate_spin(o: &Options, root: &Path) -> (u32, Vec<(u32, f64)>) {
+    // Four were too few once: a first trial 4.5 points off wasted one (findings §21).
+    const MAX_SPIN_TRIALS: usize = 6;
     let lineup = Lineup {
         adapters: &["controlled", "controlled-b"],
         slowed: "controlled-b",
@@ -336,7 +338,7 @@ fn calibrate_spin(o: &Options, root: &Path) -> (u32, Vec<(u32, f64)>) {
     let target = o.slowdown_pct / 100.0;
     let mut us = None;
     let mut trials: Vec<(u32, f64)> = Vec::new();
-    for k in 0..4 {
+    for k in 0..MAX_SPIN_TRIALS {
         let spin = us.unwrap_or(1);
         let ((spun, _), _) = session_with(root, "interleaved", &format!("yardstick-spin-{k}"), spin, None, &lineup);
         let controlled = adapter_median_ns(&spun, "controlled");

@@ -12,7 +12,7 @@ use crate::Adapter;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SequentialRecord {
-    /// `--budget` as given (`200` pairs, or a time such as `5m`), or its default.
+    /// `--budget` (`200 pairs`, or a time such as `5m`), or its default.
     pub budget: String,
     /// The false-alarm rate of the whole session, over every row of every cell.
     pub alpha: f64,
@@ -38,8 +38,8 @@ pub struct SequentialCell {
     /// The Pocock boundary's nominal level each look held every row to; `null` when no look
     /// was tested (a time budget spent before the first group ended).
     pub nominal_level: Option<f64>,
-    /// Whose error the last look used: `own` (the pairs' own) or the noise profile's standard
-    /// deviation when the profile held the cell's design (the larger of the two is used).
+    /// The noise profile's standard deviation when the profile held the cell's design (the last
+    /// look then used the larger of its error and the pairs' own); `null`: the pairs' own error.
     pub profile_sd: Option<f64>,
     /// How the cell ended.
     pub end: SequentialEnd,
