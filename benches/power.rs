@@ -21,10 +21,11 @@
 //! With `--until-decided BUDGET` each session is a sequential one (`run --until-decided
 //! --budget BUDGET`) and its verdict is the launcher's Pocock decision (`session.json`'s
 //! `sequential`), not `compare`'s fixed-sample test, whose level would not hold after the
-//! looks; the pairs it took are printed. `--no-aa` runs the slowed sessions only. The yardstick's spin is
-//! calibrated so that its realized effect is the stated percentage (see `calibrate_spin`: a
-//! busy wait of `s` µs lengthens a step by about 2.5 `s` on one CPU and by less than `s` on
-//! two); `--nominal-spin` spins `pct` of the calibration median instead, as the other modes do.
+//! looks; the pairs it took are printed. `--no-aa` runs the slowed sessions only. The
+//! yardstick's spin is calibrated so that its realized effect is the stated percentage (see
+//! `calibrate_spin`: a busy wait of `s` µs lengthens a step by about 2.5 `s` on one CPU and by
+//! less than `s` on two); `--nominal-spin` spins `pct` of the calibration median instead, as
+//! the other modes do.
 //!
 //! With `--hog`, per order: one session as it is, then one with a CPU hog (one spinning `sh`
 //! per CPU) started half-way through it; prints each session's controlled/stock ratio with its
@@ -142,7 +143,7 @@ fn session(root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, 
 }
 
 /// As [`session`], with a CPU hog (one spinning shell per CPU) started `hog_after_s` into it;
-/// also returns what the launcher printed (the summary table, then its standard error).
+/// also returns the summary table the launcher printed.
 fn session_with(
     root: &Path,
     order: &str,
@@ -183,8 +184,7 @@ fn session_with(
     let wall = started.elapsed().as_secs_f64();
     assert!(result.status.success(), "session {name} failed: {}", String::from_utf8_lossy(&result.stderr));
     let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
-    let printed = [result.stdout, result.stderr].concat();
-    ((dir, wall), String::from_utf8_lossy(&printed).into_owned())
+    ((dir, wall), String::from_utf8_lossy(&result.stdout).into_owned())
 }
 
 /// The session's controlled/stock ratio and interval: paired when interleaved.
@@ -238,10 +238,7 @@ fn yardstick(o: &Options, root: &Path) {
     let run = |name: &str, slowdown_us| session_with(root, "interleaved", name, slowdown_us, None, &lineup);
     let (slowdown_us, spin_trials) = if o.nominal_spin {
         let ((calibration, _), _) = run("yardstick-calibration", 0);
-        (
-            (adapter_median_ns(&calibration, "controlled") * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32,
-            vec![],
-        )
+        (nominal_spin_us(adapter_median_ns(&calibration, "controlled"), o.slowdown_pct), vec![])
     } else {
         calibrate_spin(o, root)
     };
@@ -336,22 +333,21 @@ fn calibrate_spin(o: &Options, root: &Path) -> (u32, Vec<(u32, f64)>) {
         run_flags: vec!["--cpus".to_owned(), o.cpus.clone()],
     };
     let target = o.slowdown_pct / 100.0;
-    let mut us = None;
-    let mut trials: Vec<(u32, f64)> = Vec::new();
-    for k in 0..MAX_SPIN_TRIALS {
-        let spin = us.unwrap_or(1);
+    // One trial: the session's controlled median and the effect `spin` realized.
+    let trial = |k: usize, spin: u32| {
         let ((spun, _), _) = session_with(root, "interleaved", &format!("yardstick-spin-{k}"), spin, None, &lineup);
         let controlled = adapter_median_ns(&spun, "controlled");
         let realized = adapter_median_ns(&spun, "controlled-b") / controlled - 1.0;
-        if us.is_none() {
-            // The first session only measures the loop: 1 µs is the smallest spin there is.
-            us = Some((controlled * target / 1000.0).round().max(1.0) as u32);
-            eprintln!("power: spin 1 µs per step realized {:.2} % (target {} %)", 100.0 * realized, o.slowdown_pct);
-            trials.push((1, realized));
-            continue;
-        }
         eprintln!("power: spin {spin} µs per step realized {:.2} % (target {} %)", 100.0 * realized, o.slowdown_pct);
-        trials.push((spin, realized));
+        (controlled, realized)
+    };
+    // The first trial measures the loop: 1 µs is the smallest spin there is.
+    let (controlled, realized) = trial(0, 1);
+    let mut trials: Vec<(u32, f64)> = vec![(1, realized)];
+    let mut us = nominal_spin_us(controlled, o.slowdown_pct);
+    for k in 1..MAX_SPIN_TRIALS {
+        let (_, realized) = trial(k, us);
+        trials.push((us, realized));
         if (realized - target).abs() <= 0.0025 {
             break;
         }
@@ -362,7 +358,7 @@ fn calibrate_spin(o: &Options, root: &Path) -> (u32, Vec<(u32, f64)>) {
         } else {
             f64::from(s1) * target / r1.max(target / 10.0)
         };
-        us = Some(next.round().max(1.0) as u32);
+        us = next.round().max(1.0) as u32;
     }
     let closest = trials.iter().min_by(|a, b| (a.1 - target).abs().total_cmp(&(b.1 - target).abs())).unwrap().0;
     (closest, trials)
@@ -418,6 +414,11 @@ fn compare(a: &Path, b: &Path) -> Value {
         .unwrap_or_else(|e| panic!("compare: {e}: {}", String::from_utf8_lossy(&out.stderr)))
 }
 
+/// The nominal slowdown: `pct` percent of a per-token median, in whole µs (at least 1).
+fn nominal_spin_us(median_ns: f64, pct: f64) -> u32 {
+    (median_ns * pct / 100.0 / 1000.0).round().max(1.0) as u32
+}
+
 /// An adapter's per-token median over every measured step of the session's cell.
 fn adapter_median_ns(session: &Path, adapter: &str) -> f64 {
     let value: Value = serde_json::from_slice(&std::fs::read(session.join("session.json")).unwrap()).unwrap();
@@ -469,8 +470,7 @@ fn main() {
     let mut results = Vec::new();
     for order in &o.orders {
         let (calibration, _) = session(root.path(), order, &format!("{order}-calibration"), 0);
-        let slowdown_us =
-            (adapter_median_ns(&calibration, "controlled") * o.slowdown_pct / 100.0 / 1000.0).round().max(1.0) as u32;
+        let slowdown_us = nominal_spin_us(adapter_median_ns(&calibration, "controlled"), o.slowdown_pct);
         let (mut false_alarms, mut detections, mut aa_verdicts, mut b_verdicts) = (0, 0, Vec::new(), Vec::new());
         let (mut mdes_c, mut mdes_s, mut walls, mut aa_ratios, mut b_ratios) = (vec![], vec![], vec![], vec![], vec![]);
         for i in 0..o.pairs {
