@@ -73,8 +73,6 @@ impl Default for Budget {
 #[derive(Debug)]
 pub struct Sequential {
     budget: Budget,
-    /// `--budget` as given, for the record.
-    budget_text: String,
     /// Pairs one group adds to a cell (the measured requests of one worker).
     pairs_per_look: u32,
     /// `K`: known at once for a pairs budget, after the first group for a time budget.
@@ -112,7 +110,6 @@ impl Sequential {
         let planned = looks.unwrap_or(MAX_LOOKS) as u32;
         let state = Self {
             budget,
-            budget_text: budget.describe(),
             pairs_per_look,
             looks,
             boundary,
@@ -195,7 +192,7 @@ impl Sequential {
     /// stopped starting groups ended by the budget.
     pub fn record(&self) -> SequentialRecord {
         SequentialRecord {
-            budget: self.budget_text.clone(),
+            budget: self.budget.describe(),
             alpha: self.alpha,
             rows: self.rows,
             cells: self
