@@ -11,7 +11,7 @@ use std::{
 use decode_baseline_wire::Sha256Digest;
 use serde_json::Value;
 
-use crate::util::{binary, repo_root, run, stderr, stdout, venv_python};
+use crate::util::{self, binary, repo_root, run, stderr, stdout, venv_python};
 
 fn digest(path: &Path) -> Sha256Digest {
     decode_baseline_pins::file_digest::of_file(path).unwrap()
@@ -35,9 +35,7 @@ fn bench(scratch: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
 
 /// The one session folder below `<scratch>/out`.
 fn session_dir(scratch: &Path) -> PathBuf {
-    let sessions: Vec<PathBuf> = std::fs::read_dir(scratch.join("out")).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(sessions.len(), 1, "one session folder: {sessions:?}");
-    sessions[0].clone()
+    util::only_entry(&scratch.join("out"))
 }
 
 fn read_json(path: &Path) -> Value {

@@ -70,10 +70,7 @@ impl Scratch {
     }
 
     fn session_dir(&self) -> PathBuf {
-        let dirs: Vec<PathBuf> =
-            std::fs::read_dir(self.root().join("out")).unwrap().map(|e| e.unwrap().path()).collect();
-        assert_eq!(dirs.len(), 1, "{dirs:?}");
-        dirs[0].clone()
+        util::only_entry(&self.root().join("out"))
     }
 
     fn session(&self) -> Value {

@@ -22,12 +22,6 @@ fn yardstick_job(root: &Path, name: &str) {
     std::fs::write(root.join("job.json"), job.to_string()).unwrap();
 }
 
-fn only_session(dir: &Path) -> std::path::PathBuf {
-    let dirs: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
-}
-
 #[test]
 fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
     let tmp = tempfile::tempdir().unwrap();
@@ -39,7 +33,7 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
         let out = util::run(&mut util::launcher_in(root));
         assert_eq!(out.status.code(), Some(0), "{}", std::fs::read_to_string(root.join("launcher.stderr")).unwrap());
     }
-    let sessions = [only_session(&root.join("out/aa-0")), only_session(&root.join("out/aa-1"))];
+    let sessions = [util::only_entry(&root.join("out/aa-0")), util::only_entry(&root.join("out/aa-1"))];
     let out = util::run(
         std::process::Command::new(util::binary())
             .arg("calibrate")
@@ -49,7 +43,7 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
             .current_dir(util::repo_root()),
     );
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
-    let profile_file = only_session(&root.join("profiles"));
+    let profile_file = util::only_entry(&root.join("profiles"));
     let profile: Value = serde_json::from_slice(&std::fs::read(&profile_file).unwrap()).unwrap();
     let sd = profile["designs"][0]["sd"].as_f64().unwrap_or_else(|| panic!("{profile:#}"));
 
@@ -61,7 +55,7 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
     let stderr = std::fs::read_to_string(root.join("launcher.stderr")).unwrap();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let session: Value = serde_json::from_slice(
-        &std::fs::read(only_session(&root.join("out/sequential")).join("session.json")).unwrap(),
+        &std::fs::read(util::only_entry(&root.join("out/sequential")).join("session.json")).unwrap(),
     )
     .unwrap();
     let record = &session["sequential"];

@@ -123,6 +123,17 @@ pub fn fixture_job(fixture: &FixtureManifest, adapter: Adapter, mode: Mode, run_
     fixture::fixture_job(fixture, &adapter, mode, run_id)
 }
 
+/// The one entry of `dir` (a session folder below an output root, a profile file): asserts
+/// there is exactly one.
+pub fn only_entry(dir: &Path) -> PathBuf {
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "one entry in {}: {entries:?}", dir.display());
+    entries[0].clone()
+}
+
 /// The first file called `name` below `dir`, depth first.
 pub fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
     for entry in std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok()) {
