@@ -14,8 +14,11 @@ cd "$(dirname "$0")"
 
 started=$SECONDS
 step_started=$SECONDS
-step() {
+step_end() {
   if [ -n "${step_name:-}" ]; then printf '   (%s: %d s)\n' "$step_name" $((SECONDS - step_started)); fi
+}
+step() {
+  step_end
   step_name=$1
   step_started=$SECONDS
   printf '\n== %s\n' "$1"
@@ -51,19 +54,18 @@ for line in sys.stdin:
 # against mlx_lm in a Python subprocess) and then the lints, which check on clippy's own
 # artifacts and need no lock the running tests hold.
 side_log=target/verify-side-lane.log
+# Runs in a subshell: its steps are timed on their own, the main lane's step is left alone.
 side_lane() {
-  local t=$SECONDS
+  step_name=
+  step "decode-baseline-controlled tests"
   (cd crates/controlled && for exe in $controlled_tests; do echo "     Running $exe"; "$exe" || exit 1; done) \
     || { echo "decode-baseline-controlled's tests failed"; return 1; }
-  printf '   (decode-baseline-controlled tests: %d s)\n\n== lints (clippy, warnings are errors)\n' $((SECONDS - t))
-  t=$SECONDS
+  step "lints (clippy, warnings are errors)"
   cargo clippy --release --workspace --all-targets -- -D warnings || return 1
-  printf '   (lints: %d s)\n\n== without MLX (the launcher, guard and compare: clippy, warnings are errors)\n' \
-    $((SECONDS - t))
-  t=$SECONDS
+  step "without MLX (the launcher, guard and compare: clippy, warnings are errors)"
   cargo clippy --release --no-default-features -p decode-baseline --lib --bins --benches --examples -- -D warnings \
     || return 1
-  printf '   (without MLX: %d s)\n' $((SECONDS - t))
+  step_end
 }
 side_lane >"$side_log" 2>&1 &
 side=$!
@@ -78,5 +80,5 @@ if [ "$rest" -ne 0 ] || [ "$side_rc" -ne 0 ]; then
   exit 1
 fi
 
-printf '   (%s: %d s)\n' "$step_name" $((SECONDS - step_started))
+step_end
 printf '\nVERIFIED in %d s\n' $((SECONDS - started))
