@@ -1,21 +1,17 @@
-//! `decode-baseline calibrate`: runs `K` short A/A yardstick sessions (`controlled` against
-//! `controlled-b`, interleaved, the tiny fixture's L16 headline cell), takes from each the
-//! paired-test log estimate `compare` would test (`src/stats`), and writes their spread per
-//! design into the host's profile file (`profiles.rs`).
-//!
-//! Only the controlled yardstick is calibrated: the manifest declares no second stock adapter
-//! (`controlled-b` is the controlled loop under a second name; a stock A/A needs a second
-//! program that loads the same Python worker, which does not exist yet). A row of a stock
-//! session is held to the controlled profile only where its own error is smaller, which the
-//! output names as the profile's.
+//! `decode-baseline calibrate`: runs `K` short A/A yardstick sessions (interleaved, the tiny
+//! fixture's L16 headline cell) of one loop against itself under a second name (`--loop
+//! controlled`: `controlled-b` against `controlled`; `--loop stock`: `stock-b` against `stock`,
+//! both declared in `workloads.json`), takes from each the paired-test log estimate `compare`
+//! would test (`src/stats`), and writes their spread per design, pair and session size into
+//! the host's profile file (`profiles.rs`, which also says how a row of two loops uses both).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use decode_baseline::stats::NoiseProfile;
 use decode_baseline_wire::{
-    profile::{NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION},
-    Adapter, ExitCode,
+    profile::{Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION},
+    ExitCode,
 };
 use serde_json::json;
 
@@ -27,16 +23,35 @@ use crate::{
 
 /// The cell every calibration session runs: the tiny fixture's L16 headline cell.
 pub const CELL: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
-/// The yardstick pair: numerator and reference.
-const NUMERATOR: &str = "controlled-b";
-const REFERENCE: &str = "controlled";
+/// The loop whose A/A noise is calibrated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Loop {
+    /// `controlled-b` against `controlled`.
+    Controlled,
+    /// `stock-b` against `stock`.
+    Stock,
+}
+
+impl Loop {
+    /// The yardstick pair: reference and numerator (the same program under a second name).
+    fn pair(self) -> (&'static str, &'static str) {
+        match self {
+            Loop::Controlled => ("controlled", "controlled-b"),
+            Loop::Stock => ("stock", "stock-b"),
+        }
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
     /// How many A/A sessions to run (at least 2; 20 or more for a useful t reference).
     #[arg(long, value_name = "K", default_value_t = 20)]
     pub sessions: usize,
-    /// Repetitions (interleaved groups) per session.
+    /// The loop to calibrate: its A/A pair runs in every session.
+    #[arg(long = "loop", value_enum, default_value = "controlled")]
+    pub loop_: Loop,
+    /// Repetitions (interleaved groups) per session: the size of the sessions the profile is
+    /// for (a session of another size is held to a bound derived from it).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repetitions: u32,
     /// The CPUs the workers may run on (see `run --cpus`); the profile is of that placement.
@@ -68,15 +83,13 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let mut estimates = Vec::new();
     let mut folders = Vec::new();
     let mut design = None;
-    let mut pair = String::new();
     for path in &sessions {
         let loaded = compare::load_session(path)?;
-        let (estimate, this_pair, this_design) = aa_estimate(&loaded)?;
-        pair = this_pair;
+        let (estimate, this_design) = aa_estimate(&loaded)?;
         if design.as_ref().is_some_and(|d| *d != this_design) {
             anyhow::bail!(
-                "session {} is of another design than the first one (host, device, libmlx, cell, order or placement \
-                 differ): a profile stands for one design",
+                "session {} is of another design, pair or size than the first one (host, device, libmlx, cell, \
+                 order, placement, adapters or repetitions differ): a profile stands for one of each",
                 loaded.path.display()
             );
         }
@@ -85,7 +98,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         estimates.push(estimate);
         folders.push(loaded.dir().display().to_string());
     }
-    let design = design.expect("at least two sessions");
+    let (design, pair, repetitions) = design.expect("at least two sessions");
     let profile = NoiseProfile::from_aa_estimates(&estimates, "calibrate").map_err(anyhow::Error::msg)?;
     let mut file = match out.is_file() {
         true => profiles::read(&out)?,
@@ -98,15 +111,24 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     file.written_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     profiles::upsert(
         &mut file,
-        ProfiledDesign { design: design.clone(), log_estimates: estimates, sd: profile.sd, sessions: folders, pair },
+        ProfiledDesign {
+            design: design.clone(),
+            pair: pair.clone(),
+            repetitions,
+            log_estimates: estimates,
+            sd: profile.sd,
+            sessions: folders,
+        },
     );
     profiles::write(&out, &file)?;
     println!(
-        "noise profile: sd {:.4} of one session's log estimate ({:.2} %), K = {} sessions, t on {} df\n\
+        "noise profile: sd {:.4} of one session's log estimate ({:.2} %), K = {} sessions of {pair} with {}, \
+         t on {} df\n\
          design: {} / {} / {} {} / {} / placement {}\nwritten: {}",
         profile.sd,
         100.0 * profile.sd.exp_m1(),
         profile.sessions,
+        profiles::repetitions(repetitions),
         profile.sessions - 1,
         design.host,
         design.device,
@@ -120,32 +142,34 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The paired-test log estimate of an A/A session's one row (`controlled-b` against
-/// `controlled` in the sessions `calibrate` runs), as `compare` of that session (without a
-/// profile) makes it, the row's adapter pair and the session's design.
-fn aa_estimate(
-    loaded: &compare::LoadedSession,
-) -> anyhow::Result<(f64, String, decode_baseline_wire::profile::Design)> {
-    let settings = Settings { config: Default::default(), profile: None };
+/// `controlled`, or `stock-b` against `stock`, in the sessions `calibrate` runs), as `compare`
+/// of that session (without a profile) makes it, and what the profile entry is keyed by: the
+/// session's design, the row's adapter pair and the session's size (runs per adapter).
+fn aa_estimate(loaded: &compare::LoadedSession) -> anyhow::Result<(f64, (Design, String, u32))> {
+    let settings = Settings { config: Default::default(), profiles: None };
     let report = compare::compare_within(loaded, &settings, false)?;
     let [row] = report.rows.as_slice() else {
         anyhow::bail!(
-            "session {}: {} rows; an A/A session for calibrate has one cell and two adapters (e.g. {NUMERATOR} \
-             against {REFERENCE})",
+            "session {}: {} rows; an A/A session for calibrate has one cell and two adapters (e.g. controlled-b \
+             against controlled)",
             loaded.path.display(),
             report.rows.len()
         );
     };
-    let RowResult::Compared { decision, .. } = &row.outcome else {
+    let (RowResult::Compared { decision, .. }, Some(adapter), Some(against)) =
+        (&row.outcome, &row.adapter, &row.against)
+    else {
         anyhow::bail!("session {}: its row was not compared", loaded.path.display());
     };
-    let pair = format!(
-        "{}/{}",
-        row.adapter.as_ref().map_or("?", Adapter::as_str),
-        row.against.as_ref().map_or("?", Adapter::as_str)
+    let cell = compare::cells(&loaded.report).into_iter().find(|c| c.cell == row.cell);
+    let case_id = cell.as_ref().map(|c| c.case_id.clone()).unwrap_or_default();
+    let runs = cell.as_ref().and_then(|c| c.runs.get(against).copied()).unwrap_or(0) as u32;
+    let key = (
+        profiles::design_of(&loaded.report, &row.cell, &case_id),
+        format!("{}/{}", adapter.as_str(), against.as_str()),
+        runs,
     );
-    let case_id =
-        compare::cells(&loaded.report).into_iter().find(|c| c.cell == row.cell).map(|c| c.case_id).unwrap_or_default();
-    Ok((decision.log_estimate, pair, profiles::design_of(&loaded.report, &row.cell, &case_id)))
+    Ok((decision.log_estimate, key))
 }
 
 /// Runs the sessions; returns their folders.
@@ -154,9 +178,10 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Vec<PathBuf>> {
     let root = args.output_root.clone().unwrap_or_else(|| repo.join("out/calibrate"));
     let batch = launcher::new_session_dir(&root)?;
     let job = batch.join("job.json");
+    let (reference, numerator) = args.loop_.pair();
     let body = json!({
         "schema_version": 1, "manifest": repo.join("workloads.json"), "cells": [CELL],
-        "adapters": [REFERENCE, NUMERATOR], "reference": REFERENCE, "output_root": batch,
+        "adapters": [reference, numerator], "reference": reference, "output_root": batch,
         "repetitions": args.repetitions, "order": "interleaved", "aa_pair": false
     });
     std::fs::write(&job, body.to_string()).with_context(|| format!("failed to write {}", job.display()))?;

@@ -176,7 +176,7 @@ mod tests {
     }
 
     fn row_of(c: &CellData) -> (Decision, Vec<AaResult>, Vec<String>) {
-        let settings = Settings { config: DecisionConfig::default(), profile: None };
+        let settings = Settings { config: DecisionConfig::default(), profiles: None };
         match within_rows(std::slice::from_ref(c), &settings).remove(0).outcome {
             RowResult::Compared { decision, aa, warnings, .. } => (decision, aa, warnings),
             RowResult::NotCompared { reason } => panic!("{reason}"),

@@ -86,12 +86,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let sessions: Vec<&decode_baseline_wire::session::SessionReport> =
         std::iter::once(&a.report).chain(b.as_ref().map(|b| &b.report)).collect();
     let cells: Vec<(String, String)> = super::cells(&a.report).into_iter().map(|c| (c.cell, c.case_id)).collect();
-    let (profile, note) = crate::calibrate::profiles::resolve(args.noise_profile.as_deref(), &sessions, &cells)?;
+    let (profiles, note) = crate::calibrate::profiles::resolve(args.noise_profile.as_deref(), &sessions, &cells)?;
     if let Some(note) = note {
         eprintln!("decode-baseline: note: {note}");
-    }
-    if let Some(profile) = &profile {
-        eprintln!("decode-baseline: noise profile: {} (sd {:.4})", profile.label, profile.sd);
     }
     let settings = estimate::Settings {
         config: DecisionConfig {
@@ -100,7 +97,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             floor: args.floor,
             ..DecisionConfig::default()
         },
-        profile: profile.as_ref(),
+        profiles: profiles.as_ref(),
     };
     let report = match &b {
         None => estimate::compare_within(&a, &settings, args.allow_mismatch)?,
@@ -115,6 +112,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             args.raw,
         )?,
     };
+    for line in render::profile_lines(&report.rows) {
+        eprintln!("decode-baseline: {line}");
+    }
     let text = match args.format {
         Format::Table => render::table(&report),
         Format::Markdown => render::markdown(&report),

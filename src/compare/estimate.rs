@@ -23,6 +23,7 @@ use super::{
     samples::{self, CellData},
     CompareError,
 };
+use crate::calibrate::profiles::Profiles;
 
 /// The version of the JSON `compare --format json` prints. Version 2 added `basis`, `against`,
 /// `noise`, the `inconclusive` verdict and `raw`. Version 3: the verdict is a test
@@ -209,25 +210,37 @@ fn side(label: &str, cell: &CellData, adapter: &Adapter) -> Side {
     }
 }
 
-/// The settings and the profile every row of one comparison is tested with.
+/// The settings and the noise profiles every row of one comparison is tested with.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings<'a> {
     pub config: DecisionConfig,
-    /// A host noise profile of the design (none until `calibrate` exists; the API takes one).
-    pub profile: Option<&'a NoiseProfile>,
+    /// The host noise profiles of the cells' designs (`calibrate::profiles::resolve`).
+    pub profiles: Option<&'a Profiles>,
 }
 
-/// Tests `estimate` (spanning `sessions` sessions) before Holm, and builds the row's outcome
-/// with its display ratio and A/A results; `Err` means not compared, with the reason.
+impl Settings<'_> {
+    /// The profile of the row `adapter` against `reference` over `cells` (one per session),
+    /// sized to the fewest runs either side has in any of them.
+    fn row_profile(&self, cells: &[&CellData], adapter: &Adapter, reference: &Adapter) -> Option<NoiseProfile> {
+        let runs = |c: &CellData, a: &Adapter| c.runs.get(a).copied().unwrap_or(0);
+        let fewest = cells.iter().map(|c| runs(c, adapter).min(runs(c, reference))).min()?;
+        self.profiles?.for_row(&cells.first()?.cell, adapter, reference, fewest)
+    }
+}
+
+/// Tests `estimate` (spanning `sessions` sessions) against `profile` before Holm, and builds
+/// the row's outcome with its display ratio and A/A results; `Err` means not compared, with
+/// the reason.
 fn outcome(
     estimate: Result<LogEstimate, String>,
     sessions: usize,
     median_ratio: Option<RatioEstimate>,
     aa: Vec<AaResult>,
-    settings: &Settings<'_>,
+    profile: Option<NoiseProfile>,
+    config: &DecisionConfig,
 ) -> RowResult {
-    let decision = estimate
-        .and_then(|e| Decision::untested(&e, settings.profile, sessions, &settings.config).map_err(|e| e.to_string()));
+    let decision =
+        estimate.and_then(|e| Decision::untested(&e, profile.as_ref(), sessions, config).map_err(|e| e.to_string()));
     match decision {
         Ok(decision) => RowResult::Compared { decision, median_ratio, aa, warnings: Vec::new() },
         Err(reason) => RowResult::NotCompared { reason },
@@ -309,7 +322,14 @@ fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, settings: 
         judged: true,
         numerator: side(adapter.as_str(), cell, adapter),
         denominator: side(reference.as_str(), cell, reference),
-        outcome: outcome(estimate, 1, median_ratio, aa, settings),
+        outcome: outcome(
+            estimate,
+            1,
+            median_ratio,
+            aa,
+            settings.row_profile(&[cell], adapter, reference),
+            &settings.config,
+        ),
     }
 }
 
@@ -446,7 +466,14 @@ fn yardstick_row(ca: &CellData, cb: &CellData, all: Sessions<'_>, adapter: &Adap
         judged: true,
         numerator: side("B", cb, adapter),
         denominator: side("A", ca, adapter),
-        outcome: outcome(estimate, 2, median_ratio, aa, settings),
+        outcome: outcome(
+            estimate,
+            2,
+            median_ratio,
+            aa,
+            settings.row_profile(&[ca, cb], adapter, &ca.reference),
+            &settings.config,
+        ),
     }
 }
 
@@ -473,7 +500,14 @@ fn raw_row(
         judged: raw,
         numerator: side("B", cb, adapter),
         denominator: side("A", ca, adapter),
-        outcome: outcome(estimate, 2, median_ratio, aa, settings),
+        outcome: outcome(
+            estimate,
+            2,
+            median_ratio,
+            aa,
+            settings.row_profile(&[ca, cb], adapter, adapter),
+            &settings.config,
+        ),
     }
 }
 
@@ -593,7 +627,7 @@ mod tests {
     }
 
     fn settings() -> Settings<'static> {
-        Settings { config: DecisionConfig::default(), profile: None }
+        Settings { config: DecisionConfig::default(), profiles: None }
     }
 
     fn decision(row: &Row) -> &Decision {

@@ -21,4 +21,5 @@ pub use command::{run, CompareArgs};
 pub use error::CompareError;
 pub use estimate::{compare_within, within_rows, Row, RowResult, Settings};
 pub use load::{load_session, LoadedSession};
+pub use render::{error_words, profile_lines};
 pub use samples::{cells, request_pairs, CellData, MeasuredRequest};

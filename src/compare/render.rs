@@ -248,6 +248,33 @@ pub fn rule_line(report: &CompareReport) -> String {
     format!("rule: {}; error: {}", list(rules).join("; "), list(errors).join("; "))
 }
 
+/// Whose error a row's test used, in the words of the run table and the report page.
+pub fn error_words(d: &decode_baseline::stats::Decision) -> String {
+    match (&d.profile, d.error) {
+        (Some(p), ErrorSource::Profile) => format!("error: the noise profile's, sd {:.4} on {} df", p.sd, p.df()),
+        (Some(p), ErrorSource::Own) => format!("error: own, larger than the noise profile's sd {:.4}", p.sd),
+        (None, _) if d.run_effects_measured => "error holds run-to-run effects".to_owned(),
+        (None, _) => "own error: run-to-run effects not measured".to_owned(),
+    }
+}
+
+/// One line per noise profile the rows used (each row's own, `calibrate::profiles`), e.g.
+/// `noise profile: p.json (16 A/A sessions of controlled-b/controlled with 6 repetitions, on
+/// tiny-qwen3 headline): sd 0.0086 on 15 df`.
+pub fn profile_lines(rows: &[Row]) -> Vec<String> {
+    let mut lines: Vec<String> = rows
+        .iter()
+        .filter_map(|row| match &row.outcome {
+            RowResult::Compared { decision, .. } => decision.profile.as_ref(),
+            RowResult::NotCompared { .. } => None,
+        })
+        .map(|p| format!("noise profile: {}: sd {:.4} on {} df", p.label, p.sd, p.df()))
+        .collect();
+    lines.sort();
+    lines.dedup();
+    lines
+}
+
 /// One line per row warning, prefixed by the row.
 fn warning_lines(report: &CompareReport) -> Vec<String> {
     let mut out = Vec::new();

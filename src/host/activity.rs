@@ -67,7 +67,14 @@ fn compare(start: &Sample, end: &Sample, wall: Duration, measured: Option<Durati
     let cpus = end.cpu.map(|c| c.cpus);
     let busy_cpu_ns = delta.zip(hz).and_then(|(d, hz)| ticks_to_duration(d.busy, hz)).map(|d| d.as_nanos() as u64);
     let measured_cpu_ns = measured.map(|d| d.as_nanos() as u64);
-    let others_cpu_ns = busy_cpu_ns.zip(measured_cpu_ns).map(|(busy, own)| busy.saturating_sub(own));
+    // `/proc/stat` counts each CPU's time in whole ticks, so the busy time can fall short of the
+    // measured processes' own by up to two ticks per CPU. Beyond that the two clocks disagree
+    // (different windows, a hypervisor's accounting) and what others used is unknown, not 0.
+    let slack_ns = hz.zip(cpus).map(|(hz, n)| 2 * u64::from(n) * 1_000_000_000 / hz.max(1));
+    let others_cpu_ns = match (busy_cpu_ns, measured_cpu_ns, slack_ns) {
+        (Some(busy), Some(own), Some(slack)) if own <= busy + slack => Some(busy.saturating_sub(own)),
+        _ => None,
+    };
     // Each CPU's accounted time, from the same ticks as the busy time, so both share a clock.
     let per_cpu_ns = delta
         .zip(hz)
@@ -124,8 +131,13 @@ mod tests {
         assert_eq!((a.load1_start, a.load1_end, a.cpus), (Some(0.5), Some(1.5), Some(2)));
         let unknown = compare(&start, &end, Duration::from_secs(1), None, Some(100));
         assert_eq!((unknown.others_cpu_ns, unknown.others_cpus), (None, None));
+        // Tick rounding (two ticks per CPU, 40 ms here) is not a difference; beyond it the
+        // clocks disagree and others' use is unknown, not 0.
+        let rounded = compare(&start, &end, Duration::from_secs(1), Some(Duration::from_millis(1740)), Some(100));
+        assert_eq!(rounded.others_cpu_ns, Some(0), "tick rounding never makes it negative");
         let more_than_busy = compare(&start, &end, Duration::from_secs(1), Some(Duration::from_secs(2)), Some(100));
-        assert_eq!(more_than_busy.others_cpu_ns, Some(0), "tick rounding never makes it negative");
+        assert_eq!((more_than_busy.others_cpu_ns, more_than_busy.others_cpus), (None, None));
+        assert_eq!(more_than_busy.measured_cpu_ns, Some(2_000_000_000), "what was measured stays recorded");
     }
 
     #[test]

@@ -50,7 +50,15 @@ pub fn judge(a: &HostActivity, max_other_cpus: f64) -> Judgement {
             "other processes used {others:.2} CPUs on average during the run (limit {max_other_cpus}): the host was busy"
         )),
         (Some(_), _) => {}
-        (None, Some(_)) => j.notes.push("the measured processes' CPU time is unknown, so others' use is too".into()),
+        (None, Some(_)) => j.notes.push(match (a.busy_cpu_ns, a.measured_cpu_ns) {
+            (Some(busy), Some(own)) => format!(
+                "others' CPU use is unknown: the host's busy time ({:.2} s) fell short of the measured processes' own \
+                 CPU time ({:.2} s) beyond tick rounding, so the two clocks disagree",
+                busy as f64 / 1e9,
+                own as f64 / 1e9
+            ),
+            _ => "the measured processes' CPU time is unknown, so others' use is too".into(),
+        }),
         (None, None) => {
             if let Some(load) = a.load1_start.filter(|&l| l > 1.0 + max_other_cpus) {
                 j.warnings.push(format!(
@@ -160,6 +168,20 @@ mod tests {
         let j = judge(&a, MAX_OTHER_CPUS);
         assert!(j.warnings.is_empty());
         assert_eq!(j.notes.len(), 1, "{j:?}");
+        // Clocks that disagree: what each measured, not a 0.
+        let a = HostActivity {
+            others_cpus: None,
+            others_cpu_ns: None,
+            busy_cpu_ns: Some(1_200_000_000),
+            measured_cpu_ns: Some(1_900_000_000),
+            ..quiet()
+        };
+        let j = judge(&a, MAX_OTHER_CPUS);
+        assert!(j.warnings.is_empty());
+        assert!(
+            j.notes[0].contains("busy time (1.20 s) fell short of the measured processes' own CPU time (1.90 s)"),
+            "{j:?}"
+        );
     }
 
     #[test]

@@ -281,7 +281,7 @@ fn ratio_label(cell: &CellAnalysis, adapter: &Adapter, reference: &Adapter) -> O
 pub fn table(
     report: &SessionReport,
     analysis: &Analysis,
-    profile: Option<&decode_baseline::stats::NoiseProfile>,
+    profiles: Option<&crate::calibrate::profiles::Profiles>,
 ) -> String {
     let reference = &report.reference;
     // Cell names come from the manifest and can be long; the first column fits the longest,
@@ -299,7 +299,7 @@ pub fn table(
         .unwrap_or(0)
         .max(10);
     // The verdict of each adapter against the reference, by the test `compare` uses.
-    let settings = crate::compare::Settings { config: DecisionConfig::default(), profile };
+    let settings = crate::compare::Settings { config: DecisionConfig::default(), profiles };
     let tested = crate::compare::within_rows(&crate::compare::cells(report), &settings);
     // An unpinned session says so before its first figure.
     let mut out: String =
@@ -390,6 +390,10 @@ pub fn table(
             ));
         }
     }
+    for line in crate::compare::profile_lines(&tested) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     // Energy rows (when a source produced data) and the one line about the sources.
     out.push_str(&decode_baseline::energy::table(report));
     out.push_str(&format!(
@@ -427,11 +431,6 @@ fn verdict_line(row: &crate::compare::Row, w: usize, reference: &Adapter) -> Str
     let label = format!("{adapter}/{}", reference.as_str());
     match &row.outcome {
         RowResult::Compared { decision: d, warnings, .. } => {
-            let error = if d.run_effects_measured {
-                "error holds run-to-run effects"
-            } else {
-                "own error: run-to-run effects not measured"
-            };
             let mut line = format!(
                 "{:<w$} verdict {label}: {} (ratio {:.3} [{:.3}, {:.3}], {}, p = {:.3}; no difference would need \
                  ±{:.1} %; detectable ±{:.1} %; {error})\n",
@@ -444,6 +443,7 @@ fn verdict_line(row: &crate::compare::Row, w: usize, reference: &Adapter) -> Str
                 d.p_value,
                 100.0 * d.config.margin,
                 100.0 * d.mde,
+                error = crate::compare::error_words(d),
             );
             for warning in warnings {
                 line.push_str(&format!("{:<w$} warning: {warning}\n", ""));

@@ -11,19 +11,21 @@
 //! supervised as in the sequential orders: its own ready timeout, run limit, Ctrl-C and
 //! escalation (`supervise::Supervised`).
 
-use std::{path::Path, time::Duration};
+use std::path::Path;
 
 use decode_baseline::energy::GroupRecorder;
 use decode_baseline_wire::outdir::OutDir;
 
 use super::{
+    gate_wait::GateWait,
     signals::Interrupts,
     supervise::{Limits, Outcome, SuperviseError, Supervised},
 };
 
-/// How often the launcher looks at the members and the gate files. The grant latency is added
-/// between requests, outside every measured interval.
-const GATE_TICK: Duration = Duration::from_millis(1);
+/// `DECODE_BASELINE_GRANT_ORDER=fixed` grants every round in the members' order (A B, A B, …):
+/// a measurement switch (`tools/placement/candidates.sh`); the order effect it leaves in the
+/// ratio is why the rounds alternate (`req/findings.md` §22).
+pub const GRANT_ORDER_ENV: &str = "DECODE_BASELINE_GRANT_ORDER";
 
 /// One member of an interleaved group.
 #[derive(Debug, Clone)]
@@ -35,13 +37,14 @@ pub struct Member<'a> {
 }
 
 /// The order of the grants: round `k` grants request `k` to the members in their order when
-/// `k` is even and in reverse when odd, skipping members whose job has fewer requests.
-pub fn grant_order(requests: &[u32]) -> Vec<(usize, u32)> {
+/// `k` is even and, when `alternate`, in reverse when odd, skipping members whose job has fewer
+/// requests.
+pub fn grant_order(requests: &[u32], alternate: bool) -> Vec<(usize, u32)> {
     let rounds = requests.iter().copied().max().unwrap_or(0);
     let mut order = Vec::new();
     for k in 0..rounds {
         let mut members: Vec<usize> = (0..requests.len()).collect();
-        if k % 2 == 1 {
+        if alternate && k % 2 == 1 {
             members.reverse();
         }
         order.extend(members.into_iter().filter(|&m| k < requests[m]).map(|m| (m, k)));
@@ -95,8 +98,10 @@ pub fn supervise_group(
     for member in members {
         running.push(Supervised::spawn(member.argv, member.out_dir, limits)?);
     }
+    let gate_wait = GateWait::new(&members.iter().map(|m| m.out_dir).collect::<Vec<_>>());
     let mut outcomes: Vec<Option<Outcome>> = members.iter().map(|_| None).collect();
-    let order = grant_order(&members.iter().map(|m| m.requests).collect::<Vec<_>>());
+    let alternate = std::env::var(GRANT_ORDER_ENV).map_or(true, |v| v != "fixed");
+    let order = grant_order(&members.iter().map(|m| m.requests).collect::<Vec<_>>(), alternate);
     let mut next = 0;
     let mut outstanding: Option<(usize, u32)> = None;
     loop {
@@ -144,7 +149,7 @@ pub fn supervise_group(
                 break;
             }
         }
-        std::thread::sleep(GATE_TICK);
+        gate_wait.wait(outstanding.is_some());
     }
     dirs.iter().for_each(remove_fifo);
     Ok(outcomes.into_iter().map(|o| o.expect("every member ended")).collect())
@@ -184,9 +189,11 @@ mod tests {
 
     #[test]
     fn rounds_alternate_and_short_jobs_drop_out() {
-        assert_eq!(grant_order(&[3, 3]), [(0, 0), (1, 0), (1, 1), (0, 1), (0, 2), (1, 2)]);
-        assert_eq!(grant_order(&[2, 1, 2]), [(0, 0), (1, 0), (2, 0), (2, 1), (0, 1)]);
-        assert_eq!(grant_order(&[1]), [(0, 0)]);
-        assert!(grant_order(&[]).is_empty());
+        assert_eq!(grant_order(&[3, 3], true), [(0, 0), (1, 0), (1, 1), (0, 1), (0, 2), (1, 2)]);
+        assert_eq!(grant_order(&[2, 1, 2], true), [(0, 0), (1, 0), (2, 0), (2, 1), (0, 1)]);
+        assert_eq!(grant_order(&[1], true), [(0, 0)]);
+        assert!(grant_order(&[], true).is_empty());
+        // The measurement switch's fixed order: every round in the members' order.
+        assert_eq!(grant_order(&[3, 3], false), [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
     }
 }

@@ -4,6 +4,7 @@ mod agreement;
 mod analysis;
 mod device;
 mod execute;
+mod gate_wait;
 mod interleave;
 mod lease;
 mod memory;

@@ -25,7 +25,7 @@ use super::{
     analysis, device,
     execute::{Execution, Prepared, Processes},
     lease, memory, output, placement, plan, preflight, recovery,
-    sequential::{self, Budget, Sequential},
+    sequential::{Budget, Sequential},
     session_job::{self, repo_root},
     signals::Interrupts,
     supervise::{self, Intervention, Limits},
@@ -402,7 +402,7 @@ fn execute(
     progress.finish_and_clear();
     executed.sequential = session.sequential.as_ref().map(|s| s.borrow().record());
     if let Some(record) = &executed.sequential {
-        for line in sequential::lines(record) {
+        for line in crate::report::sequential_lines(record) {
             eprintln!("decode-baseline: {line}");
         }
     }
@@ -516,7 +516,9 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
     if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
         eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
     }
-    if let Err(err) = crate::report::write_page(&report, &session_dir) {
+    let profiles =
+        crate::calibrate::profiles::resolve_or_warn(show.noise_profile.as_deref(), &report, show.quiet || show.json);
+    if let Err(err) = crate::report::write_page(&report, &session_dir, profiles.as_ref()) {
         eprintln!("decode-baseline: warning: {} not written: {err:#}", session_dir.join(crate::report::PAGE).display());
     }
     drop(lease);
@@ -527,24 +529,7 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
     } else if show.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        let cells: Vec<(String, String)> =
-            crate::compare::cells(&report).into_iter().map(|c| (c.cell, c.case_id)).collect();
-        let profile = match crate::calibrate::profiles::resolve(show.noise_profile.as_deref(), &[&report], &cells) {
-            Ok((profile, note)) => {
-                if let Some(note) = note {
-                    eprintln!("decode-baseline: note: {note}");
-                }
-                profile
-            }
-            Err(err) => {
-                eprintln!("decode-baseline: warning: {:#}; verdicts use their own error", anyhow::Error::from(err));
-                None
-            }
-        };
-        if let Some(profile) = &profile {
-            println!("noise profile: {} (sd {:.4})", profile.label, profile.sd);
-        }
-        print!("{}", analysis::table(&report, &analysis.body, profile.as_ref()));
+        print!("{}", analysis::table(&report, &analysis.body, profiles.as_ref()));
         for problem in &report.problems {
             eprintln!("problem: {problem}");
         }
@@ -850,8 +835,8 @@ mod tests {
             // An interleaved group goes through the gate as `interleave` drives it: each
             // request granted in turn and seen done 2 ms later.
             if members.len() > 1 {
-                let order =
-                    crate::launcher::interleave::grant_order(&members.iter().map(|p| p.requests()).collect::<Vec<_>>());
+                let requests: Vec<u32> = members.iter().map(|p| p.requests()).collect();
+                let order = crate::launcher::interleave::grant_order(&requests, true);
                 for (m, k) in order {
                     energy.before_grant(m, k);
                     std::thread::sleep(Duration::from_millis(2));

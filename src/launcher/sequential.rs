@@ -171,11 +171,18 @@ impl Sequential {
         let designs: Vec<(String, String)> = cells.iter().map(|c| (c.cell.clone(), c.case_id.clone())).collect();
         // A profile file that cannot be read is the table's warning to give; the look uses the
         // pairs' own error then, as the table does.
-        let profile =
-            profiles::resolve(self.noise_profile.as_deref(), &[report], &designs).ok().and_then(|(profile, _)| profile);
-        record.profile_sd = profile.as_ref().map(|p| p.sd);
-        let settings = Settings { config: DecisionConfig::default(), profile: profile.as_ref() };
-        record.rows = compare::within_rows(&cells, &settings).iter().filter_map(|row| look_row(row, level)).collect();
+        let profiles =
+            profiles::resolve(self.noise_profile.as_deref(), &[report], &designs).ok().and_then(|(found, _)| found);
+        let settings = Settings { config: DecisionConfig::default(), profiles: profiles.as_ref() };
+        let rows = compare::within_rows(&cells, &settings);
+        record.profile_sd = rows
+            .iter()
+            .filter_map(|row| match &row.outcome {
+                RowResult::Compared { decision, .. } => decision.profile.as_ref().map(|p| p.sd),
+                RowResult::NotCompared { .. } => None,
+            })
+            .reduce(f64::max);
+        record.rows = rows.iter().filter_map(|row| look_row(row, level)).collect();
         let decided = !record.rows.is_empty() && record.rows.iter().all(|r| r.verdict != SequentialVerdict::Undecided);
         *end = if decided {
             Some(SequentialEnd::Decided)
@@ -233,57 +240,6 @@ fn look_row(row: &compare::Row, level: f64) -> Option<SequentialRow> {
             equivalence_p_value: None,
         },
     })
-}
-
-/// The lines the launcher prints for `record`: one per cell, then the rule.
-pub fn lines(record: &SequentialRecord) -> Vec<String> {
-    let mut lines: Vec<String> = record.cells.iter().map(cell_line).collect();
-    lines.push(format!(
-        "until-decided: the session's false-alarm rate {} is split over its {} tested row(s) (Bonferroni), each \
-         row's looks held to the Pocock level of its share; the table's verdicts are the fixed-sample test of the \
-         pairs that ran",
-        record.alpha, record.rows
-    ));
-    lines
-}
-
-fn cell_line(c: &SequentialCell) -> String {
-    let cell = &c.cell;
-    let Some(level) = c.nominal_level else {
-        return format!("until-decided: {cell}: stopped after {} look(s), undecided (budget spent)", c.looks_done);
-    };
-    let error = c.profile_sd.map_or("own error".to_owned(), |sd| format!("noise profile sd {sd:.4}"));
-    let (look, k, pairs) = (c.looks_done, c.looks_planned, c.pairs);
-    match c.end {
-        SequentialEnd::Decided => {
-            let said: Vec<String> = c
-                .rows
-                .iter()
-                .map(|r| {
-                    let ratio = r.ratio.map_or(String::new(), |x| format!("ratio {x:.3}"));
-                    match r.verdict {
-                        SequentialVerdict::NoDifference => format!("{} no difference ({ratio})", r.adapter.as_str()),
-                        v => format!(
-                            "{} {} ({ratio}, p = {:.4})",
-                            r.adapter.as_str(),
-                            v.words(),
-                            r.p_value.unwrap_or(1.0)
-                        ),
-                    }
-                })
-                .collect();
-            format!(
-                "until-decided: {cell}: decided after look {look} of {k} ({pairs} pairs; Pocock level {level:.4} per \
-                 look, {error}): {}",
-                said.join("; ")
-            )
-        }
-        end => format!(
-            "until-decided: {cell}: not decided after look {look} of {k} ({pairs} pairs; {}, {error}): no row \
-             crossed the Pocock level {level:.4}",
-            if end == SequentialEnd::LastLook { "the planned last look" } else { "time budget spent" }
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@ mod command;
 mod energy;
 mod page;
 mod rows;
+mod sequential;
 
 pub use command::{run, ReportArgs};
 pub use page::{write_page, PAGE};
 pub use rows::{DepthPoint, Rows};
+pub use sequential::lines as sequential_lines;

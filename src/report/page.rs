@@ -17,6 +17,7 @@ use decode_baseline_wire::session::SessionReport;
 use super::rows::Rows;
 use crate::{
     bench::{BenchRecord, ModelSource},
+    calibrate::profiles::Profiles,
     duration::human_ns,
     plot::{esc, Figure},
 };
@@ -34,11 +35,11 @@ thead th{background:#f4f4f4}tr.warn td{background:#fff6e0}.note{background:#eef5
 dt{font-weight:600}dd{margin:0;word-break:break-all}figure{margin:1em 0}figure svg{width:100%;height:auto;border:1px solid #eee}\
 figcaption{font-size:.8em;color:#555}";
 
-/// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors).
-fn render(session: &SessionReport, dir: &Path) -> anyhow::Result<String> {
+/// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors), its
+/// verdicts tested with `profiles` as the run table's are.
+fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> anyhow::Result<String> {
     let rows = Rows::of(session);
-    let settings =
-        crate::compare::Settings { config: decode_baseline::stats::DecisionConfig::default(), profile: None };
+    let settings = crate::compare::Settings { config: decode_baseline::stats::DecisionConfig::default(), profiles };
     let tested = crate::compare::within_rows(&crate::compare::cells(session), &settings);
     let bench = BenchRecord::read(dir)?;
     let figures = crate::plot::session_figures(session);
@@ -61,6 +62,7 @@ fn render(session: &SessionReport, dir: &Path) -> anyhow::Result<String> {
     );
     model_section(&mut h, bench.as_ref());
     summary_section(&mut h, &rows, &tested);
+    test_section(&mut h, session, &tested);
     warnings_section(&mut h, session, &rows, &tested);
     agreement_section(&mut h, &rows);
     memory_section(&mut h, &rows);
@@ -72,13 +74,17 @@ fn render(session: &SessionReport, dir: &Path) -> anyhow::Result<String> {
 }
 
 /// Writes `index.html` into `dir` atomically (a temp file, then a rename: it is derived data, so
-/// an existing page is replaced), and `energy.csv` beside it when a source produced data.
-/// Returns the page's path.
-pub fn write_page(session: &SessionReport, dir: &Path) -> anyhow::Result<std::path::PathBuf> {
+/// an existing page is replaced), and `energy.csv` beside it when a source produced data; the
+/// verdicts use `profiles` (`calibrate::profiles::resolve`). Returns the page's path.
+pub fn write_page(
+    session: &SessionReport,
+    dir: &Path,
+    profiles: Option<&Profiles>,
+) -> anyhow::Result<std::path::PathBuf> {
     if let Some(csv) = decode_baseline::energy::csv(session) {
         write_derived(dir, decode_baseline::energy::CSV_FILE, &csv)?;
     }
-    write_derived(dir, PAGE, &render(session, dir)?)
+    write_derived(dir, PAGE, &render(session, dir, profiles)?)
 }
 
 /// Writes `text` to `dir/name` atomically, replacing what was there (derived data).
@@ -153,15 +159,7 @@ fn test_cells(row: Option<&crate::compare::Row>) -> [String; 5] {
             format!("{:.3} [{:.3}, {:.3}]", d.ratio, d.ci.lower, d.ci.upper),
             format!("±{:.1} %", 100.0 * d.mde),
             aa.iter().filter_map(|r| r.ratio()).map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", "),
-            format!(
-                "{}; {}",
-                d.rule.describe(),
-                if d.run_effects_measured {
-                    "error holds run-to-run effects"
-                } else {
-                    "own error: run-to-run effects not measured"
-                }
-            ),
+            format!("{}; {}", d.rule.describe(), crate::compare::error_words(d)),
         ],
         Some(RowResult::NotCompared { reason }) => {
             [format!("not tested: {reason}"), String::new(), String::new(), String::new(), String::new()]
@@ -268,6 +266,23 @@ fn summary_section(h: &mut String, rows: &Rows, tested: &[crate::compare::Row]) 
         h.push_str("</tbody>\n</table>\n</div>\n");
     }
     h.push_str("</section>\n");
+}
+
+/// How the verdicts were reached beyond each row's rule: the noise profiles the rows used (or
+/// that none was), and the `--until-decided` record when the session had one.
+fn test_section(h: &mut String, session: &SessionReport, tested: &[crate::compare::Row]) {
+    h.push_str("<section id=\"test\">\n<h2>Test</h2>\n<ul>\n");
+    let mut lines = crate::compare::profile_lines(tested);
+    if lines.is_empty() {
+        lines.push(
+            "noise profile: none used; each verdict's error is its row's own (the rule column says which)".into(),
+        );
+    }
+    lines.extend(session.sequential.iter().flat_map(super::sequential_lines));
+    for line in lines {
+        let _ = writeln!(h, "<li>{}</li>", esc(&line));
+    }
+    h.push_str("</ul>\n</section>\n");
 }
 
 fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows, tested: &[crate::compare::Row]) {
@@ -402,7 +417,7 @@ mod tests {
             decode_baseline::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
         let session = crate::compare::load_session(&path).unwrap().report;
         let tmp = tempfile::tempdir().unwrap();
-        let page = render(&session, tmp.path()).unwrap();
+        let page = render(&session, tmp.path(), None).unwrap();
         let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
         let doc = roxmltree::Document::parse_with_options(&page, options).expect("well-formed");
         let ratio_rows: Vec<Vec<String>> = doc

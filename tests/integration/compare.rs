@@ -1475,11 +1475,12 @@ fn calibrate_from_sessions_writes_a_profile_that_compare_uses() {
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
-    assert_eq!(file["schema_version"], 1);
+    assert_eq!(file["schema_version"], 2);
     let designs = file["designs"].as_array().unwrap();
     assert_eq!(designs.len(), 1, "{file}");
     assert_eq!(designs[0]["design"]["placement"], "0");
     assert_eq!(designs[0]["pair"], "controlled/stock");
+    assert_eq!(designs[0]["repetitions"], 1, "the sessions' size: one run per adapter");
     let estimates: Vec<f64> =
         designs[0]["log_estimates"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_eq!(estimates.len(), 3);
@@ -1490,7 +1491,12 @@ fn calibrate_from_sessions_writes_a_profile_that_compare_uses() {
     assert!(designs[0]["sd"].as_f64().unwrap() > 0.005, "{file}");
 
     let used = compare(&[&sessions[0], &"--noise-profile", &profile, &"--format", &"json"]);
-    assert!(used.stderr.contains("noise profile:"), "{}", used.stderr);
+    assert!(
+        used.stderr.contains("noise profile: ")
+            && used.stderr.contains("3 A/A sessions of controlled/stock with 1 repetition"),
+        "{}",
+        used.stderr
+    );
     let decision = &json_of(&used)["rows"][0]["outcome"]["decision"];
     assert_eq!(decision["error"], "profile", "{decision}");
     assert_eq!(decision["df"], 2.0, "t on K − 1 degrees of freedom: {decision}");
@@ -1500,6 +1506,6 @@ fn calibrate_from_sessions_writes_a_profile_that_compare_uses() {
     other.placement = Some(("all", Some("0-1")));
     let other = other.write(tmp.path());
     let unused = compare(&[&other, &"--noise-profile", &profile, &"--format", &"json"]);
-    assert!(unused.stderr.contains("no entry for this design"), "{}", unused.stderr);
+    assert!(unused.stderr.contains("no entry for its design"), "{}", unused.stderr);
     assert_eq!(json_of(&unused)["rows"][0]["outcome"]["decision"]["error"], "own");
 }

@@ -54,10 +54,8 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
     let out = util::run(&mut cmd);
     let stderr = std::fs::read_to_string(root.join("launcher.stderr")).unwrap();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let session: Value = serde_json::from_slice(
-        &std::fs::read(util::only_entry(&root.join("out/sequential")).join("session.json")).unwrap(),
-    )
-    .unwrap();
+    let folder = util::only_entry(&root.join("out/sequential"));
+    let session: Value = serde_json::from_slice(&std::fs::read(folder.join("session.json")).unwrap()).unwrap();
     let record = &session["sequential"];
     assert_eq!(record["budget"], "40 pairs", "{record:#}");
     assert_eq!(record["alpha"], 0.05);
@@ -84,6 +82,11 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
         .find(|l| l.contains("until-decided: ") && l.contains(CELL))
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(line.contains(&format!("noise profile sd {sd:.4}")), "{line}");
+    // The report page says the same: the profile its verdicts used, and the record's lines.
+    let page = std::fs::read_to_string(folder.join("index.html")).unwrap();
+    assert!(page.contains("2 A/A sessions of controlled-b/controlled with 1 repetition"), "{page}");
+    let said = line.trim_start_matches("decode-baseline: ");
+    assert!(page.contains(said), "the page carries the printed line: {said}");
     if cell["end"] == "decided" {
         assert_eq!(row["verdict"], "slower", "{cell:#}");
         assert!(row["p_value"].as_f64().unwrap() < level, "{cell:#}");

@@ -1,6 +1,9 @@
 """The stock worker: the shipped mlx_lm decode path under the frozen worker protocol.
 
-    .venv/bin/python tools/stock/worker.py --out-dir DIR
+    .venv/bin/python tools/stock/worker.py [--as NAME] --out-dir DIR
+
+`--as NAME` runs it as the declared adapter NAME (workloads.json declares `stock-b`, this very
+worker under a second name, the stock A/A yardstick of `decode-baseline calibrate --loop stock`).
 
 The launcher creates DIR and writes DIR/job.json. The protocol itself (claim, validation,
 ready, watchdog, cancellation, hooks, gate, report, exit codes) is the Python worker kit's
@@ -57,5 +60,13 @@ def load(job):
     return run_request
 
 
+def main(argv):
+    """`--as NAME` first, if given; the rest is the kit's command line."""
+    adapter = "stock"
+    if argv[:1] == ["--as"] and len(argv) >= 2:
+        adapter, argv = argv[1], argv[2:]
+    return run_worker(adapter, load, root=WORKER_REPO, argv=argv, started_ns=_STARTED_NS)
+
+
 if __name__ == "__main__":
-    sys.exit(run_worker("stock", load, root=WORKER_REPO, started_ns=_STARTED_NS))
+    sys.exit(main(sys.argv[1:]))

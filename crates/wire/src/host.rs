@@ -32,7 +32,9 @@ pub struct HostActivity {
     /// `HostSampler::finish` (the launcher's `src/host`).
     pub measured_cpu_ns: Option<u64>,
     /// `busy_cpu_ns` minus `measured_cpu_ns`, at least 0: what everything else used, the
-    /// launcher itself included.
+    /// launcher itself included. `null` when either is unknown, or when the busy time fell
+    /// short of the measured time by more than tick rounding (two clock ticks per CPU): the two
+    /// clocks then disagree, and what others used is unknown rather than 0.
     pub others_cpu_ns: Option<u64>,
     /// `others_cpu_ns` in CPUs' worth: divided by each CPU's accounted time over the interval.
     /// 1.0 means others kept one CPU busy for the whole measurement.

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The version [`NoiseProfileFile`] is written with; readers refuse any other.
-pub const NOISE_PROFILE_SCHEMA_VERSION: u32 = 1;
+pub const NOISE_PROFILE_SCHEMA_VERSION: u32 = 2;
 
 /// A profile file: one host's designs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -16,29 +16,32 @@ pub struct NoiseProfileFile {
     pub schema_version: u32,
     /// When `calibrate` wrote it, RFC 3339 UTC to the second.
     pub written_utc: String,
-    /// One entry per design calibrated (a later `calibrate` of the same design replaces it).
+    /// One entry per design, adapter pair and session size calibrated (a later `calibrate` of
+    /// the same three replaces it).
     pub designs: Vec<ProfiledDesign>,
 }
 
-/// One design's profile.
+/// The profile of one design, adapter pair and session size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProfiledDesign {
     /// What the sessions had in common; a session matches when every field is equal.
     pub design: Design,
+    /// The adapter pair the A/A sessions measured, numerator over reference, e.g.
+    /// `controlled-b/controlled` or `stock-b/stock`: whose run-to-run noise the entry holds.
+    pub pair: String,
+    /// The session size: worker runs (repetitions) per adapter in each A/A session. A session
+    /// of another size is held to a bound derived from it (`src/calibrate/profiles.rs`).
+    pub repetitions: u32,
     /// The A/A sessions' log estimates (numerator `adapter` against `reference`), in run order.
     pub log_estimates: Vec<f64>,
     /// Their sample standard deviation: one session's error from session to session.
     pub sd: f64,
     /// The session folders they came from.
     pub sessions: Vec<String>,
-    /// The adapter pair the A/A sessions measured, numerator over reference, e.g.
-    /// `controlled-b/controlled` (not part of the design: the profile stands for the design's
-    /// run-to-run noise; a row whose own error is larger is held to its own).
-    pub pair: String,
 }
 
-/// A design: host, device, library, model, cell kind, placement and the adapter pair.
+/// A design: host, device, library, model, cell kind, order and placement.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Design {

@@ -38,8 +38,10 @@ pub struct SequentialCell {
     /// The Pocock boundary's nominal level each look held every row to; `null` when no look
     /// was tested (a time budget spent before the first group ended).
     pub nominal_level: Option<f64>,
-    /// The noise profile's standard deviation when the profile held the cell's design (the last
-    /// look then used the larger of its error and the pairs' own); `null`: the pairs' own error.
+    /// The noise profile's standard deviation, sized to the runs of the last look, when the
+    /// profile held the cell's design (that look then used the larger of its error and the
+    /// pairs' own; the largest of the rows' when their pairs' profiles differ); `null`: the
+    /// pairs' own error.
     pub profile_sd: Option<f64>,
     /// How the cell ended.
     pub end: SequentialEnd,
