@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::{
     aa::{self, AaResult},
+    energy::{self, EnergyRow},
     identity::{self, Mismatch},
     load::LoadedSession,
     rule,
@@ -31,7 +32,8 @@ use crate::calibrate::profiles::Profiles;
 /// ratio is kept for display as `outcome.median_ratio`, the A/A results sit beside each row
 /// (`outcome.aa`) with `outcome.warnings`; `settings` and `judged_rows` replace
 /// `threshold_flag`, and the noise threshold (`comparison`, `threshold`, `noise`) is gone.
-pub const COMPARE_SCHEMA_VERSION: u32 = 3;
+/// Version 4 added `energy`.
+pub const COMPARE_SCHEMA_VERSION: u32 = 4;
 
 /// What a row's ratio rests on, i.e. what it holds constant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -177,6 +179,9 @@ pub struct CompareReport {
     pub only_in_a: Vec<String>,
     /// Cells only session B ran (two sessions).
     pub only_in_b: Vec<String>,
+    /// Energy per token against the reference (`compare::energy`), where the sessions read an
+    /// energy source; not part of `verdict`.
+    pub energy: Vec<EnergyRow>,
     /// The overall verdict: `slower` if any row is slower, else `faster` if any is faster, else
     /// `inconclusive` if any is inconclusive, else `no_difference`; absent when refused.
     pub verdict: Option<Verdict>,
@@ -280,6 +285,7 @@ pub fn compare_within(
         rows,
         only_in_a: Vec::new(),
         only_in_b: Vec::new(),
+        energy: if refused { Vec::new() } else { energy::within(&a.report, &settings.config) },
         verdict: None,
         exit_code: 0,
     })
@@ -437,6 +443,7 @@ pub fn compare_across(
         rows,
         only_in_a: names_a.difference(&names_b).map(|s| (*s).to_owned()).collect(),
         only_in_b: names_b.difference(&names_a).map(|s| (*s).to_owned()).collect(),
+        energy: if refused { Vec::new() } else { energy::across(&a.report, &b.report, &settings.config) },
         verdict: None,
         exit_code: 0,
     })

@@ -6,6 +6,7 @@
 
 mod aa;
 mod command;
+mod energy;
 mod error;
 mod estimate;
 mod identity;

@@ -375,7 +375,7 @@ pub fn table(report: &CompareReport) -> String {
             out.push_str(padded.join("  ").trim_end());
             out.push('\n');
         }
-        for line in extra_cells(report) {
+        for line in extra_cells(report).into_iter().chain(super::energy::lines(&report.energy, &report.settings)) {
             out.push_str(&line);
             out.push('\n');
         }
@@ -427,7 +427,7 @@ pub fn markdown(report: &CompareReport) -> String {
             cells[0] = format!("`{}`", cells[0]);
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
-        for line in extra_cells(report) {
+        for line in extra_cells(report).into_iter().chain(super::energy::lines(&report.energy, &report.settings)) {
             out.push_str(&format!("\n{}\n", md_escape(&line)));
         }
     }
@@ -443,7 +443,8 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// CSV, one line per row; numbers unformatted (ns, plain ratios).
+/// CSV, one line per time row; numbers unformatted (ns, plain ratios). The energy rows are in
+/// the JSON (and each session's `energy.csv`), not here: they have other columns.
 pub fn csv(report: &CompareReport) -> String {
     let mut out = String::from(
         "cell,mode,adapter,basis,against,numerator,denominator,numerator_median_ns,denominator_median_ns,\

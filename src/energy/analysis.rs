@@ -91,14 +91,7 @@ pub fn analyze(
 ) -> Vec<CellEnergy> {
     let mut out = Vec::new();
     for cell in cells {
-        let mut domains: Vec<String> = Vec::new();
-        let records = workers.iter().filter(|w| &w.cell == cell).flat_map(|w| w.energy.iter().flatten());
-        for d in records.flat_map(|r| &r.domains) {
-            if !domains.contains(&d.domain) {
-                domains.push(d.domain.clone());
-            }
-        }
-        let analysed: Vec<DomainAnalysis> = domains
+        let analysed: Vec<DomainAnalysis> = domains(workers, cell)
             .into_iter()
             .map(|domain| analyze_domain(workers, cell, &domain, reference, idle, config))
             .filter(|d| !d.adapters.is_empty())
@@ -108,6 +101,33 @@ pub fn analyze(
         }
     }
     out
+}
+
+/// The energy domains read in `cell`, in the order first seen.
+pub fn domains(workers: &[WorkerRun], cell: &str) -> Vec<String> {
+    let mut domains: Vec<String> = Vec::new();
+    let records = workers.iter().filter(|w| w.cell == cell).flat_map(|w| w.energy.iter().flatten());
+    for d in records.flat_map(|r| &r.domains) {
+        if !domains.contains(&d.domain) {
+            domains.push(d.domain.clone());
+        }
+    }
+    domains
+}
+
+/// The per-pair log ratios of `adapter`'s joules per token in `domain` against `reference`'s,
+/// every pair with a reading on both sides (throttled or not), in request order: what the
+/// paired energy ratio tests (`compare` of two sessions subtracts their estimates).
+pub fn pair_log_ratios(
+    workers: &[WorkerRun],
+    cell: &str,
+    adapter: &Adapter,
+    reference: &Adapter,
+    domain: &str,
+) -> Vec<f64> {
+    let (own, theirs) =
+        (observations(workers, cell, adapter, domain, &[]), observations(workers, cell, reference, domain, &[]));
+    pairs(&own, &theirs).0.into_iter().map(|(d, _)| d).collect()
 }
 
 fn analyze_domain(
@@ -204,24 +224,26 @@ fn adapter_energy(obs: &[Observation], config: &BootstrapConfig) -> Option<Adapt
     })
 }
 
-/// `own` against `theirs`, request by request within each repetition.
-fn paired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy> {
-    let mut all = Vec::new();
-    let mut unthrottled = Vec::new();
-    let mut dropped_pairs = 0;
+/// `own` against `theirs`, request by request within each repetition: each pair's log ratio of
+/// joules per token and whether either side was throttled, and how many pairs lacked a reading.
+fn pairs(own: &[Observation], theirs: &[Observation]) -> (Vec<(f64, bool)>, usize) {
+    let mut kept = Vec::new();
+    let mut dropped = 0;
     for o in own {
         let Some(t) = theirs.iter().find(|t| t.repetition == o.repetition && t.index == o.index) else { continue };
         match (o.per_token, t.per_token) {
-            (Some(x), Some(r)) if x > 0.0 && r > 0.0 => {
-                let d = (x / r).ln();
-                all.push(d);
-                if !(o.throttled || t.throttled) {
-                    unthrottled.push(d);
-                }
-            }
-            _ => dropped_pairs += 1,
+            (Some(x), Some(r)) if x > 0.0 && r > 0.0 => kept.push(((x / r).ln(), o.throttled || t.throttled)),
+            _ => dropped += 1,
         }
     }
+    (kept, dropped)
+}
+
+/// `own` against `theirs`: the paired ratio of all pairs and of the unthrottled ones.
+fn paired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy> {
+    let (kept, dropped_pairs) = pairs(own, theirs);
+    let all: Vec<f64> = kept.iter().map(|(d, _)| *d).collect();
+    let unthrottled: Vec<f64> = kept.iter().filter(|(_, throttled)| !throttled).map(|(d, _)| *d).collect();
     if all.is_empty() && dropped_pairs == 0 {
         return None;
     }

@@ -9,21 +9,31 @@ use decode_baseline_wire::energy::EnergyRatio;
 
 use crate::stats::{Decision, DecisionConfig, LogEstimate, PairBlocks, StatsError};
 
-/// The ratio, its interval and verdict from the pair log ratios in request order (at least two
-/// pairs, one block; a last unpaired pair is left out, as for time).
-pub fn paired_energy_ratio(log_ratios: &[f64], config: &DecisionConfig) -> Result<EnergyRatio, StatsError> {
-    if let Some(&value) = log_ratios.iter().find(|d| !d.is_finite()) {
-        return Err(StatsError::NotFinite { index: log_ratios.iter().position(|d| *d == value).unwrap_or(0), value });
+/// The paired estimate of the pair log ratios in request order (at least two pairs, one block;
+/// a last unpaired pair is left out, as for time): what [`paired_energy_ratio`] tests, and
+/// what two sessions' comparison subtracts (`compare`).
+pub fn paired_energy_estimate(log_ratios: &[f64], trim: f64) -> Result<LogEstimate, StatsError> {
+    if let Some((index, &value)) = log_ratios.iter().enumerate().find(|(_, d)| !d.is_finite()) {
+        return Err(StatsError::NotFinite { index, value });
     }
     let blocks = PairBlocks::from_blocks(vec![PairBlocks::blocks_of(log_ratios)])?;
-    let estimate = LogEstimate::paired(&blocks, config.trim)?;
-    let decision = Decision::single(&estimate, None, 1, config)?;
+    LogEstimate::paired(&blocks, trim)
+}
+
+/// The ratio, its interval and verdict from the pair log ratios in request order.
+pub fn paired_energy_ratio(log_ratios: &[f64], config: &DecisionConfig) -> Result<EnergyRatio, StatsError> {
+    energy_ratio(&paired_energy_estimate(log_ratios, config.trim)?, config)
+}
+
+/// `estimate` tested (a family of one) and written as an energy ratio.
+pub fn energy_ratio(estimate: &LogEstimate, config: &DecisionConfig) -> Result<EnergyRatio, StatsError> {
+    let decision = Decision::single(estimate, None, 1, config)?;
     Ok(EnergyRatio {
         ratio: decision.ratio,
         lower: decision.ci.lower,
         upper: decision.ci.upper,
         confidence: 1.0 - config.alpha,
-        pairs: blocks.pairs(),
+        pairs: estimate.pairs,
         verdict: decision.verdict,
         p_value: decision.p_value,
     })

@@ -1047,7 +1047,8 @@ fn csv_has_one_line_per_row_and_json_has_a_schema_version() {
     assert_eq!(csv.code, FASTER);
 
     let j = json_of(&compare(&[&a, &b, &"--format", &"json"]));
-    assert_eq!(j["schema_version"], 3);
+    assert_eq!(j["schema_version"], 4);
+    assert_eq!(j["energy"], serde_json::json!([]), "sessions without an energy source have no energy rows");
     assert_eq!(j["a"]["session_id"], "session-a");
     assert_eq!(j["b"]["session_id"], "session-b");
 }
