@@ -1,18 +1,22 @@
-//! Energy in `compare`: per cell, energy domain and adapter, the paired ratio of joules per
-//! token against the session's reference (one session), or session B's paired ratio over
-//! session A's (two sessions: the difference of the two paired estimates, as time's
-//! `against_reference` rows), each tested as time is (`energy::paired_energy_estimate`,
-//! `stats::decision`). A raw energy row across sessions is not made: the machine's power draw
+//! Energy in `compare`: per cell, energy domain and adapter, the ratio of joules per token
+//! against the session's reference (one session: paired when it interleaved them, two-sample
+//! when it ran them one after the other), or session B's ratio over session A's (two sessions:
+//! the difference of the two estimates, as time's `against_reference` rows), each tested as
+//! time is (`energy::energy_estimate`, `stats::decision`). A raw energy row across sessions is not made: the machine's power draw
 //! between sessions is what the reference pairs remove.
 //!
 //! Energy verdicts are printed and recorded beside the time rows; the overall verdict and the
 //! exit code stay time's.
 
 use decode_baseline::{
-    energy::{domains, energy_ratio, pair_log_ratios, paired_energy_estimate},
+    energy::{domains, energy_estimate, energy_ratio},
     stats::{DecisionConfig, LogEstimate},
 };
-use decode_baseline_wire::{energy::EnergyRatio, session::SessionReport, Adapter};
+use decode_baseline_wire::{
+    energy::EnergyRatio,
+    session::{SessionReport, WorkerOrder},
+    Adapter,
+};
 use serde::Serialize;
 
 use super::estimate::Basis;
@@ -65,7 +69,8 @@ fn cells(session: &SessionReport) -> Vec<String> {
     cells
 }
 
-/// `adapter`'s paired energy estimate against the reference in one session.
+/// `adapter`'s energy estimate against the reference in one session: paired when the session
+/// interleaved them, two-sample otherwise (`energy::energy_estimate`).
 fn estimate(
     session: &SessionReport,
     cell: &str,
@@ -73,8 +78,17 @@ fn estimate(
     domain: &str,
     trim: f64,
 ) -> Result<LogEstimate, String> {
-    let d = pair_log_ratios(&session.workers, cell, adapter, &session.reference, domain);
-    paired_energy_estimate(&d, trim).map_err(|e| format!("{} pairs with a reading on both sides: {e}", d.len()))
+    let interleaved = session.job.order == WorkerOrder::Interleaved;
+    energy_estimate(&session.workers, cell, adapter, &session.reference, domain, interleaved, trim)
+}
+
+/// What a session's energy rows rest on: adjacent pairs when it interleaved the adapters.
+fn within_basis(session: &SessionReport) -> Basis {
+    if session.job.order == WorkerOrder::Interleaved {
+        Basis::Paired
+    } else {
+        Basis::RatioOfMedians
+    }
 }
 
 fn row(cell: &str, domain: &str, adapter: &Adapter, against: &Adapter, basis: Basis, fake: bool) -> EnergyRow {
@@ -104,7 +118,7 @@ pub fn within(session: &SessionReport, config: &DecisionConfig) -> Vec<EnergyRow
     for cell in cells(session) {
         for domain in domains(&session.workers, &cell) {
             for adapter in adapters(session, &cell) {
-                let r = row(&cell, &domain, &adapter, &session.reference, Basis::Paired, fake(session));
+                let r = row(&cell, &domain, &adapter, &session.reference, within_basis(session), fake(session));
                 rows.push(tested(r, estimate(session, &cell, &adapter, &domain, config.trim), config));
             }
         }
@@ -135,14 +149,18 @@ pub fn across(a: &SessionReport, b: &SessionReport, config: &DecisionConfig) -> 
 }
 
 /// The lines the table and the Markdown print, one per row, e.g. `energy fake:0 (FAKE
-/// source) tiny.L16.headline controlled/stock paired: 0.912 [0.880, 0.945] over 40 pairs:
+/// source) tiny.L16.headline controlled/stock paired: 0.912 [0.880, 0.945], n = 40:
 /// faster (p = 0.000)`, then what the rows are when there are any.
 pub fn lines(rows: &[EnergyRow], config: &DecisionConfig) -> Vec<String> {
     let mut lines: Vec<String> = rows
         .iter()
         .map(|r| {
-            let basis =
-                serde_json::to_value(r.basis).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+            let basis = match r.basis {
+                Basis::Paired => "paired",
+                Basis::RatioOfMedians => "unpaired (sequential order)",
+                Basis::AgainstReference => "B over A, each against the reference",
+                Basis::Raw => "raw",
+            };
             let what = match (&r.ratio, &r.reason) {
                 (Some(_), _) => decode_baseline::energy::ratio_words(&r.ratio),
                 (None, reason) => format!("not tested: {}", reason.as_deref().unwrap_or("no readings")),
@@ -159,8 +177,9 @@ pub fn lines(rows: &[EnergyRow], config: &DecisionConfig) -> Vec<String> {
         .collect();
     if !lines.is_empty() {
         lines.push(format!(
-            "energy: joules per token, below 1 less energy; each row tested as time is (paired t on A B / B A blocks, \
-             α {:.0} % alone, ±{:.1} % equivalence); the overall verdict and the exit code are time's",
+            "energy: joules per token, below 1 less energy; each row tested as time is (paired on A B / B A blocks in an \
+             interleaved session, two-sample in a sequential one; α {:.0} % alone, ±{:.1} % equivalence); the overall \
+             verdict and the exit code are time's",
             100.0 * config.alpha,
             100.0 * config.margin
         ));
@@ -214,16 +233,20 @@ mod tests {
     }
 
     #[test]
-    fn within_a_session_each_adapter_is_paired_with_the_reference_and_tested() {
+    fn within_a_sequential_session_each_adapter_is_tested_against_the_reference_unpaired() {
         let config = DecisionConfig::default();
         let rows = within(&session_with_energy(0.9), &config);
         assert!(!rows.is_empty());
-        // A reference-pair cell has one request per adapter: no block to test, and it says so.
+        // A reference-pair cell has one request per adapter: too few to test, and it says so.
         let (one_request, rows): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.cell.ends_with("reference_pair"));
-        assert!(one_request.iter().all(|r| r.ratio.is_none() && r.reason.as_ref().unwrap().contains("too few")));
+        assert!(one_request.iter().all(|r| r.ratio.is_none() && r.reason.is_some()), "{one_request:?}");
         assert!(!rows.is_empty());
         for r in &rows {
-            assert_eq!((r.domain.as_str(), &r.adapter, r.basis), ("fake:0", &Adapter::Controlled, Basis::Paired));
+            // The recorded session ran its adapters one after the other: requests, not pairs.
+            assert_eq!(
+                (r.domain.as_str(), &r.adapter, r.basis),
+                ("fake:0", &Adapter::Controlled, Basis::RatioOfMedians)
+            );
             let ratio = r.ratio.unwrap_or_else(|| panic!("{r:?}"));
             assert!((ratio.ratio - 0.9).abs() < 0.01, "{ratio:?}");
             assert!(ratio.lower < ratio.ratio && ratio.ratio < ratio.upper);
@@ -231,9 +254,23 @@ mod tests {
         }
         let text = lines(&rows, &config);
         assert_eq!(text.len(), rows.len() + 1);
-        assert!(lines(&one_request, &config)[0].contains("not tested: 1 pairs"), "{one_request:?}");
-        assert!(text[0].starts_with("energy fake:0 ") && text[0].contains("controlled/stock paired: 0.9"), "{text:?}");
+        assert!(lines(&one_request, &config)[0].contains("not tested: 1 and 1 requests"), "{one_request:?}");
+        assert!(
+            text[0].starts_with("energy fake:0 ")
+                && text[0].contains("controlled/stock unpaired (sequential order): 0.9"),
+            "{text:?}"
+        );
         assert!(text.last().unwrap().contains("the overall verdict and the exit code are time's"));
+        // The same readings as an interleaved session: adjacent requests paired.
+        let mut interleaved = session_with_energy(0.9);
+        interleaved.job.order = WorkerOrder::Interleaved;
+        let paired: Vec<EnergyRow> = within(&interleaved, &config).into_iter().filter(|r| r.ratio.is_some()).collect();
+        assert!(!paired.is_empty());
+        for r in &paired {
+            let ratio = r.ratio.unwrap();
+            assert_eq!((r.basis, ratio.verdict), (Basis::Paired, Verdict::Faster), "{r:?}");
+            assert!((ratio.ratio - 0.9).abs() < 0.01 && ratio.pairs > 0, "{ratio:?}");
+        }
     }
 
     #[test]

@@ -25,8 +25,8 @@ use decode_baseline_wire::{
     Adapter,
 };
 
-use super::ratio::paired_energy_ratio;
-use crate::stats::{summarize, DecisionConfig, Sample};
+use super::ratio::{energy_ratio, paired_energy_estimate, paired_energy_ratio};
+use crate::stats::{summarize, DecisionConfig, LogEstimate, Rule, Sample};
 
 /// The share of throttled pairs above which the analysis warns.
 pub const MAX_THROTTLED_SHARE: f64 = 0.10;
@@ -86,6 +86,7 @@ pub fn analyze(
     workers: &[WorkerRun],
     cells: &[String],
     reference: &Adapter,
+    interleaved: bool,
     idle: &[IdleReading],
     config: &BootstrapConfig,
 ) -> Vec<CellEnergy> {
@@ -93,7 +94,7 @@ pub fn analyze(
     for cell in cells {
         let analysed: Vec<DomainAnalysis> = domains(workers, cell)
             .into_iter()
-            .map(|domain| analyze_domain(workers, cell, &domain, reference, idle, config))
+            .map(|domain| analyze_domain(workers, cell, &domain, reference, interleaved, idle, config))
             .filter(|d| !d.adapters.is_empty())
             .collect();
         if !analysed.is_empty() {
@@ -115,19 +116,41 @@ pub fn domains(workers: &[WorkerRun], cell: &str) -> Vec<String> {
     domains
 }
 
-/// The per-pair log ratios of `adapter`'s joules per token in `domain` against `reference`'s,
-/// every pair with a reading on both sides (throttled or not), in request order: what the
-/// paired energy ratio tests (`compare` of two sessions subtracts their estimates).
-pub fn pair_log_ratios(
+/// `adapter`'s joules per token in `domain` against `reference`'s as a log estimate, throttled
+/// requests kept: what the energy ratio tests, and what `compare` of two sessions subtracts.
+/// Interleaved, the paired estimate of adjacent requests (`paired_energy_estimate`);
+/// sequential, where the two adapters' requests ran at different times, Yuen's two-sample
+/// estimate of their per-request log joules per token, as time's `request_medians` rule.
+pub fn energy_estimate(
     workers: &[WorkerRun],
     cell: &str,
     adapter: &Adapter,
     reference: &Adapter,
     domain: &str,
-) -> Vec<f64> {
+    interleaved: bool,
+    trim: f64,
+) -> Result<LogEstimate, String> {
     let (own, theirs) =
         (observations(workers, cell, adapter, domain, &[]), observations(workers, cell, reference, domain, &[]));
-    pairs(&own, &theirs).0.into_iter().map(|(d, _)| d).collect()
+    if interleaved {
+        let d: Vec<f64> = pairs(&own, &theirs).0.into_iter().map(|(d, _)| d).collect();
+        paired_energy_estimate(&d, trim).map_err(|e| format!("{} pairs with a reading on both sides: {e}", d.len()))
+    } else {
+        let (x, r) = (log_per_token(&own, true), log_per_token(&theirs, true));
+        LogEstimate::two_sample(&x, &r, trim, Rule::RequestMedians)
+            .map_err(|e| format!("{} and {} requests with a reading: {e}", x.len(), r.len()))
+    }
+}
+
+/// The log joules per token of the requests with a reading, throttled ones only when
+/// `throttled` is true.
+fn log_per_token(obs: &[Observation], throttled: bool) -> Vec<f64> {
+    obs.iter()
+        .filter(|o| throttled || !o.throttled)
+        .filter_map(|o| o.per_token)
+        .filter(|j| *j > 0.0)
+        .map(f64::ln)
+        .collect()
 }
 
 fn analyze_domain(
@@ -135,6 +158,7 @@ fn analyze_domain(
     cell: &str,
     domain: &str,
     reference: &Adapter,
+    interleaved: bool,
     idle: &[IdleReading],
     config: &BootstrapConfig,
 ) -> DomainAnalysis {
@@ -151,7 +175,8 @@ fn analyze_domain(
     }
     if let Some(theirs) = observed.get(reference) {
         for (adapter, own) in observed.iter().filter(|(a, _)| *a != reference) {
-            if let Some(paired) = paired(own, theirs) {
+            let against = if interleaved { paired(own, theirs) } else { unpaired(own, theirs) };
+            if let Some(paired) = against {
                 analysis.paired.insert(adapter.clone(), paired);
             }
         }
@@ -270,6 +295,43 @@ fn paired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy> {
     })
 }
 
+/// `own` against `theirs` in a sequential session: the two-sample ratio of all requests with a
+/// reading and of the unthrottled ones. `pairs` counts `own`'s requests with a reading,
+/// `throttled_pairs` the throttled requests of either side, `dropped_pairs` those without a
+/// reading (`req/session.md`, "Energy").
+fn unpaired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy> {
+    if own.is_empty() || theirs.is_empty() {
+        return None;
+    }
+    let config = DecisionConfig::default();
+    let ratio = |throttled: bool| {
+        let (x, r) = (log_per_token(own, throttled), log_per_token(theirs, throttled));
+        LogEstimate::two_sample(&x, &r, config.trim, Rule::RequestMedians)
+            .ok()
+            .and_then(|e| energy_ratio(&e, &config).ok())
+    };
+    let with_reading = |o: &&Observation| o.per_token.is_some();
+    let requests = own.iter().filter(with_reading).count() + theirs.iter().filter(with_reading).count();
+    let throttled = own.iter().chain(theirs).filter(|o| o.per_token.is_some() && o.throttled).count();
+    let share = if requests == 0 { 0.0 } else { throttled as f64 / requests as f64 };
+    Some(PairedEnergy {
+        all: ratio(true),
+        unthrottled: ratio(false),
+        pairs: requests,
+        throttled_pairs: throttled,
+        dropped_pairs: own.len() + theirs.len() - requests,
+        max_throttled_share: MAX_THROTTLED_SHARE,
+        warning: (share > MAX_THROTTLED_SHARE).then(|| {
+            format!(
+                "{throttled} of {requests} requests ({:.0} %) were throttled (more than {:.0} %): the energy ratio \
+                 without them rests on the others",
+                share * 100.0,
+                MAX_THROTTLED_SHARE * 100.0
+            )
+        }),
+    })
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use decode_baseline_wire::{
@@ -370,7 +432,7 @@ pub(crate) mod tests {
     }
 
     fn only(workers: &[WorkerRun], idle: &[IdleReading]) -> DomainAnalysis {
-        let mut cells = analyze(workers, &["c".into()], &Adapter::Stock, idle, &BootstrapConfig::default());
+        let mut cells = analyze(workers, &["c".into()], &Adapter::Stock, true, idle, &BootstrapConfig::default());
         assert_eq!(cells.len(), 1);
         assert_eq!(cells[0].domains.len(), 1);
         cells.remove(0).domains.remove(0)
@@ -470,6 +532,6 @@ pub(crate) mod tests {
     fn runs_without_readings_give_no_energy_analysis() {
         let mut workers = pair_of_runs(1.0, 0, false);
         workers.iter_mut().for_each(|w| w.energy = None);
-        assert!(analyze(&workers, &["c".into()], &Adapter::Stock, &[], &BootstrapConfig::default()).is_empty());
+        assert!(analyze(&workers, &["c".into()], &Adapter::Stock, true, &[], &BootstrapConfig::default()).is_empty());
     }
 }

@@ -18,7 +18,7 @@ mod recorder;
 mod render;
 mod source;
 
-pub use analysis::{analyze, domains, pair_log_ratios, request_points, RequestPoint, MAX_THROTTLED_SHARE};
+pub use analysis::{analyze, domains, energy_estimate, request_points, RequestPoint, MAX_THROTTLED_SHARE};
 pub use delta::{counter_delta, interval_energy, request_energy, MAX_PLAUSIBLE_WATTS};
 pub use fake::{FakeSource, FakeSpec, FAKE_ENERGY_ENV};
 pub use idle::{idle_reading, measure_idle, Idle, IDLE_WINDOW};
@@ -28,5 +28,5 @@ pub use nvml::{Nvml, NVML_LIBRARY};
 pub use powercap::{Powercap, POWERCAP_ROOT};
 pub use ratio::{energy_ratio, paired_energy_estimate, paired_energy_ratio};
 pub use recorder::{GroupRecorder, MID_SAMPLE_EVERY};
-pub use render::{csv, human_joules, ratio_words, sources_line, table, CSV_FILE};
+pub use render::{csv, human_joules, pairing_words, ratio_words, sources_line, table, CSV_FILE};
 pub use source::{Counter, DomainSample, EnergySource, Missing, MissingSource, Snapshot, Unit};

@@ -33,7 +33,8 @@ pub fn energy_ratio(estimate: &LogEstimate, config: &DecisionConfig) -> Result<E
         lower: decision.ci.lower,
         upper: decision.ci.upper,
         confidence: 1.0 - config.alpha,
-        pairs: estimate.pairs,
+        // A two-sample estimate (a sequential session) has no pairs: its requests count.
+        pairs: if estimate.pairs > 0 { estimate.pairs } else { estimate.units },
         verdict: decision.verdict,
         p_value: decision.p_value,
     })

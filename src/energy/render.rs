@@ -52,7 +52,7 @@ pub fn human_joules(j: f64) -> String {
 pub fn ratio_words(r: &Option<EnergyRatio>) -> String {
     r.map_or("-".to_owned(), |r| {
         format!(
-            "{:.3} [{:.3}, {:.3}] over {} pairs: {} (p = {:.3})",
+            "{:.3} [{:.3}, {:.3}], n = {}: {} (p = {:.3})",
             r.ratio,
             r.lower,
             r.upper,
@@ -63,10 +63,20 @@ pub fn ratio_words(r: &Option<EnergyRatio>) -> String {
     })
 }
 
+/// How a session's energy ratios were formed, and what their counts count: `("paired",
+/// "pairs")` in an interleaved session, `("unpaired (sequential order)", "requests")` otherwise.
+pub fn pairing_words(report: &SessionReport) -> (&'static str, &'static str) {
+    match report.job.order {
+        decode_baseline_wire::session::WorkerOrder::Interleaved => ("paired", "pairs"),
+        _ => ("unpaired (sequential order)", "requests"),
+    }
+}
+
 /// The energy rows of `run`'s table, then the sources line; empty for a session before
 /// version 7.
 pub fn table(report: &SessionReport) -> String {
     let Some(energy) = &report.energy else { return String::new() };
+    let (pairing, unit) = pairing_words(report);
     let mut out = String::new();
     let fake = if energy.fake.is_some() { " FAKE" } else { "" };
     if !energy.cells.is_empty() {
@@ -98,7 +108,7 @@ pub fn table(report: &SessionReport) -> String {
                 }
                 for (adapter, p) in &d.paired {
                     out.push_str(&format!(
-                        "{:<w$} {} energy paired ({}): {}{fake}\n",
+                        "{:<w$} {} energy {pairing} ({}): {}{fake}\n",
                         cell.cell,
                         pair_label(adapter, &report.reference),
                         d.domain,
@@ -106,7 +116,7 @@ pub fn table(report: &SessionReport) -> String {
                     ));
                     if p.throttled_pairs > 0 {
                         out.push_str(&format!(
-                            "{:<w$} without the {} throttled pairs: {}{fake}\n",
+                            "{:<w$} without the {} throttled {unit}: {}{fake}\n",
                             "",
                             p.throttled_pairs,
                             ratio_words(&p.unthrottled)
@@ -114,7 +124,7 @@ pub fn table(report: &SessionReport) -> String {
                     }
                     if p.dropped_pairs > 0 {
                         out.push_str(&format!(
-                            "{:<w$} note: {} pairs left out: either side's energy was dropped\n",
+                            "{:<w$} note: {} {unit} left out: their energy was dropped\n",
                             "", p.dropped_pairs
                         ));
                     }

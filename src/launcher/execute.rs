@@ -37,7 +37,8 @@ impl Prepared {
 /// Runs one group of workers (one alone, or the members of an interleaved group at once) to
 /// their end and returns what the supervisor saw of each, in the members' order. It moves
 /// `progress` on by each member's requests as they complete, and tells `energy` of each grant
-/// and done request of an interleaved group.
+/// and done request of a gated group (interleaved, or a lone worker while an energy source is
+/// active).
 pub trait Execution {
     fn run_group(
         &mut self,
@@ -62,10 +63,14 @@ impl Execution for Processes {
         progress: &ProgressBar,
         energy: &mut GroupRecorder<'_>,
     ) -> anyhow::Result<Vec<Outcome>> {
+        // A lone worker without the gate runs on its own; a gated one (energy is being read)
+        // goes through the gate as a group of one.
         if let [p] = members {
-            let outcome = supervise::supervise(&p.command, &p.out_dir, limits, interrupts, || progress.tick())?;
-            progress.inc(u64::from(p.requests()));
-            return Ok(vec![outcome]);
+            if !p.job.gate {
+                let outcome = supervise::supervise(&p.command, &p.out_dir, limits, interrupts, || progress.tick())?;
+                progress.inc(u64::from(p.requests()));
+                return Ok(vec![outcome]);
+            }
         }
         let gated: Vec<interleave::Member<'_>> = members
             .iter()

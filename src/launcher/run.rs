@@ -88,7 +88,7 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Opened before anything is created: a bad DECODE_BASELINE_FAKE_ENERGY is bad input.
     let mut meter = energy::Meter::from_environment().map_err(anyhow::Error::msg)?;
-    let session = match prepare(&args)? {
+    let session = match prepare(&args, meter.is_active())? {
         Ok(session) => session,
         Err(code) => return Ok(code),
     };
@@ -128,7 +128,9 @@ struct Session {
 }
 
 /// Prepares a session; `Err` holds the exit code of a session refused before it started.
-fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
+/// `energy`: an energy source is active, so every worker goes through the request gate (an
+/// interleaved group's members do anyway), where the launcher reads energy per request.
+fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitCode>> {
     // A full disk can show up as RLIMIT_FSIZE, whose SIGXFSZ would kill the launcher in the
     // middle of writing `session.json` without a word. Ignored, the write fails with EFBIG,
     // the temp is removed and the error is reported. Workers inherit the ignored disposition.
@@ -250,7 +252,7 @@ fn prepare(args: &RunArgs) -> anyhow::Result<Result<Session, ExitCode>> {
 
     // Every worker's folder and job first: a dry run stops here, a real run finds them ready.
     let mut prepared = Vec::new();
-    let gated: Vec<bool> = groups.iter().flat_map(|g| std::iter::repeat_n(g.len() > 1, g.len())).collect();
+    let gated: Vec<bool> = groups.iter().flat_map(|g| std::iter::repeat_n(g.len() > 1 || energy, g.len())).collect();
     for (sequence, planned) in runs.iter().enumerate() {
         let out_dir = dir.join(planned.cell.name()).join(planned.folder_name());
         std::fs::create_dir_all(out_dir.parent().unwrap())
@@ -362,8 +364,9 @@ fn execute(
         let children_before = host::reaped_children_cpu_time();
         let sampler = host::HostSampler::start();
         let group_started = Instant::now();
-        let interleaved = members.len() > 1;
-        let idle_window = if interleaved { energy::IDLE_WINDOW } else { std::time::Duration::ZERO };
+        // Gated: an interleaved group, or a lone worker while an energy source is active.
+        let gated = members[0].job.gate;
+        let idle_window = if gated { energy::IDLE_WINDOW } else { std::time::Duration::ZERO };
         let mut recorder = energy::GroupRecorder::new(meter, members.len(), idle_window);
         let outcomes = execution.run_group(members, limits, interrupts, &progress, &mut recorder)?;
         let (idle, energies) = recorder.finish();
@@ -386,7 +389,7 @@ fn execute(
         for ((p, outcome), requests) in members.iter().zip(outcomes).zip(energies) {
             let mut run = record_run(p, &expected[&p.planned.adapter], outcome, &mut executed.problems);
             run.host_activity = Some(activity.clone());
-            run.energy = (interleaved && meter.is_active()).then_some(requests);
+            run.energy = (gated && meter.is_active()).then_some(requests);
             executed.workers.push(run);
         }
         if let (Some(sequential), false) = (&session.sequential, members[0].planned.aa) {
@@ -464,8 +467,9 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
     let reference = session.resolved.job.reference();
     let analysis = analysis::analyze(&workers, &session.cells, session.resolved.job.order, &reference);
     let cell_names: Vec<String> = session.cells.iter().map(|c| c.name()).collect();
+    let interleaved = session.resolved.job.order == decode_baseline_wire::session::WorkerOrder::Interleaved;
     energy_record.cells =
-        energy::analyze(&workers, &cell_names, &reference, &energy_record.idle, &analysis.body.bootstrap);
+        energy::analyze(&workers, &cell_names, &reference, interleaved, &energy_record.idle, &analysis.body.bootstrap);
     problems.extend(analysis.problems.iter().cloned());
     let status = session_status(&workers, &session.interrupts, &problems);
     let wall = session.started.elapsed();
@@ -834,7 +838,7 @@ mod tests {
         ) -> anyhow::Result<Vec<supervise::Outcome>> {
             // An interleaved group goes through the gate as `interleave` drives it: each
             // request granted in turn and seen done 2 ms later.
-            if members.len() > 1 {
+            if members[0].job.gate {
                 let requests: Vec<u32> = members.iter().map(|p| p.requests()).collect();
                 let order = crate::launcher::interleave::grant_order(&requests, true);
                 for (m, k) in order {
@@ -871,6 +875,12 @@ mod tests {
     }
 
     fn prepared_session_in_order(root: &Path, status: Status, order: &str) -> (Session, FakeWorkers) {
+        prepared_session_with(root, status, order, false)
+    }
+
+    /// As [`prepared_session_in_order`], with `energy` telling `prepare` whether an energy
+    /// source is active.
+    fn prepared_session_with(root: &Path, status: Status, order: &str, energy: bool) -> (Session, FakeWorkers) {
         let job = serde_json::json!({
             "schema_version": decode_baseline_wire::session::SESSION_JOB_SCHEMA_VERSION,
             "manifest": repo_root().join("workloads.json"),
@@ -898,7 +908,7 @@ mod tests {
             session_dir: None,
             quiet: true,
         };
-        let session = prepare(&args).unwrap().unwrap_or_else(|code| panic!("prepare refused with {code:?}"));
+        let session = prepare(&args, energy).unwrap().unwrap_or_else(|code| panic!("prepare refused with {code:?}"));
         let fake = FakeWorkers {
             status,
             code_version: decode_baseline_pins::code_version(&session.repo),
@@ -973,6 +983,45 @@ mod tests {
         assert!(doc.descendants().any(|n| n.attribute("data-figure") == Some(analysed[0].as_str())));
         let csv = std::fs::read_to_string(dir.join(energy::CSV_FILE)).unwrap();
         assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
+    }
+
+    #[test]
+    fn a_sequential_session_with_an_energy_source_gates_each_worker_and_tests_energy_unpaired() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (session, mut fake) = prepared_session_with(tmp.path(), Status::Ok, "alternate", true);
+        assert!(session.prepared.iter().all(|p| p.job.gate), "every lone worker goes through the gate");
+        let dir = session.dir.clone();
+        let spec = "watts=120";
+        let mut meter = energy::Meter::new(
+            vec![Box::new(energy::FakeSource::from_spec(energy::FakeSpec::parse(spec).unwrap()))],
+            Vec::new(),
+            Some(spec.into()),
+        );
+        let executed = execute(&session, 0, &mut fake, &mut meter).unwrap();
+        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+        let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
+        let record = report.energy.as_ref().expect("an energy record");
+        assert_eq!(record.idle.len(), report.workers.len(), "one idle reading before each lone worker");
+        for w in &report.workers {
+            let requests = w.report.as_ref().unwrap().requests.len();
+            assert_eq!(w.energy.as_ref().map(Vec::len), Some(requests), "{}", w.run_id);
+        }
+        let headline = record.cells.iter().find(|c| c.cell.ends_with(".headline")).expect("the headline cell");
+        let paired = &headline.domains[0].paired[&Adapter::Controlled];
+        let ratio = paired.all.expect("a two-sample ratio");
+        // The fake draws the same power for both and each fake request takes about as long:
+        // joules per token about equal; the requests of both, not pairs, are counted.
+        assert!(ratio.lower < ratio.ratio && ratio.ratio < ratio.upper, "{ratio:?}");
+        let measured: usize = report
+            .workers
+            .iter()
+            .filter(|w| w.cell.ends_with(".headline"))
+            .flat_map(|w| &w.report.as_ref().unwrap().requests)
+            .filter(|q| matches!(q.phase, Some(decode_baseline_wire::report::Phase::Measured) | None))
+            .count();
+        assert_eq!(paired.pairs, measured, "{paired:?}");
+        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
+        assert!(table.contains("controlled/stock energy"), "{table}");
     }
 
     #[test]

@@ -69,7 +69,11 @@ pub fn section(h: &mut String, session: &SessionReport) {
     }
     h.push_str("</tbody>\n</table>\n</div>\n");
     h.push_str("<p>* tokens/J = 1 / the J/token median. J/token: a request's energy (prefill included) over its output tokens. Net of idle: less the idle power before the group times the request's wall time.</p>\n");
-    h.push_str("<div class=\"scroll\">\n<table id=\"energy-ratio-table\">\n<thead><tr><th>cell</th><th>adapter/reference</th><th>domain</th><th>energy ratio (95% t-interval)</th><th>without throttled pairs</th><th>throttled pairs</th><th>pairs dropped</th></tr></thead>\n<tbody>\n");
+    let (pairing, unit) = decode_baseline::energy::pairing_words(session);
+    let _ = writeln!(
+        h,
+        "<div class=\"scroll\">\n<table id=\"energy-ratio-table\">\n<thead><tr><th>cell</th><th>adapter/reference</th><th>domain</th><th>energy ratio, {pairing} (95% t-interval)</th><th>without throttled {unit}</th><th>throttled {unit}</th><th>{unit} dropped</th></tr></thead>\n<tbody>"
+    );
     let mut warnings = Vec::new();
     for cell in &energy.cells {
         for d in &cell.domains {
