@@ -931,17 +931,22 @@ mod tests {
         )
     }
 
+    /// A meter with the fake source of `spec` (`DECODE_BASELINE_FAKE_ENERGY`'s syntax).
+    fn fake_meter(spec: &str) -> energy::Meter {
+        energy::Meter::new(
+            vec![Box::new(energy::FakeSource::from_spec(energy::FakeSpec::parse(spec).unwrap()))],
+            Vec::new(),
+            Some(spec.into()),
+        )
+    }
+
     #[test]
     fn an_interleaved_session_with_the_fake_source_records_energy_and_marks_it_fake() {
         let tmp = tempfile::tempdir().unwrap();
         let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
         let dir = session.dir.clone();
         let spec = "watts=120,throttle_every=5";
-        let mut meter = energy::Meter::new(
-            vec![Box::new(energy::FakeSource::from_spec(energy::FakeSpec::parse(spec).unwrap()))],
-            Vec::new(),
-            Some(spec.into()),
-        );
+        let mut meter = fake_meter(spec);
         let executed = execute(&session, 0, &mut fake, &mut meter).unwrap();
         assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
@@ -991,12 +996,7 @@ mod tests {
         let (session, mut fake) = prepared_session_with(tmp.path(), Status::Ok, "alternate", true);
         assert!(session.prepared.iter().all(|p| p.job.gate), "every lone worker goes through the gate");
         let dir = session.dir.clone();
-        let spec = "watts=120";
-        let mut meter = energy::Meter::new(
-            vec![Box::new(energy::FakeSource::from_spec(energy::FakeSpec::parse(spec).unwrap()))],
-            Vec::new(),
-            Some(spec.into()),
-        );
+        let mut meter = fake_meter("watts=120");
         let executed = execute(&session, 0, &mut fake, &mut meter).unwrap();
         assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
