@@ -2,8 +2,8 @@
 //! against the session's reference (one session: paired when it interleaved them, two-sample
 //! when it ran them one after the other), or session B's ratio over session A's (two sessions:
 //! the difference of the two estimates, as time's `against_reference` rows), each tested as
-//! time is (`energy::energy_estimate`, `stats::decision`). A raw energy row across sessions is not made: the machine's power draw
-//! between sessions is what the reference pairs remove.
+//! time is (`energy::energy_estimate`, `stats::decision`). A raw energy row across sessions is
+//! not made: the machine's power draw between sessions is what the reference removes.
 //!
 //! Energy verdicts are printed and recorded beside the time rows; the overall verdict and the
 //! exit code stay time's.
@@ -29,9 +29,10 @@ pub struct EnergyRow {
     pub domain: String,
     /// The adapter whose joules per token are compared.
     pub adapter: Adapter,
-    /// The session's reference adapter it is paired with, request by request.
+    /// The session's reference adapter it is measured against.
     pub against: Adapter,
-    /// `paired` within one session, `against_reference` across two.
+    /// Within one session `paired` (interleaved) or `ratio_of_medians` (sequential: the two
+    /// adapters' requests, unpaired); `against_reference` across two.
     pub basis: Basis,
     /// Whether a session's readings came from the test-only fake source.
     pub fake: bool,
@@ -78,13 +79,16 @@ fn estimate(
     domain: &str,
     trim: f64,
 ) -> Result<LogEstimate, String> {
-    let interleaved = session.job.order == WorkerOrder::Interleaved;
-    energy_estimate(&session.workers, cell, adapter, &session.reference, domain, interleaved, trim)
+    energy_estimate(&session.workers, cell, adapter, &session.reference, domain, interleaved(session), trim)
+}
+
+fn interleaved(session: &SessionReport) -> bool {
+    session.job.order == WorkerOrder::Interleaved
 }
 
 /// What a session's energy rows rest on: adjacent pairs when it interleaved the adapters.
 fn within_basis(session: &SessionReport) -> Basis {
-    if session.job.order == WorkerOrder::Interleaved {
+    if interleaved(session) {
         Basis::Paired
     } else {
         Basis::RatioOfMedians
@@ -126,15 +130,15 @@ pub fn within(session: &SessionReport, config: &DecisionConfig) -> Vec<EnergyRow
     rows
 }
 
-/// Session B's paired energy ratio over session A's, per adapter, in every cell and domain
-/// both sessions read.
+/// Session B's energy ratio against the reference over session A's, per adapter, in every
+/// cell and domain both sessions read.
 pub fn across(a: &SessionReport, b: &SessionReport, config: &DecisionConfig) -> Vec<EnergyRow> {
     let (cells_b, fake) = (cells(b), fake(a) || fake(b));
     let mut rows = Vec::new();
     for cell in cells(a).into_iter().filter(|c| cells_b.contains(c)) {
-        let domains_b = domains(&b.workers, &cell);
+        let (domains_b, adapters_b) = (domains(&b.workers, &cell), adapters(b, &cell));
         for domain in domains(&a.workers, &cell).into_iter().filter(|d| domains_b.contains(d)) {
-            for adapter in adapters(a, &cell).into_iter().filter(|x| adapters(b, &cell).contains(x)) {
+            for adapter in adapters(a, &cell).into_iter().filter(|x| adapters_b.contains(x)) {
                 let difference =
                     estimate(b, &cell, &adapter, &domain, config.trim).map_err(|e| format!("B: {e}")).and_then(|eb| {
                         let ea = estimate(a, &cell, &adapter, &domain, config.trim).map_err(|e| format!("A: {e}"))?;

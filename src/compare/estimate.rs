@@ -128,11 +128,16 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn verdict(&self) -> Option<Verdict> {
+    /// The row's test, when it was compared.
+    pub fn decision(&self) -> Option<&Decision> {
         match &self.outcome {
-            RowResult::Compared { decision, .. } => Some(decision.verdict),
+            RowResult::Compared { decision, .. } => Some(decision),
             RowResult::NotCompared { .. } => None,
         }
+    }
+
+    pub fn verdict(&self) -> Option<Verdict> {
+        self.decision().map(|d| d.verdict)
     }
 }
 

@@ -264,10 +264,7 @@ pub fn error_words(d: &decode_baseline::stats::Decision) -> String {
 pub fn profile_lines(rows: &[Row]) -> Vec<String> {
     let mut lines: Vec<String> = rows
         .iter()
-        .filter_map(|row| match &row.outcome {
-            RowResult::Compared { decision, .. } => decision.profile.as_ref(),
-            RowResult::NotCompared { .. } => None,
-        })
+        .filter_map(|row| row.decision()?.profile.as_ref())
         .map(|p| format!("noise profile: {}: sd {:.4} on {} df", p.label, p.sd, p.df()))
         .collect();
     lines.sort();

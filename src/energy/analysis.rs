@@ -142,11 +142,11 @@ pub fn energy_estimate(
     }
 }
 
-/// The log joules per token of the requests with a reading, throttled ones only when
-/// `throttled` is true.
-fn log_per_token(obs: &[Observation], throttled: bool) -> Vec<f64> {
+/// The log joules per token of the requests with a reading, the throttled ones only when
+/// `keep_throttled`.
+fn log_per_token(obs: &[Observation], keep_throttled: bool) -> Vec<f64> {
     obs.iter()
-        .filter(|o| throttled || !o.throttled)
+        .filter(|o| keep_throttled || !o.throttled)
         .filter_map(|o| o.per_token)
         .filter(|j| *j > 0.0)
         .map(f64::ln)
@@ -296,16 +296,16 @@ fn paired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy> {
 }
 
 /// `own` against `theirs` in a sequential session: the two-sample ratio of all requests with a
-/// reading and of the unthrottled ones. `pairs` counts `own`'s requests with a reading,
-/// `throttled_pairs` the throttled requests of either side, `dropped_pairs` those without a
-/// reading (`req/session.md`, "Energy").
+/// reading and of the unthrottled ones. `pairs` counts both sides' requests with a reading,
+/// `throttled_pairs` the throttled ones among them, `dropped_pairs` those without a reading
+/// (`req/session.md`, "Energy").
 fn unpaired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy> {
     if own.is_empty() || theirs.is_empty() {
         return None;
     }
     let config = DecisionConfig::default();
-    let ratio = |throttled: bool| {
-        let (x, r) = (log_per_token(own, throttled), log_per_token(theirs, throttled));
+    let ratio = |keep_throttled: bool| {
+        let (x, r) = (log_per_token(own, keep_throttled), log_per_token(theirs, keep_throttled));
         LogEstimate::two_sample(&x, &r, config.trim, Rule::RequestMedians)
             .ok()
             .and_then(|e| energy_ratio(&e, &config).ok())

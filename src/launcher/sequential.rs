@@ -175,13 +175,7 @@ impl Sequential {
             profiles::resolve(self.noise_profile.as_deref(), &[report], &designs).ok().and_then(|(found, _)| found);
         let settings = Settings { config: DecisionConfig::default(), profiles: profiles.as_ref() };
         let rows = compare::within_rows(&cells, &settings);
-        record.profile_sd = rows
-            .iter()
-            .filter_map(|row| match &row.outcome {
-                RowResult::Compared { decision, .. } => decision.profile.as_ref().map(|p| p.sd),
-                RowResult::NotCompared { .. } => None,
-            })
-            .reduce(f64::max);
+        record.profile_sd = rows.iter().filter_map(|row| Some(row.decision()?.profile.as_ref()?.sd)).reduce(f64::max);
         record.rows = rows.iter().filter_map(|row| look_row(row, level)).collect();
         let decided = !record.rows.is_empty() && record.rows.iter().all(|r| r.verdict != SequentialVerdict::Undecided);
         *end = if decided {
