@@ -2,7 +2,7 @@
 //! `LD_LIBRARY_PATH`. The mlx-sys override publishes the folder as `DEP_MLX_LIB_DIR`; a
 //! dependency's own `rustc-link-arg` would never reach the final link, so it is done here.
 //! It also publishes the name of the pinned environment that libmlx belongs to, which the
-//! executable selects at start-up (`DECODE_BASELINE_BUILD_ENV`, see `src/build_env.rs`).
+//! executable selects at start-up (`DECODE_BASELINE_BUILD_ENV`, see `select_environment` in `src/main.rs`).
 //!
 //! A launcher that linked a CUDA libmlx could not start on a machine without the NVIDIA driver,
 //! not even to say so; the CUDA build's launcher links no MLX and runs the controlled worker's

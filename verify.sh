@@ -63,7 +63,7 @@ side_lane() {
   step "lints (clippy, warnings are errors)"
   cargo clippy --release --workspace --all-targets -- -D warnings || return 1
   step "without MLX (the launcher, guard and compare: clippy, warnings are errors)"
-  cargo clippy --release --no-default-features -p decode-baseline --lib --bins --benches --examples -- -D warnings \
+  cargo clippy --release --no-default-features -p decode-baseline -p decode-baseline-launcher --lib --bins --benches --examples -- -D warnings \
     || return 1
   step_end
 }

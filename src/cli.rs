@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use decode_baseline_wire::ExitCode;
+use decode_baseline_launcher as launcher;
+use decode_baseline_wire::{Adapter, ExitCode};
 
 /// A reproducible measurement suite for LLM decoding on MLX.
 #[derive(Debug, Parser)]
@@ -20,29 +21,29 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a session job: both workers on every cell, statistics and agreement.
-    Run(crate::launcher::RunArgs),
+    Run(launcher::launcher::RunArgs),
     /// Benchmark one model (a folder or a cached Hugging Face repo id) in one command: its own
     /// manifest in a new session folder, a normal session on it, the table at the end.
-    Bench(crate::bench::BenchArgs),
+    Bench(launcher::bench::BenchArgs),
     /// Write a session's report page (`index.html`) again from its session.json.
-    Report(crate::report::ReportArgs),
+    Report(launcher::report::ReportArgs),
     /// Check the manifest, its pin, the pinned files and (if present) the installed environment.
-    Guard(crate::guard::GuardArgs),
+    Guard(launcher::guard::GuardArgs),
     /// Maintain the manifest: add a model case, re-pin.
     #[command(subcommand)]
-    Manifest(crate::manifest_cli::ManifestCommand),
+    Manifest(launcher::manifest_cli::ManifestCommand),
     /// Compare controlled against stock in one session, or two sessions cell by cell.
-    Compare(crate::compare::CompareArgs),
+    Compare(launcher::compare::CompareArgs),
     /// Write a session's figures (SVG): step times by position, distributions, roofline.
-    Plot(crate::plot::PlotArgs),
+    Plot(launcher::plot::PlotArgs),
     /// Run the worker conformance scenarios against one worker (an adapter's, or any program)
     /// on the tiny fixture: one line per scenario, exit 0 only if all pass.
-    Conformance(crate::conformance::ConformanceArgs),
+    Conformance(launcher::conformance::ConformanceArgs),
     /// Print what this build runs on: MLX version, libmlx path and SHA-256.
     Env,
     /// Run K short A/A yardstick sessions and write this host's noise profile, which `compare`
     /// and `run` then use for sessions of the same design.
-    Calibrate(crate::calibrate::CalibrateArgs),
+    Calibrate(launcher::calibrate::CalibrateArgs),
     /// Run as a worker on a launcher-created folder (used by the launcher).
     #[command(hide = true)]
     Worker {
@@ -51,8 +52,8 @@ pub enum Command {
         out_dir: PathBuf,
         /// Answer to this adapter name instead of `controlled`: the controlled loop run as an
         /// adapter the manifest declares (another build of it beside this one, for instance).
-        #[arg(long = "as", value_name = "ADAPTER", value_parser = decode_baseline_wire::Adapter::parse)]
-        as_adapter: Option<decode_baseline_wire::Adapter>,
+        #[arg(long = "as", value_name = "ADAPTER", value_parser = Adapter::parse)]
+        as_adapter: Option<Adapter>,
     },
 }
 
@@ -61,8 +62,8 @@ pub enum Command {
 /// worker kit through `$DECODE_BASELINE_KIT`); refuses an
 /// executable that stands in another checkout than its own (`launcher::checkout`).
 pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
-    use decode_baseline::launcher::checkout::Checkout;
     use decode_baseline_pins::installed::{KIT_DIR, KIT_ENV, REPO_ENV};
+    use launcher::launcher::checkout::Checkout;
     if let Some(repo) = &cli.repo {
         let repo = repo.canonicalize().map_err(|err| anyhow::anyhow!("--repo {}: {err}", repo.display()))?;
         std::env::set_var(REPO_ENV, repo);
@@ -81,16 +82,41 @@ pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => crate::launcher::run(args),
-        Command::Bench(args) => crate::bench::run(args),
-        Command::Report(args) => crate::report::run(args),
-        Command::Guard(args) => crate::guard::run(args),
-        Command::Manifest(command) => crate::manifest_cli::run(command),
-        Command::Compare(args) => crate::compare::run(args),
-        Command::Plot(args) => crate::plot::run(args),
-        Command::Conformance(args) => crate::conformance::run(args),
-        Command::Env => crate::environment::run(),
-        Command::Calibrate(args) => crate::calibrate::run(args),
-        Command::Worker { out_dir, as_adapter } => crate::worker::run(&out_dir, as_adapter),
+        Command::Run(args) => launcher::launcher::run(args),
+        Command::Bench(args) => launcher::bench::run(args),
+        Command::Report(args) => launcher::report::run(args),
+        Command::Guard(args) => launcher::guard::run(args),
+        Command::Manifest(command) => launcher::manifest_cli::run(command),
+        Command::Compare(args) => launcher::compare::run(args),
+        Command::Plot(args) => launcher::plot::run(args),
+        Command::Conformance(args) => launcher::conformance::run(args),
+        Command::Env => environment(),
+        Command::Calibrate(args) => launcher::calibrate::run(args),
+        Command::Worker { out_dir, as_adapter } => worker(&out_dir, as_adapter.unwrap_or(Adapter::Controlled)),
     }
+}
+
+/// `worker`: the controlled loop under the frozen protocol (its entry point is the controlled
+/// crate's, shared with the `decode-baseline-controlled` program).
+#[cfg(feature = "controlled")]
+fn worker(out_dir: &std::path::Path, adapter: Adapter) -> anyhow::Result<ExitCode> {
+    Ok(decode_baseline_controlled::worker::serve(out_dir, adapter))
+}
+
+#[cfg(not(feature = "controlled"))]
+fn worker(_out_dir: &std::path::Path, _adapter: Adapter) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("this build has no controlled worker: rebuild with the default `controlled` feature")
+}
+
+/// `env`: what this build's controlled worker runs on.
+#[cfg(feature = "controlled")]
+fn environment() -> anyhow::Result<ExitCode> {
+    let facts = decode_baseline_controlled::identity::facts(true)?;
+    println!("{}", serde_json::to_string_pretty(&facts)?);
+    Ok(ExitCode::Ok)
+}
+
+#[cfg(not(feature = "controlled"))]
+fn environment() -> anyhow::Result<ExitCode> {
+    anyhow::bail!("this build links no MLX: rebuild with the default `controlled` feature")
 }

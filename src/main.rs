@@ -2,26 +2,13 @@
 
 use clap::Parser;
 
-mod bench;
-mod build_env;
-mod calibrate;
+use decode_baseline_pins::installed::DEFAULT_ENV_NAME;
+use decode_baseline_wire::manifest::ENV_NAME_ENV;
+
 mod cli;
-mod compare;
-mod conformance;
-mod duration;
-mod environment;
-#[cfg(test)]
-mod generated;
-mod guard;
-mod launcher;
-mod manifest_cli;
-mod plot;
-mod report;
-mod safetensors_header;
-mod worker;
 
 fn main() {
-    if let Err(why) = build_env::select() {
+    if let Err(why) = select_environment() {
         eprintln!("decode-baseline: error: {why}");
         std::process::exit(decode_baseline_wire::ExitCode::BadInput.code());
     }
@@ -38,4 +25,37 @@ fn main() {
         }
     };
     std::process::exit(code.code());
+}
+
+/// The environment this build links, if it links MLX.
+const BUILT_FOR: Option<&str> = option_env!("DECODE_BASELINE_BUILD_ENV");
+
+/// Selects the pinned environment this executable was built against, or says why the caller's
+/// selection cannot be honoured. Call before any thread is started (it sets a process
+/// environment variable).
+///
+/// A build links one environment's libmlx (`tools/env/mlxenv build NAME` builds environment
+/// NAME into `target/env-NAME`). Its launcher, guard and workers must use that environment's
+/// lock, virtual environment and manifest pins, so the executable sets `$DECODE_BASELINE_ENV`
+/// to it for itself and every child; a different selection in the caller's environment is
+/// refused rather than silently mixing two MLX versions. A build without MLX (no `controlled`
+/// feature) takes the selection from `$DECODE_BASELINE_ENV` as it is.
+fn select_environment() -> Result<(), String> {
+    let Some(built) = BUILT_FOR else {
+        return Ok(());
+    };
+    let asked = std::env::var(ENV_NAME_ENV).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| built.to_owned());
+    if asked != built {
+        let how = if asked == DEFAULT_ENV_NAME {
+            "cargo run --release -- ...".to_owned()
+        } else {
+            format!("tools/env/mlxenv run {asked} ...")
+        };
+        return Err(format!(
+            "${ENV_NAME_ENV} selects environment {asked:?}, but this build links environment {built:?}'s libmlx; \
+             run that environment's build instead: `{how}`"
+        ));
+    }
+    std::env::set_var(ENV_NAME_ENV, built);
+    Ok(())
 }

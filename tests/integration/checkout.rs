@@ -1,4 +1,4 @@
-//! A copied checkout serves itself (`src/launcher/checkout.rs`): the copy's own executable reads
+//! A copied checkout serves itself (`crates/launcher/src/launcher/checkout.rs`): the copy's own executable reads
 //! the copy's manifest, runs the copy's workers on the copy's `.venv` (its `$ORIGIN`-relative
 //! rpath), and the original's executable, started in the copy, refuses, naming both checkouts.
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use decode_baseline::stats::{BootstrapConfig, Interval, RatioEstimate, Resampling};
+use decode_baseline_launcher::stats::{BootstrapConfig, Interval, RatioEstimate, Resampling};
 use decode_baseline_wire::{
     analysis::{Analysis, CellAnalysis},
     backend::DeviceIdentity,

@@ -4,7 +4,7 @@
 //! scenario; and against a deliberately broken
 //! worker, which must fail exactly the scenarios its defect breaks, with a non-zero exit.
 //!
-//! The scenarios themselves live in the library (`src/conformance/`); the list below is declared
+//! The scenarios themselves live in the library (`crates/launcher/src/conformance/`); the list below is declared
 //! here independently, so a scenario dropped, added or renamed there fails this suite.
 
 use std::process::{Command, Output};

@@ -16,7 +16,7 @@ use std::{
     process::{Command, Output},
 };
 
-use decode_baseline::launcher::{
+use decode_baseline_launcher::launcher::{
     session_job::{self, JobError},
     validate,
 };

@@ -95,8 +95,8 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 // Worker jobs on the tiny fixture (the conformance suite, and anyone who needs a valid job)
 // ---------------------------------------------------------------------------------------------
 
-use decode_baseline::conformance::fixture::{self, FixtureSource};
-pub use decode_baseline::conformance::fixture::{FixtureManifest, FIXTURE_DIR};
+use decode_baseline_launcher::conformance::fixture::{self, FixtureSource};
+pub use decode_baseline_launcher::conformance::fixture::{FixtureManifest, FIXTURE_DIR};
 use decode_baseline_wire::{manifest::Manifest, Adapter, Mode, RunPolicy, WorkerJob};
 
 /// What the fixture manifests are made from: this checkout's live worker sources and

@@ -67,6 +67,18 @@ pub fn libmlx_path() -> Result<PathBuf, IdentityError> {
         .ok_or(IdentityError::NotMapped("the dyld image list"))
 }
 
+/// What this process runs on, as one JSON object: the MLX version and the libmlx it mapped, and
+/// with `digest` that file's SHA-256 (`decode-baseline env`; the worker program's `probe`
+/// leaves the digest out, it only shows that the program starts).
+pub fn facts(digest: bool) -> Result<serde_json::Value, IdentityError> {
+    let path = libmlx_path()?;
+    let mut facts = serde_json::json!({ "mlx_version": mlx_version()?, "libmlx_path": path });
+    if digest {
+        facts["libmlx_sha256"] = sha256_file(&path)?.into();
+    }
+    Ok(facts)
+}
+
 /// SHA-256 of a file, lowercase hex.
 pub fn sha256_file(path: &std::path::Path) -> Result<String, IdentityError> {
     let bytes = std::fs::read(path).map_err(|source| IdentityError::Read { path: path.to_owned(), source })?;

@@ -13,17 +13,17 @@
 //!
 //! Exit codes are the protocol's (`req/protocol.md`); a bad command line is 2.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use decode_baseline_controlled::identity;
+use decode_baseline_controlled::{identity, worker::serve};
 use decode_baseline_wire::{Adapter, ExitCode};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        ["worker", "--out-dir", dir] => worker(Path::new(dir), Adapter::Controlled),
+        ["worker", "--out-dir", dir] => serve(Path::new(dir), Adapter::Controlled),
         ["worker", "--as", name, "--out-dir", dir] => match Adapter::parse(name) {
-            Ok(adapter) => worker(Path::new(dir), adapter),
+            Ok(adapter) => serve(Path::new(dir), adapter),
             Err(problem) => {
                 eprintln!("decode-baseline-controlled: error: --as: {problem}");
                 ExitCode::BadInput
@@ -38,23 +38,8 @@ fn main() {
     std::process::exit(code.code());
 }
 
-/// The repository this program was built from (or `$DECODE_BASELINE_REPO`): its sources are
-/// what the manifest pins.
-fn repo() -> PathBuf {
-    decode_baseline_pins::installed::repo_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-}
-
-fn worker(out_dir: &Path, adapter: Adapter) -> ExitCode {
-    let mut driver = decode_baseline_controlled::worker::ControlledDriver::new(repo(), adapter);
-    decode_baseline_worker_runtime::run_worker(out_dir, &mut driver)
-}
-
 fn probe() -> ExitCode {
-    let facts = identity::mlx_version().and_then(|version| {
-        let path = identity::libmlx_path()?;
-        Ok(serde_json::json!({ "mlx_version": version, "libmlx_path": path }))
-    });
-    match facts {
+    match identity::facts(false) {
         Ok(facts) => {
             println!("{facts}");
             ExitCode::Ok

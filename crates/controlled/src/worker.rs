@@ -6,9 +6,9 @@
 //! The controlled prompt forward is both the prefill chunk and the seed forward, so both sites
 //! are polled, in that order, before it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use decode_baseline_wire::{hooks::Site, Adapter, DeviceKind, Identity, Mode, RequestRecord, WorkerJob};
+use decode_baseline_wire::{hooks::Site, Adapter, DeviceKind, ExitCode, Identity, Mode, RequestRecord, WorkerJob};
 use decode_baseline_worker_runtime::{
     check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal, RequestContext,
     RequestError, RequestSpec, Runtime,
@@ -17,6 +17,20 @@ use decode_baseline_worker_runtime::{
 use crate::config::ModelConfig;
 use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options, RunError};
 use crate::model::Model;
+
+/// Runs the frozen worker protocol around the controlled loop on `out_dir`, answering to
+/// `adapter`: the entry point of both executables that carry the loop (`decode-baseline worker`
+/// and `decode-baseline-controlled worker`).
+pub fn serve(out_dir: &Path, adapter: Adapter) -> ExitCode {
+    let mut driver = ControlledDriver::new(built_repo(), adapter);
+    decode_baseline_worker_runtime::run_worker(out_dir, &mut driver)
+}
+
+/// The repository this crate was built in (or `$DECODE_BASELINE_REPO`): its sources are what
+/// the manifest pins.
+pub fn built_repo() -> PathBuf {
+    decode_baseline_pins::installed::repo_root(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
 
 /// The controlled loop, for a binary built from the repository at `repo`, answering to
 /// `adapter`: `controlled`, or a name the manifest declares for it (say, an older build run

@@ -5,7 +5,7 @@
 //!   named ones (in `tools/env/envs/<name>/`), each with its own virtual environment and its
 //!   own controlled build. `$DECODE_BASELINE_ENV` selects a named one; unset, empty or
 //!   `default`, the default. An executable that links MLX sets it to the environment it was
-//!   built against (`src/build_env.rs`).
+//!   built against (`select_environment` in `src/main.rs`).
 //! * The virtual environment is `$DECODE_BASELINE_VENV`, else `<repo>/.venv` for the default
 //!   environment and `<repo>/.venv-<name>` for a named one.
 //! * Its site-packages folder is the one folder matching `<venv>/lib/python3*/site-packages`.

@@ -6,9 +6,9 @@
 //!   `tools/kit/python/` (the Python worker kit the stock worker is built on).
 //! * **controlled**: every member of the trees of [`CONTROLLED_CRATES`] (the crates the
 //!   controlled worker is built from) whose name ends in `.rs` or is `Cargo.toml` (build scripts
-//!   are `.rs`), every member of `crates/mlx-sys/native/`, `src/worker.rs` (the worker entry
-//!   point of the root package), and `Cargo.lock` (the resolved versions the controlled worker is
-//!   built from, mlx-rs among them).
+//!   are `.rs`), every member of `crates/mlx-sys/native/`, and `Cargo.lock` (the resolved
+//!   versions the controlled worker is built from, mlx-rs among them). The root package's
+//!   `worker` subcommand only calls the controlled crate's entry point, so it is not a source.
 //!
 //! * **a declared adapter** (`adapters.<name>` in the manifest): every member of each folder
 //!   named in its `sources`, and each file named there, relative to the manifest's folder.
@@ -212,7 +212,6 @@ mod tests {
                 "crates/wire/Cargo.toml",
                 "crates/wire/src/lib.rs",
                 "crates/worker-runtime/src/run.rs",
-                "src/worker.rs",
             ]
         );
     }

@@ -1,6 +1,6 @@
 //! `session.json`'s `analysis`: what the launcher computed from the validated reports, per cell
 //! and adapter (statistics, the build/evaluation split), the ratios between the adapters, the
-//! A/A noise, and the agreement checks. The launcher's `src/launcher/analysis.rs` fills it in;
+//! A/A noise, and the agreement checks. `crates/launcher/src/launcher/analysis.rs` fills it in;
 //! `compare`, `plot` and the report page read it.
 
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! energy counters (NVML, Linux powercap, a test-only fake) around each request it granted in
 //! an interleaved session, which sources were missing and why, the idle reading before each
 //! group, and the analysis of it (joules per token, the paired energy ratio, the throttled
-//! pairs). The readers and the estimators live in the launcher's `src/energy`; these are the
+//! pairs). The readers and the estimators live in `crates/launcher/src/energy`; these are the
 //! records only.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! What the host did during a measurement: the launcher samples it around each worker run
-//! (`src/host` reads `/proc`, cpufreq, and on macOS `sysctl` and `pmset`) and records it in
+//! (`crates/launcher/src/host` reads `/proc`, cpufreq, and on macOS `sysctl` and `pmset`) and records it in
 //! `session.json` beside the run. Every value is `null` where it could not be read.
 
 use serde::{Deserialize, Serialize};
@@ -29,7 +29,7 @@ pub struct HostActivity {
     /// nanoseconds: the busy clock ticks of `/proc/stat`, summed over the CPUs.
     pub busy_cpu_ns: Option<u64>,
     /// CPU time of the measured processes over the interval, in nanoseconds, as handed to
-    /// `HostSampler::finish` (the launcher's `src/host`).
+    /// `HostSampler::finish` (`crates/launcher/src/host`).
     pub measured_cpu_ns: Option<u64>,
     /// `busy_cpu_ns` minus `measured_cpu_ns`, at least 0: what everything else used, the
     /// launcher itself included. `null` when either is unknown, or when the busy time fell

@@ -1,7 +1,7 @@
 //! The host noise profile file (`decode-baseline calibrate`): per design, the session-to-session
 //! spread of the paired-test log estimate over `K` A/A yardstick sessions. `compare` and `run`
 //! read it (`--noise-profile FILE`, or the default file of the host) and hold each verdict's
-//! error to at least the profile's (`src/stats/profile.rs`).
+//! error to at least the profile's (`crates/launcher/src/stats/profile.rs`).
 
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +31,7 @@ pub struct ProfiledDesign {
     /// `controlled-b/controlled` or `stock-b/stock`: whose run-to-run noise the entry holds.
     pub pair: String,
     /// The session size: worker runs (repetitions) per adapter in each A/A session. A session
-    /// of another size is held to a bound derived from it (`src/calibrate/profiles.rs`).
+    /// of another size is held to a bound derived from it (`crates/launcher/src/calibrate/profiles.rs`).
     pub repetitions: u32,
     /// The A/A sessions' log estimates (numerator `adapter` against `reference`), in run order.
     pub log_estimates: Vec<f64>,

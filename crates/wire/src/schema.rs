@@ -1,9 +1,9 @@
 //! JSON Schemas of the wire formats (the worker job and report, the session job, the manifest,
 //! `session.json`), generated from the Rust types, committed under `schemas/` at the repository
 //! root. `compare --format json`'s schema is generated the same way by the binary's own test
-//! (`src/compare/schema.rs`), because its types live there.
+//! (`crates/launcher/src/compare/schema.rs`), because its types live there.
 //!
-//! The launcher's test `generated::committed_files_are_current` (`src/generated.rs`) fails when a
+//! The launcher's test `generated::committed_files_are_current` (`crates/launcher/src/generated.rs`) fails when a
 //! committed schema differs from what the types generate now; run it with
 //! `DECODE_BASELINE_WRITE_SCHEMAS=1` to rewrite them after a deliberate change (and bump the
 //! schema version if the change is not additive).
@@ -79,7 +79,7 @@ pub fn manifest_schema() -> String {
 
 /// The JSON Schema of `session.json` as this version writes it: every key present, except the
 /// step records' `null` values, which the launcher leaves out (`session_bytes` in
-/// `src/launcher/output.rs`; they read back as `null`).
+/// `crates/launcher/src/launcher/output.rs`; they read back as `null`).
 pub fn session_report_schema() -> String {
     let mut value = serde_json::to_value(schemars::schema_for!(SessionReport)).expect("a schema serializes");
     require_every_key(&mut value);

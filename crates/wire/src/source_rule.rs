@@ -19,7 +19,7 @@ pub const CONTROLLED_CRATES: &[&str] = &[
 ];
 /// Folders whose every file is a controlled-worker source.
 pub const CONTROLLED_WHOLE_TREES: &[&str] = &["crates/mlx-sys/native"];
-/// Single files that are controlled-worker sources when they exist: the launcher's `worker`
-/// subcommand (the entry point when the launcher runs the loop itself) and `Cargo.lock` (the
-/// resolved versions the worker is built from, mlx-rs among them).
-pub const CONTROLLED_FILES: &[&str] = &["src/worker.rs", "Cargo.lock"];
+/// Single files that are controlled-worker sources when they exist: `Cargo.lock` (the resolved
+/// versions the worker is built from, mlx-rs among them). Both executables that carry the loop
+/// enter it through the controlled crate (`worker::serve`), so no file outside it is a source.
+pub const CONTROLLED_FILES: &[&str] = &["Cargo.lock"];

@@ -1,6 +1,6 @@
 //! The statistical records of `session.json`'s analysis and of `compare`'s output: summaries
 //! with bootstrap intervals, ratios of medians, outlier counts, drift. Types and their defaults
-//! only; the estimators that produce them live in the launcher's `src/stats`, whose modules
+//! only; the estimators that produce them live in `crates/launcher/src/stats`, whose modules
 //! document the formulas.
 
 use serde::{Deserialize, Serialize};
@@ -34,7 +34,7 @@ impl Default for BootstrapConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Resampling {
-    /// Whole requests (cluster bootstrap); the default, see `src/stats/bootstrap.rs`.
+    /// Whole requests (cluster bootstrap); the default, see `crates/launcher/src/stats/bootstrap.rs`.
     #[default]
     ByRequest,
     /// Individual observations.

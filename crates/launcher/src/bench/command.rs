@@ -1,0 +1,461 @@
+//! The `bench` subcommand: resolve the model, derive its case as `manifest add-case` does, write
+//! that manifest and its pin into a new session folder, and run a normal session on it.
+//!
+//! The repository's `workloads.json` is never read for the case nor written: the session's
+//! manifest pins the same worker sources and environment (recomputed from this checkout and its
+//! installed environment), so the workers validate it exactly as they validate the repository's.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::{Path, PathBuf},
+};
+
+use anyhow::{bail, ensure, Context};
+use decode_baseline_pins::once;
+use decode_baseline_pins::{built_in_sources, environment_pins, is_path_safe_id, pin_path, pin_text};
+use decode_baseline_wire::{
+    manifest::{Cell, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
+    session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
+    Adapter, ExitCode, Mode, RunPolicy,
+};
+
+use super::{
+    hub,
+    record::{BenchRecord, ModelSource, BENCH_RECORD, BENCH_RECORD_SCHEMA_VERSION},
+    support::controlled_refusal,
+};
+use crate::{
+    guard::{chain, MANIFEST_NAME},
+    launcher::{self, RunArgs},
+    manifest_cli::{self, PromptSource},
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchPromptSource {
+    /// The canonical English text; the seeded ids when the tokenizer does not cover it.
+    Auto,
+    /// The canonical English text (real tokenizers).
+    Text,
+    /// Ids drawn by a counter-mode hash from the ordinary vocabulary (the fixtures).
+    Seeded,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The session table, then prefill and decode rows per length (llama-bench's pp and tg).
+    Table,
+    /// The rows as a Markdown table.
+    Markdown,
+    /// `session.json` on stdout.
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// A local mlx_lm model folder, or a Hugging Face repo id (`org/name`) found in the local
+    /// cache (`$HF_HUB_CACHE`, `$HF_HOME/hub`, `~/.cache/huggingface/hub`).
+    pub model: String,
+    /// Prompt lengths in tokens, comma-separated; each gets every mode of `--modes`.
+    #[arg(short = 'p', long, value_delimiter = ',', default_value = "512")]
+    pub prompt_lengths: Vec<usize>,
+    /// Context depths in tokens, comma-separated: a prompt of D tokens, then the decode steps
+    /// (headline cells), up to config.json's `max_position_embeddings`.
+    #[arg(short = 'd', long, value_delimiter = ',')]
+    pub depths: Vec<usize>,
+    /// New tokens per request. The run policy freezes it (req/manifest.md); another value is
+    /// refused with the frozen one named.
+    #[arg(short = 'n', long, default_value_t = RunPolicy::frozen().max_new_tokens)]
+    pub new_tokens: u32,
+    /// Warm-up requests per worker run, after the first and before the measured ones (the run
+    /// policy's `warmup_requests`). Every request prefills its prompt, so fewer make long
+    /// prompts and deep contexts affordable; the session's manifest records the policy used.
+    #[arg(long, value_name = "N", default_value_t = RunPolicy::frozen().warmup_requests)]
+    pub warmup_requests: u32,
+    /// Measured requests per worker run (`measured_requests`): fewer widen every interval.
+    #[arg(long, value_name = "N", default_value_t = RunPolicy::frozen().measured_requests)]
+    pub measured_requests: u32,
+    /// Seconds from a worker's ready signal to its deadline (`job_deadline_s`).
+    #[arg(long, value_name = "SECONDS", default_value_t = RunPolicy::frozen().job_deadline_s)]
+    pub deadline_s: u32,
+    /// Modes on each prompt length, comma-separated.
+    #[arg(short = 'm', long, value_delimiter = ',', value_parser = parse_mode, default_value = "headline,fixed_continuation,reference_pair")]
+    pub modes: Vec<Mode>,
+    /// Adapters, comma-separated. One the controlled loop cannot run on this model is left out,
+    /// with the reason in the table and the report.
+    #[arg(short = 'a', long, value_delimiter = ',', value_parser = parse_adapter, default_value = "controlled,stock")]
+    pub adapters: Vec<Adapter>,
+    /// Worker runs per adapter and cell.
+    #[arg(short = 'r', long, default_value_t = 1)]
+    pub repetitions: u32,
+    /// Worker order (req/session.md): `interleaved` (the default) loads the adapters' models
+    /// together and alternates them request by request, so the machine's drift cancels in the
+    /// ratio; `alternate` runs one worker at a time, for models too large to load twice.
+    #[arg(long, value_parser = parse_order, default_value = "interleaved")]
+    pub order: WorkerOrder,
+    /// Also run an A/A pair of each headline cell, which bounds the run-to-run noise that
+    /// `compare` needs before it calls anything faster, slower or no different.
+    #[arg(long)]
+    pub aa_pair: bool,
+    /// Wait up to this many seconds for a quiet host before each worker (see `run --quiet-wait`).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub quiet_wait: u64,
+    /// The CPUs the workers may run on (see `run --cpus`): `first` (the default), `all`, or a
+    /// list such as `0`, `0,1`, `0-3`.
+    #[arg(long, value_name = "LIST", default_value = "first", value_parser = launcher::placement::Cpus::parse)]
+    pub cpus: launcher::placement::Cpus,
+    /// Where the session folder is created.
+    #[arg(short = 'o', long, default_value = "out")]
+    pub output_root: PathBuf,
+    /// What is printed at the end.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: OutputFormat,
+    /// Where the prompt ids come from.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub prompt_source: BenchPromptSource,
+    /// For a repo id: the branch, tag or commit to measure.
+    #[arg(long, default_value = "main")]
+    pub revision: String,
+    /// For a repo id not in the cache: fetch it as mlx_lm does (the pinned environment's
+    /// huggingface_hub). Without it nothing touches the network.
+    #[arg(long)]
+    pub allow_network: bool,
+    /// Fail at once (exit 7) if another session holds the benchmark lease.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+fn parse_order(text: &str) -> Result<WorkerOrder, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("expected one of interleaved, alternate, fixed, found {text:?}"))
+}
+
+fn parse_mode(text: &str) -> Result<Mode, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("unknown mode {text:?}; expected headline, fixed_continuation or reference_pair"))
+}
+
+fn parse_adapter(text: &str) -> Result<Adapter, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("unknown adapter {text:?}; expected controlled or stock"))
+}
+
+/// The model folder and where it came from.
+fn resolve_model(args: &BenchArgs, python: &Path) -> anyhow::Result<(PathBuf, ModelSource, String)> {
+    let path = Path::new(&args.model);
+    if path.is_dir() {
+        let dir = path.canonicalize().with_context(|| format!("failed to resolve {}", path.display()))?;
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+        return Ok((dir.clone(), ModelSource::Folder { path: dir }, name));
+    }
+    ensure!(
+        hub::is_repo_id(&args.model),
+        "MODEL {:?} is neither a model folder nor a Hugging Face repo id (`org/name`)",
+        args.model
+    );
+    let cache = hub::cache_dir();
+    let cached = match hub::resolve(&cache, &args.model, &args.revision, python) {
+        Err(hub::HubError::NotCached { .. }) if args.allow_network => {
+            fetch(python, &cache, &args.model, &args.revision)?;
+            hub::resolve(&cache, &args.model, &args.revision, python)?
+        }
+        other => other?,
+    };
+    let name = cached.repo_id.replace('/', "--");
+    let source = ModelSource::Hub { repo_id: cached.repo_id, revision: cached.revision, commit: cached.commit, cache };
+    Ok((cached.snapshot, source, name))
+}
+
+/// Runs the fetch command `hub::fetch_command` names (the user allowed the network).
+fn fetch(python: &Path, cache: &Path, repo_id: &str, revision: &str) -> anyhow::Result<()> {
+    eprintln!("bench: fetching {repo_id} ({revision}) into {}", cache.display());
+    let code = format!("from mlx_lm.utils import _download; print(_download({repo_id:?}, revision={revision:?}))");
+    let status = std::process::Command::new(python)
+        .args(["-c", &code])
+        .env("HF_HUB_CACHE", cache)
+        .status()
+        .with_context(|| format!("failed to run {}", python.display()))?;
+    ensure!(status.success(), "fetching {repo_id} failed ({status})");
+    Ok(())
+}
+
+/// A path-safe case id from a folder or repo name.
+fn case_id(name: &str) -> String {
+    let id: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
+    let id = id.trim_start_matches('.').to_owned();
+    if is_path_safe_id(&id) {
+        id
+    } else {
+        "model".to_owned()
+    }
+}
+
+/// The cells: every mode on each prompt length, a headline cell on each further depth.
+fn cells(case: &str, args: &BenchArgs) -> Vec<Cell> {
+    let mut out = Vec::new();
+    let mut push = |length: usize, mode: Mode| {
+        let cell = Cell { case: case.to_owned(), prompt: manifest_cli::prompt_id(case, length), mode };
+        if !out.contains(&cell) {
+            out.push(cell);
+        }
+    };
+    for &length in &args.prompt_lengths {
+        for &mode in &args.modes {
+            push(length, mode);
+        }
+    }
+    for &depth in &args.depths {
+        push(depth, Mode::Headline);
+    }
+    out
+}
+
+/// The frozen run policy with the request counts and the deadline the options give.
+fn run_policy(args: &BenchArgs) -> anyhow::Result<RunPolicy> {
+    let policy = RunPolicy {
+        warmup_requests: args.warmup_requests,
+        measured_requests: args.measured_requests,
+        job_deadline_s: args.deadline_s,
+        ..RunPolicy::frozen()
+    };
+    policy.validate().map_err(|e| {
+        let flag = match e.field {
+            "warmup_requests" => "--warmup-requests",
+            "measured_requests" => "--measured-requests",
+            _ => "--deadline-s",
+        };
+        anyhow::anyhow!("{flag} {}: must be at least 1 ({e})", e.value)
+    })?;
+    Ok(policy)
+}
+
+fn check_args(args: &BenchArgs, max_positions: Option<u64>) -> anyhow::Result<()> {
+    let frozen = RunPolicy::frozen();
+    ensure!(
+        args.new_tokens == frozen.max_new_tokens,
+        "--new-tokens {}: the run policy freezes new tokens at {} (req/manifest.md, run_policy.max_new_tokens)",
+        args.new_tokens,
+        frozen.max_new_tokens
+    );
+    ensure!(
+        !args.prompt_lengths.is_empty() || !args.depths.is_empty(),
+        "give at least one --prompt-lengths or --depths value"
+    );
+    ensure!(!args.modes.is_empty(), "--modes must name at least one mode");
+    ensure!(!args.adapters.is_empty(), "--adapters must name at least one adapter");
+    for (flag, values) in [("--prompt-lengths", &args.prompt_lengths), ("--depths", &args.depths)] {
+        for &length in values.iter() {
+            ensure!(length >= 1, "{flag}: every length must be at least 1, found {length}");
+            let last = length as u64 + u64::from(frozen.max_new_tokens);
+            if let Some(max) = max_positions {
+                ensure!(
+                    last <= max,
+                    "{flag} {length}: a request reaches position {last} ({length} + {} new tokens), past the model's \
+                     max_position_embeddings {max} (config.json)",
+                    frozen.max_new_tokens
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let started = std::time::Instant::now();
+    let repo = crate::launcher::session_job::repo_root();
+    let installed = manifest_cli::installed(&repo)?;
+    let python = installed.venv.join("bin/python");
+    let (model_dir, source, name) = resolve_model(&args, &python)?;
+    let config_path = model_dir.join("config.json");
+    let config: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(&config_path).with_context(|| format!("failed to read {}", config_path.display()))?,
+    )
+    .with_context(|| format!("failed to parse {}", config_path.display()))?;
+    let max_positions = config["max_position_embeddings"].as_u64();
+    check_args(&args, max_positions)?;
+    let mut notes = Vec::new();
+    let policy = run_policy(&args)?;
+    let frozen = RunPolicy::frozen();
+    if policy != frozen {
+        notes.push(format!(
+            "run policy: {} warm-up and {} measured requests per worker run, deadline {} s (the frozen policy: {}, {}, {} s)",
+            policy.warmup_requests,
+            policy.measured_requests,
+            policy.job_deadline_s,
+            frozen.warmup_requests,
+            frozen.measured_requests,
+            frozen.job_deadline_s
+        ));
+    }
+
+    let mut adapters = args.adapters.clone();
+    if adapters.contains(&Adapter::Controlled) {
+        if let Some(reason) = controlled_refusal(&model_dir) {
+            notes.push(format!("stock only: the controlled loop does not implement this model: {reason}"));
+            adapters.retain(|a| *a != Adapter::Controlled);
+        }
+    }
+    ensure!(!adapters.is_empty(), "no adapter left to run: {}", notes.join("; "));
+
+    let id = case_id(&name);
+    let lengths: Vec<usize> =
+        args.prompt_lengths.iter().chain(&args.depths).copied().collect::<BTreeSet<_>>().into_iter().collect();
+    let steps = RunPolicy::frozen().fixed_continuation_steps as usize;
+    let derive = |source| manifest_cli::derive_case(&installed, &repo, &model_dir, &id, &lengths, source, steps);
+    let derived = match args.prompt_source {
+        BenchPromptSource::Text => derive(PromptSource::Text)?,
+        BenchPromptSource::Seeded => derive(PromptSource::Seeded)?,
+        BenchPromptSource::Auto => match derive(PromptSource::Text) {
+            Ok(derived) => derived,
+            Err(err) if format!("{err:#}").contains("does not cover the text") => {
+                notes.push("prompts: seeded ids (the tokenizer does not cover the canonical text)".to_owned());
+                derive(PromptSource::Seeded)?
+            }
+            Err(err) => return Err(err),
+        },
+    };
+
+    let cells = cells(&id, &args);
+    let pins = environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    // A named environment (DECODE_BASELINE_ENV) is pinned under its name as well, where the
+    // launcher and the workers look for it.
+    let environments = decode_baseline_pins::installed::selected_environment()
+        .map(|name| [(name, pins.clone())].into())
+        .unwrap_or_default();
+    let mut manifest = Manifest {
+        schema_version: MANIFEST_SCHEMA_VERSION,
+        cases: [(id.clone(), derived.case.clone())].into(),
+        prompts: derived.prompts.iter().cloned().collect(),
+        cells: cells.clone(),
+        run_policy: policy,
+        adapters: BTreeMap::new(),
+        worker_sources: WorkerSources::new(),
+        environment: pins,
+        environments,
+    };
+    manifest.worker_sources = built_in_sources(&repo).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    let count = |a: &Adapter| manifest.worker_sources.get(a).map_or(0, BTreeMap::len);
+    if count(&Adapter::Stock) == 0 || count(&Adapter::Controlled) == 0 {
+        bail!(
+            "this checkout has no worker sources by the rule ({} stock, {} controlled)",
+            count(&Adapter::Stock),
+            count(&Adapter::Controlled)
+        );
+    }
+
+    let session_dir = launcher::new_session_dir(&args.output_root)?;
+    let manifest_path = session_dir.join(MANIFEST_NAME);
+    let bytes = manifest_cli::write_manifest(&manifest_path, &manifest)?;
+    manifest_cli::write_atomically(&pin_path(&manifest_path), pin_text(&manifest_path, &bytes).as_bytes())?;
+    let record = BenchRecord {
+        schema_version: BENCH_RECORD_SCHEMA_VERSION,
+        model: args.model.clone(),
+        source,
+        model_dir: model_dir.clone(),
+        case_id: id.clone(),
+        architecture: derived.case.architecture.clone(),
+        max_position_embeddings: max_positions,
+        prompt_lengths: args.prompt_lengths.clone(),
+        depths: args.depths.clone(),
+        modes: args.modes.clone(),
+        adapters: adapters.clone(),
+        prompt_source: derived.prompt_source.clone(),
+        notes: notes.clone(),
+    };
+    write_json(&session_dir.join(BENCH_RECORD), &record)?;
+    let job = SessionJob {
+        schema_version: SESSION_JOB_SCHEMA_VERSION,
+        manifest: Some(PathBuf::from(MANIFEST_NAME)),
+        cells: None,
+        adapters,
+        reference: None,
+        output_root: session_dir.parent().context("the session folder has no parent")?.to_owned(),
+        repetitions: args.repetitions,
+        order: args.order,
+        aa_pair: args.aa_pair,
+    };
+    let job_path = session_dir.join("bench-job.json");
+    write_json(&job_path, &job)?;
+    eprintln!(
+        "bench: {} ({} {}), {} cells, session folder {}",
+        record.model,
+        derived.case.architecture,
+        derived.case.dtype,
+        cells.len(),
+        session_dir.display()
+    );
+    for note in &notes {
+        eprintln!("bench: note: {note}");
+    }
+
+    let code = launcher::run(RunArgs {
+        job: job_path,
+        no_wait: args.no_wait,
+        json: args.format == OutputFormat::Json,
+        dry_run: false,
+        session_dir: Some(session_dir.clone()),
+        quiet: args.format == OutputFormat::Markdown,
+        quiet_wait: args.quiet_wait,
+        cpus: args.cpus.clone(),
+        noise_profile: None,
+        until_decided: false,
+        budget: None,
+    })?;
+    let session_json = session_dir.join("session.json");
+    if session_json.is_file() && args.format != OutputFormat::Json {
+        let session = crate::compare::load_session(&session_json)?;
+        let rows = crate::report::Rows::of(&session.report);
+        match args.format {
+            OutputFormat::Markdown => print!("{}", rows.markdown()),
+            _ => print!("{}", rows.text()),
+        }
+        for note in &notes {
+            println!("note: {note}");
+        }
+        println!("report page: {}", session_dir.join(crate::report::PAGE).display());
+        println!("bench to table: {:.1} s", started.elapsed().as_secs_f64());
+    }
+    Ok(code)
+}
+
+/// Writes `value` as `path` in the new session folder, once ([`once::link_new`]).
+fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)?;
+    bytes.push(b'\n');
+    let name = path.file_name().context("the target has no file name")?.to_string_lossy();
+    let temp = path.with_file_name(format!(".{name}.{}", std::process::id()));
+    match once::link_new(&temp, path, &bytes)? {
+        once::Linked::Written => Ok(()),
+        once::Linked::Exists => bail!("{} already exists; it is never overwritten", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_ids_are_path_safe() {
+        assert_eq!(case_id("mlx-community--Qwen3-0.6B-4bit"), "mlx-community--Qwen3-0.6B-4bit");
+        assert_eq!(case_id(".hidden model"), "hidden-model");
+        assert_eq!(case_id("..."), "model");
+    }
+
+    #[test]
+    fn the_run_policy_takes_the_request_counts_and_refuses_zero_naming_the_flag() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let args = |extra: &[&str]| Cli::parse_from([&["bench", "model"], extra].concat()).bench;
+        assert_eq!(run_policy(&args(&[])).unwrap(), RunPolicy::frozen());
+        let short =
+            run_policy(&args(&["--warmup-requests", "1", "--measured-requests", "3", "--deadline-s", "1800"])).unwrap();
+        assert_eq!((short.warmup_requests, short.measured_requests, short.job_deadline_s), (1, 3, 1800));
+        assert_eq!(short.total_requests(), 5);
+        let err = run_policy(&args(&["--measured-requests", "0"])).unwrap_err().to_string();
+        assert!(err.starts_with("--measured-requests 0: must be at least 1"), "{err}");
+    }
+}

@@ -1,0 +1,203 @@
+//! The A/A results beside each row of a comparison: what the session's A/A runs say about the
+//! noise the row's error may not hold, shown next to the ratio they check (issue 28, part 7).
+//!
+//! A session job with `"aa_pair": true` runs each adapter's headline cells once more; the
+//! launcher records the A/A ratio (the extra run's over the others', bootstrap interval), per
+//! adapter (`aa_ratios`) and, interleaved, of the paired ratio (`paired_aa`). Both sides of an
+//! A/A ratio are the same code on the same machine, so its departure from 1 is noise, run to
+//! run. Per row:
+//!
+//! - the recorded A/A ratios of the row's adapters in its cell (both sessions across two), or,
+//!   for a cell without any (the launcher runs A/A pairs for headline cells only), those of the
+//!   other cells, labelled with their cell;
+//! - interleaved, a test: the A/A group's paired estimate against the main groups'
+//!   (`rule::aa_group`, the difference of two paired estimates, Welch t at `α`). Significant
+//!   means the ratio moved between two runs of the same code by more than the pair-to-pair
+//!   noise explains: a run-to-run effect that a one-run error does not hold;
+//! - `dwarfs_interval` when the A/A ratio's distance from 1, `|ln r_AA|`, exceeds the half-width
+//!   of the row's interval in log terms, `t_{1−α/2,ν} SE`: the noise one rerun showed is larger
+//!   than the uncertainty the verdict admits.
+//!
+//! Either gives the row a warning; the verdict itself stays the test's (the noise profile,
+//! `crates/launcher/src/stats/profile.rs`, is what puts run-to-run noise into the error).
+
+use crate::stats::{t_quantile, Decision, RatioEstimate};
+use decode_baseline_wire::Adapter;
+use serde::Serialize;
+
+use super::{estimate::Settings, rule, samples::CellData};
+
+/// One A/A result beside a row.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct AaResult {
+    /// Whose A/A runs, e.g. `controlled`, `A stock`, `controlled-b against controlled`.
+    pub label: String,
+    /// The launcher's A/A ratio (the A/A run's over the others') with its bootstrap interval;
+    /// absent when the session recorded none for this label (the test below still runs).
+    pub recorded: Option<RatioEstimate>,
+    /// Interleaved: the A/A group's paired estimate against the main groups', tested.
+    pub test: Option<Decision>,
+    /// `|ln r_AA|` is beyond the half-width of the row's interval.
+    pub dwarfs_interval: bool,
+}
+
+impl AaResult {
+    /// The A/A ratio: the test's when there is one, else the recorded one.
+    pub fn ratio(&self) -> Option<f64> {
+        self.test.as_ref().map(|t| t.ratio).or(self.recorded.map(|r| r.ratio))
+    }
+}
+
+/// The A/A result of an interleaved row: the recorded paired A/A ratio and the test of the A/A
+/// group against `main`.
+pub fn paired(
+    cell: &CellData,
+    adapter: &Adapter,
+    main: &crate::stats::LogEstimate,
+    settings: &Settings<'_>,
+) -> Vec<AaResult> {
+    let test = rule::aa_group(cell, adapter, main, settings.config.trim)
+        .and_then(|diff| Decision::single(&diff, None, 1, &settings.config).ok());
+    let recorded = cell.paired_aa.get(adapter).copied();
+    if test.is_none() && recorded.is_none() {
+        return Vec::new();
+    }
+    vec![AaResult { label: format!("{adapter} against {}", cell.reference), recorded, test, dwarfs_interval: false }]
+}
+
+/// The recorded A/A ratios of `adapters` in each labelled cell: the paired ones when `paired`
+/// (an interleaved row against the reference), else each adapter's own.
+pub fn recorded(cells: &[(&str, &CellData)], adapters: &[&Adapter], paired: bool) -> Vec<AaResult> {
+    let mut out = Vec::new();
+    for (prefix, cell) in cells {
+        for adapter in adapters {
+            let found = if paired { cell.paired_aa.get(*adapter) } else { cell.aa_ratios.get(*adapter) };
+            if let Some(r) = found {
+                let label = if paired {
+                    format!("{prefix}{adapter} against {}", cell.reference)
+                } else {
+                    format!("{prefix}{adapter}")
+                };
+                out.push(AaResult { label, recorded: Some(*r), test: None, dwarfs_interval: false });
+            }
+        }
+    }
+    out
+}
+
+/// The recorded A/A ratios of `adapters` in the cells other than `except` of each labelled
+/// session (`""` within one, `"A "`, `"B "` across two), each labelled `<prefix><cell> <adapter>`:
+/// the launcher runs A/A pairs for headline cells only, and the noise they saw is the best
+/// measure there is of the machine during that session for a cell without its own.
+pub fn other_cells(
+    sessions: &[(&str, &[CellData])],
+    except: &str,
+    adapters: &[&Adapter],
+    paired: bool,
+) -> Vec<AaResult> {
+    let prefixes: Vec<(String, &CellData)> = sessions
+        .iter()
+        .flat_map(|(prefix, cells)| {
+            cells.iter().filter(|c| c.cell != except).map(move |c| (format!("{prefix}{} ", c.cell), c))
+        })
+        .collect();
+    let labelled: Vec<(&str, &CellData)> = prefixes.iter().map(|(p, c)| (p.as_str(), *c)).collect();
+    recorded(&labelled, adapters, paired)
+}
+
+/// Marks the A/A results that dwarf the row's interval and words the row's warnings.
+pub fn warnings(decision: &Decision, aa: &mut [AaResult]) -> Vec<String> {
+    let half_width = t_quantile(1.0 - decision.config.alpha / 2.0, decision.df) * decision.se;
+    let mut out = Vec::new();
+    for result in aa.iter_mut() {
+        let Some(ratio) = result.ratio() else { continue };
+        result.dwarfs_interval = ratio.ln().abs() > half_width;
+        let moved = format!("{:+.1} %", 100.0 * (ratio - 1.0));
+        if let Some(test) = result.test.as_ref().filter(|t| t.significant) {
+            out.push(format!(
+                "A/A {}: the A/A group moved the ratio by {moved} (p = {:.3}), beyond the pair-to-pair noise: a \
+                 run-to-run effect this row's error does not hold (a host noise profile or 3+ repetitions would)",
+                result.label, test.p_value
+            ));
+        } else if result.dwarfs_interval {
+            out.push(format!(
+                "A/A {}: one rerun of the same code moved the ratio by {moved}, more than this row's interval \
+                 admits (±{:.1} %): the verdict's error may not hold run-to-run noise",
+                result.label,
+                100.0 * (half_width.exp() - 1.0)
+            ));
+        }
+    }
+    if decision.outside_profile {
+        out.push(format!(
+            "the row's own error ({:.2} % in log terms) is more than {} times its noise profile's: this session is unlike \
+             the ones profiled; recalibrate",
+            100.0 * decision.own_se,
+            crate::stats::OUTSIDE_PROFILE
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::stats::{DecisionConfig, Verdict};
+    use decode_baseline_wire::Mode;
+
+    use super::*;
+    use crate::compare::{estimate::within_rows, RowResult};
+
+    fn pairs(ratio: f64) -> Vec<Vec<(f64, f64)>> {
+        let noise = [1.0, 1.01, 0.99, 1.005, 0.995, 1.008, 0.992, 1.003, 0.997, 1.0];
+        vec![(0..20).map(|k| (1e6 * ratio * noise[(k * 3) % 10], 1e6)).collect()]
+    }
+
+    fn cell(main: f64, aa: f64) -> CellData {
+        CellData {
+            cell: "c".to_owned(),
+            mode: Mode::Headline,
+            case_id: "tiny".to_owned(),
+            reference: Adapter::Stock,
+            adapters: [Adapter::Controlled, Adapter::Stock]
+                .into_iter()
+                .map(|a| {
+                    let r = crate::compare::MeasuredRequest { positions: vec![17], dur_ns: vec![1_000_000] };
+                    (a, vec![r.clone(), r])
+                })
+                .collect(),
+            aa_ratios: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            pairs: [(Adapter::Controlled, pairs(main))].into(),
+            paired_aa: BTreeMap::new(),
+            aa_pairs: [(Adapter::Controlled, pairs(aa))].into(),
+        }
+    }
+
+    fn row_of(c: &CellData) -> (Decision, Vec<AaResult>, Vec<String>) {
+        let settings = Settings { config: DecisionConfig::default(), profiles: None };
+        match within_rows(std::slice::from_ref(c), &settings).remove(0).outcome {
+            RowResult::Compared { decision, aa, warnings, .. } => (decision, aa, warnings),
+            RowResult::NotCompared { reason } => panic!("{reason}"),
+        }
+    }
+
+    #[test]
+    fn an_aa_group_that_moved_the_ratio_is_tested_and_warned_about() {
+        // The main groups say controlled is 35 % faster, tightly; its A/A group ran 32 % slower
+        // than that (issue 28's "0.651 … while its own A/A group moved that ratio by 32 %").
+        let (decision, aa, warnings) = row_of(&cell(0.651, 0.651 * 1.32));
+        assert_eq!(decision.verdict, Verdict::Faster);
+        let test = aa[0].test.as_ref().expect("the A/A group is tested");
+        assert!(test.significant && (test.ratio - 1.32).abs() < 1e-9, "{test:?}");
+        assert!(aa[0].dwarfs_interval);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].starts_with("A/A controlled against stock: the A/A group moved the ratio by +32.0 %"));
+
+        // An A/A group that agrees: tested, not significant, no warning.
+        let (_, aa, warnings) = row_of(&cell(0.651, 0.651));
+        assert!(!aa[0].test.as_ref().unwrap().significant && !aa[0].dwarfs_interval);
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+}

@@ -1,0 +1,695 @@
+//! The comparisons themselves: one row per cell (one session) or per cell and adapter (two
+//! sessions), each a test of the log ratio of per-token times (numerator over denominator) by
+//! the rule its design allows (`rule`, `crates/launcher/src/stats/decision.rs`), with the A/A results that
+//! check it beside it; Holm across the judged rows; and the overall verdict.
+//!
+//! One session: each adapter over the reference. Two sessions: B over A, per adapter. A ratio
+//! below 1 means the numerator takes less time per token.
+
+use std::collections::BTreeSet;
+
+use crate::stats::{
+    against_yardstick, decide_family, ratio_of_medians, BootstrapConfig, Decision, DecisionConfig, LogEstimate,
+    NoiseProfile, RatioEstimate, Resampling, SessionRatio, Verdict,
+};
+use decode_baseline_wire::{session::SessionStatus, Adapter, ExitCode, Mode};
+use serde::Serialize;
+
+use super::{
+    aa::{self, AaResult},
+    energy::{self, EnergyRow},
+    identity::{self, Mismatch},
+    load::LoadedSession,
+    rule,
+    samples::{self, CellData},
+    CompareError,
+};
+use crate::calibrate::profiles::Profiles;
+
+/// The version of the JSON `compare --format json` prints. Version 2 added `basis`, `against`,
+/// `noise`, the `inconclusive` verdict and `raw`. Version 3: the verdict is a test
+/// (`outcome.decision`: rule, error, p-values, Holm level, equivalence, MDE), the bootstrap
+/// ratio is kept for display as `outcome.median_ratio`, the A/A results sit beside each row
+/// (`outcome.aa`) with `outcome.warnings`; `settings` and `judged_rows` replace
+/// `threshold_flag`, and the noise threshold (`comparison`, `threshold`, `noise`) is gone.
+/// Version 4 added `energy`.
+pub const COMPARE_SCHEMA_VERSION: u32 = 4;
+
+/// What a row's ratio rests on, i.e. what it holds constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// One session, sequential order: ratio of the two adapters' pooled medians. The machine is
+    /// held constant only as far as it stayed the same between the two workers' runs.
+    RatioOfMedians,
+    /// One session, interleaved order: the median ratio of adjacent requests. The machine is
+    /// held constant request by request.
+    Paired,
+    /// Two sessions: the adapter's ratio to the reference adapter in B over the same in A. The
+    /// machine is held constant within each session; what moves is the adapter against the
+    /// reference.
+    AgainstReference,
+    /// Two sessions: the adapter's own times, B over A. Holds nothing constant: the machine's
+    /// drift between the sessions is part of it, so its verdict is `inconclusive` unless `--raw`.
+    Raw,
+}
+
+/// What was compared with what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Controlled over stock, in one session.
+    WithinSession,
+    /// Session B over session A, per adapter.
+    AcrossSessions,
+}
+
+/// A session as the output names it.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct SessionRef {
+    pub session_id: String,
+    pub path: String,
+    pub status: SessionStatus,
+}
+
+/// One side of a row: its label and per-token median.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Side {
+    /// `controlled`, `stock`, `A` or `B`.
+    pub label: String,
+    /// Per-token median over the measured requests, ns; absent without valid data.
+    pub median_ns: Option<f64>,
+    /// Measured requests behind it.
+    pub requests: usize,
+}
+
+/// How a row ended.
+// A comparison has a handful of rows: boxing the compared variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "result")]
+pub enum RowResult {
+    Compared {
+        /// The test and its verdict.
+        decision: Decision,
+        /// For display beside it: the median ratio (of pooled medians, of pair ratios, or of
+        /// the two sessions' such ratios) with its bootstrap interval, as `session.json`'s
+        /// analysis records it; absent when it could not be bootstrapped.
+        median_ratio: Option<RatioEstimate>,
+        /// The A/A results recorded for this row's adapters in its cell.
+        aa: Vec<AaResult>,
+        /// Reasons to distrust the verdict (an A/A spread beyond the interval, a session outside
+        /// its noise profile).
+        warnings: Vec<String>,
+    },
+    /// No ratio could be estimated (e.g. a reference-pair cell has one request per adapter).
+    NotCompared { reason: String },
+}
+
+/// One line of the comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Row {
+    pub cell: String,
+    pub mode: Mode,
+    /// The adapter compared: across sessions, the one whose times or ratio are compared; within
+    /// one session, the one measured against the session's reference.
+    pub adapter: Option<Adapter>,
+    /// What the ratio rests on.
+    pub basis: Basis,
+    /// The adapter it is measured against within each session: the reference of
+    /// `against_reference` rows and of every row within one session; absent for raw rows.
+    pub against: Option<Adapter>,
+    /// Whether the row's verdict counts toward the overall verdict: `false` for raw rows across
+    /// sessions without `--raw`, which are shown for context only.
+    pub judged: bool,
+    pub numerator: Side,
+    pub denominator: Side,
+    pub outcome: RowResult,
+}
+
+impl Row {
+    /// The row's test, when it was compared.
+    pub fn decision(&self) -> Option<&Decision> {
+        match &self.outcome {
+            RowResult::Compared { decision, .. } => Some(decision),
+            RowResult::NotCompared { .. } => None,
+        }
+    }
+
+    pub fn verdict(&self) -> Option<Verdict> {
+        self.decision().map(|d| d.verdict)
+    }
+}
+
+/// The MLX versions of two sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Versions {
+    /// Session A's, e.g. `mlx 0.32.2, mlx_lm 0.32.2`.
+    pub a: String,
+    /// Session B's.
+    pub b: String,
+    /// `--across-versions` was given: environment differences are expected, not mismatches.
+    pub across_versions: bool,
+    /// The environment fields that differ (`mlx_version`, `lock_sha256`, …), asked for or not.
+    pub differences: Vec<Mismatch>,
+}
+
+/// Everything `compare` found; printed in each format, and as is for `--format json`.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CompareReport {
+    /// Equals [`COMPARE_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    pub kind: Kind,
+    pub a: SessionRef,
+    pub b: Option<SessionRef>,
+    /// What differs between the things compared (see `identity`).
+    pub mismatches: Vec<Mismatch>,
+    /// Mismatches were found and `--allow-mismatch` was not given: no rows.
+    pub refused: bool,
+    /// Two sessions: the MLX versions each ran on, and whether the environment difference was
+    /// asked for (`--across-versions`); absent within one session.
+    pub versions: Option<Versions>,
+    /// Two sessions compared with `--across-devices`: their backend and device differences
+    /// (`identity::DEVICE_FIELDS`), named here instead of refusing; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_differences: Vec<Mismatch>,
+    /// The settings of every row's test (`--alpha`, `--margin`, `--floor`).
+    pub settings: DecisionConfig,
+    /// Judged rows compared: the family Holm's procedure ran over.
+    pub judged_rows: usize,
+    /// `--raw`: raw rows across sessions get a verdict too.
+    pub raw: bool,
+    pub rows: Vec<Row>,
+    /// Cells only session A ran (two sessions).
+    pub only_in_a: Vec<String>,
+    /// Cells only session B ran (two sessions).
+    pub only_in_b: Vec<String>,
+    /// Energy per token against the reference (`compare::energy`), where the sessions read an
+    /// energy source; not part of `verdict`.
+    pub energy: Vec<EnergyRow>,
+    /// The overall verdict: `slower` if any row is slower, else `faster` if any is faster, else
+    /// `inconclusive` if any is inconclusive, else `no_difference`; absent when refused.
+    pub verdict: Option<Verdict>,
+    /// The process exit code this report ends with.
+    pub exit_code: i32,
+}
+
+impl CompareReport {
+    /// The exit code: refused, else by the overall verdict (see `req/compare.md`).
+    pub fn exit(&self) -> ExitCode {
+        match (self.refused, self.verdict) {
+            (true, _) => ExitCode::Refused,
+            (false, Some(Verdict::Slower)) => ExitCode::Slower,
+            (false, Some(Verdict::Faster)) => ExitCode::Faster,
+            (false, Some(Verdict::Inconclusive)) => ExitCode::Inconclusive,
+            (false, Some(Verdict::NoDifference) | None) => ExitCode::Ok,
+        }
+    }
+}
+
+fn session_ref(s: &LoadedSession) -> SessionRef {
+    SessionRef { session_id: s.report.session_id.clone(), path: s.path.display().to_string(), status: s.report.status }
+}
+
+fn side(label: &str, cell: &CellData, adapter: &Adapter) -> Side {
+    let sample = cell.sample(adapter).ok();
+    Side {
+        label: label.to_owned(),
+        median_ns: sample.as_ref().map(|s| s.pooled().median()),
+        requests: cell.adapters.get(adapter).map_or(0, Vec::len),
+    }
+}
+
+/// The settings and the noise profiles every row of one comparison is tested with.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings<'a> {
+    pub config: DecisionConfig,
+    /// The host noise profiles of the cells' designs (`calibrate::profiles::resolve`).
+    pub profiles: Option<&'a Profiles>,
+}
+
+impl Settings<'_> {
+    /// The profile of the row `adapter` against `reference` over `cells` (one per session),
+    /// sized to the fewest runs either side has in any of them.
+    fn row_profile(&self, cells: &[&CellData], adapter: &Adapter, reference: &Adapter) -> Option<NoiseProfile> {
+        let runs = |c: &CellData, a: &Adapter| c.runs.get(a).copied().unwrap_or(0);
+        let fewest = cells.iter().map(|c| runs(c, adapter).min(runs(c, reference))).min()?;
+        self.profiles?.for_row(&cells.first()?.cell, adapter, reference, fewest)
+    }
+}
+
+/// Tests `estimate` (spanning `sessions` sessions) against `profile` before Holm, and builds
+/// the row's outcome with its display ratio and A/A results; `Err` means not compared, with
+/// the reason.
+fn outcome(
+    estimate: Result<LogEstimate, String>,
+    sessions: usize,
+    median_ratio: Option<RatioEstimate>,
+    aa: Vec<AaResult>,
+    profile: Option<NoiseProfile>,
+    config: &DecisionConfig,
+) -> RowResult {
+    let decision =
+        estimate.and_then(|e| Decision::untested(&e, profile.as_ref(), sessions, config).map_err(|e| e.to_string()));
+    match decision {
+        Ok(decision) => RowResult::Compared { decision, median_ratio, aa, warnings: Vec::new() },
+        Err(reason) => RowResult::NotCompared { reason },
+    }
+}
+
+fn of_medians(
+    numerator: Result<crate::stats::ClusteredSample, String>,
+    denominator: Result<crate::stats::ClusteredSample, String>,
+) -> Option<RatioEstimate> {
+    let (n, d) = (numerator.ok()?, denominator.ok()?);
+    ratio_of_medians(&n, &d, Resampling::ByRequest, &BootstrapConfig::default()).ok()
+}
+
+/// Every adapter over the session's reference adapter in every cell of one session.
+pub fn compare_within(
+    a: &LoadedSession,
+    settings: &Settings<'_>,
+    allow_mismatch: bool,
+) -> Result<CompareReport, CompareError> {
+    settings.config.validate().map_err(CompareError::Settings)?;
+    let mismatches = identity::within(&a.report);
+    let refused = !mismatches.is_empty() && !allow_mismatch;
+    let rows = if refused { Vec::new() } else { within_rows(&samples::cells(&a.report), settings) };
+    finish(CompareReport {
+        schema_version: COMPARE_SCHEMA_VERSION,
+        kind: Kind::WithinSession,
+        a: session_ref(a),
+        b: None,
+        mismatches,
+        refused,
+        versions: None,
+        device_differences: Vec::new(),
+        settings: settings.config,
+        judged_rows: 0,
+        raw: false,
+        rows,
+        only_in_a: Vec::new(),
+        only_in_b: Vec::new(),
+        energy: if refused { Vec::new() } else { energy::within(&a.report, &settings.config) },
+        verdict: None,
+        exit_code: 0,
+    })
+}
+
+/// The rows of one session, Holm applied across them: also the verdict lines of `run`'s table.
+pub fn within_rows(cells: &[CellData], settings: &Settings<'_>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for cell in cells {
+        for adapter in cell.adapters.keys().filter(|a| **a != cell.reference) {
+            rows.push(within_row(cell, cells, adapter, settings));
+        }
+    }
+    holm_over_judged(&mut rows);
+    rows
+}
+
+/// `adapter` over the reference in one cell of one session.
+fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, settings: &Settings<'_>) -> Row {
+    let reference = &cell.reference;
+    let trim = settings.config.trim;
+    let estimate = rule::within(cell, adapter, trim);
+    let (basis, median_ratio) = match cell.paired(adapter) {
+        Some(pairs) => (Basis::Paired, pairs.ok().and_then(|p| p.estimate(&BootstrapConfig::default()).ok())),
+        None => (Basis::RatioOfMedians, of_medians(cell.sample(adapter), cell.sample(reference))),
+    };
+    let mut aa = match (&basis, &estimate) {
+        (Basis::Paired, Ok(main)) => aa::paired(cell, adapter, main, settings),
+        _ => aa::recorded(&[("", cell)], &[adapter, reference], false),
+    };
+    if aa.is_empty() {
+        aa = aa::other_cells(&[("", cells)], &cell.cell, &[adapter, reference], basis == Basis::Paired);
+    }
+    Row {
+        cell: cell.cell.clone(),
+        mode: cell.mode,
+        adapter: Some(adapter.clone()),
+        basis,
+        against: Some(reference.clone()),
+        judged: true,
+        numerator: side(adapter.as_str(), cell, adapter),
+        denominator: side(reference.as_str(), cell, reference),
+        outcome: outcome(
+            estimate,
+            1,
+            median_ratio,
+            aa,
+            settings.row_profile(&[cell], adapter, reference),
+            &settings.config,
+        ),
+    }
+}
+
+/// One session's ratio of `adapter` to the reference, paired when the session interleaved them
+/// (for the display ratio's bootstrap).
+enum Yardstick {
+    Paired(crate::stats::PairedSample),
+    Medians(crate::stats::ClusteredSample, crate::stats::ClusteredSample),
+}
+
+impl Yardstick {
+    fn of(cell: &CellData, adapter: &Adapter) -> Result<Self, String> {
+        match cell.paired(adapter) {
+            Some(pairs) => pairs.map(Yardstick::Paired),
+            None => Ok(Yardstick::Medians(cell.sample(adapter)?, cell.sample(&cell.reference)?)),
+        }
+    }
+
+    fn ratio(&self) -> SessionRatio<'_> {
+        match self {
+            Yardstick::Paired(pairs) => SessionRatio::Paired(pairs),
+            Yardstick::Medians(adapter, reference) => SessionRatio::Medians { adapter, reference },
+        }
+    }
+}
+
+/// Session B against session A, cell by cell: for every adapter other than the reference, its
+/// ratio to the reference in B over the same in A (`against_reference`); and for every adapter,
+/// its own times B over A (`raw`), not judged unless `raw` is set.
+#[allow(clippy::too_many_arguments)]
+pub fn compare_across(
+    a: &LoadedSession,
+    b: &LoadedSession,
+    settings: &Settings<'_>,
+    allow_mismatch: bool,
+    across_versions: bool,
+    across_devices: bool,
+    across_placements: bool,
+    raw: bool,
+) -> Result<CompareReport, CompareError> {
+    settings.config.validate().map_err(CompareError::Settings)?;
+    let cells_a = samples::cells(&a.report);
+    let cells_b = samples::cells(&b.report);
+    let names_b: BTreeSet<&str> = cells_b.iter().map(|c| c.cell.as_str()).collect();
+    let names_a: BTreeSet<&str> = cells_a.iter().map(|c| c.cell.as_str()).collect();
+    let shared_cases: BTreeSet<String> =
+        cells_a.iter().filter(|c| cells_b.iter().any(|d| d.case_id == c.case_id)).map(|c| c.case_id.clone()).collect();
+    let mut mismatches = identity::across(&a.report, &b.report, &shared_cases);
+    let versions = Versions {
+        a: identity::versions(&a.report),
+        b: identity::versions(&b.report),
+        across_versions,
+        differences: mismatches.iter().filter(|m| identity::is_environment(m)).cloned().collect(),
+    };
+    if across_versions {
+        mismatches.retain(|m| !identity::is_environment(m));
+    }
+    let device_differences: Vec<identity::Mismatch> =
+        mismatches.iter().filter(|m| identity::is_device(m)).cloned().collect();
+    if across_devices {
+        mismatches.retain(|m| !identity::is_device(m));
+    }
+    // Asked for, the placement difference is told on stderr, not kept as a mismatch.
+    if across_placements {
+        for m in mismatches.iter().filter(|m| identity::is_placement(m)) {
+            eprintln!("decode-baseline: note: placement differs (--across-placements): {} vs {}", m.a, m.b);
+        }
+        mismatches.retain(|m| !identity::is_placement(m));
+    }
+    let refused = !mismatches.is_empty() && !allow_mismatch;
+    let mut rows = Vec::new();
+    if !refused {
+        for ca in &cells_a {
+            let Some(cb) = cells_b.iter().find(|c| c.cell == ca.cell) else { continue };
+            let reference = &ca.reference;
+            let mut adapters: Vec<&Adapter> = ca.adapters.keys().chain(cb.adapters.keys()).collect();
+            adapters.sort();
+            adapters.dedup();
+            for adapter in adapters {
+                let in_both = ca.adapters.contains_key(adapter) && cb.adapters.contains_key(adapter);
+                let with_reference = in_both
+                    && cb.reference == *reference
+                    && ca.adapters.contains_key(reference)
+                    && cb.adapters.contains_key(reference);
+                if adapter != reference && with_reference {
+                    rows.push(yardstick_row(ca, cb, (&cells_a, &cells_b), adapter, settings));
+                }
+                rows.push(raw_row(ca, cb, (&cells_a, &cells_b), adapter, settings, raw));
+            }
+        }
+        holm_over_judged(&mut rows);
+    }
+    finish(CompareReport {
+        schema_version: COMPARE_SCHEMA_VERSION,
+        kind: Kind::AcrossSessions,
+        a: session_ref(a),
+        b: Some(session_ref(b)),
+        mismatches,
+        refused,
+        versions: Some(versions),
+        device_differences: if across_devices { device_differences } else { Vec::new() },
+        settings: settings.config,
+        judged_rows: 0,
+        raw,
+        rows,
+        only_in_a: names_a.difference(&names_b).map(|s| (*s).to_owned()).collect(),
+        only_in_b: names_b.difference(&names_a).map(|s| (*s).to_owned()).collect(),
+        energy: if refused { Vec::new() } else { energy::across(&a.report, &b.report, &settings.config) },
+        verdict: None,
+        exit_code: 0,
+    })
+}
+
+/// Both sessions' cells, for the A/A results of other cells.
+type Sessions<'a> = (&'a [CellData], &'a [CellData]);
+
+fn yardstick_row(ca: &CellData, cb: &CellData, all: Sessions<'_>, adapter: &Adapter, settings: &Settings<'_>) -> Row {
+    let estimate = rule::against_reference(cb, ca, adapter, settings.config.trim);
+    let median_ratio = Yardstick::of(cb, adapter)
+        .and_then(|yb| Yardstick::of(ca, adapter).map(|ya| (yb, ya)))
+        .ok()
+        .and_then(|(yb, ya)| against_yardstick(yb.ratio(), ya.ratio(), &BootstrapConfig::default()).ok());
+    let paired = ca.pairs.contains_key(adapter);
+    let labels: Vec<&Adapter> = if paired { vec![adapter] } else { vec![adapter, &ca.reference] };
+    let mut aa = aa::recorded(&[("A ", ca), ("B ", cb)], &labels, paired);
+    if aa.is_empty() {
+        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], &ca.cell, &labels, paired);
+    }
+    Row {
+        cell: ca.cell.clone(),
+        mode: ca.mode,
+        adapter: Some(adapter.clone()),
+        basis: Basis::AgainstReference,
+        against: Some(ca.reference.clone()),
+        judged: true,
+        numerator: side("B", cb, adapter),
+        denominator: side("A", ca, adapter),
+        outcome: outcome(
+            estimate,
+            2,
+            median_ratio,
+            aa,
+            settings.row_profile(&[ca, cb], adapter, &ca.reference),
+            &settings.config,
+        ),
+    }
+}
+
+fn raw_row(
+    ca: &CellData,
+    cb: &CellData,
+    all: Sessions<'_>,
+    adapter: &Adapter,
+    settings: &Settings<'_>,
+    raw: bool,
+) -> Row {
+    let estimate = rule::raw(cb, ca, adapter, settings.config.trim);
+    let median_ratio = of_medians(cb.sample(adapter), ca.sample(adapter));
+    let mut aa = aa::recorded(&[("A ", ca), ("B ", cb)], &[adapter], false);
+    if aa.is_empty() {
+        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], &ca.cell, &[adapter], false);
+    }
+    Row {
+        cell: ca.cell.clone(),
+        mode: ca.mode,
+        adapter: Some(adapter.clone()),
+        basis: Basis::Raw,
+        against: None,
+        judged: raw,
+        numerator: side("B", cb, adapter),
+        denominator: side("A", ca, adapter),
+        outcome: outcome(
+            estimate,
+            2,
+            median_ratio,
+            aa,
+            settings.row_profile(&[ca, cb], adapter, adapter),
+            &settings.config,
+        ),
+    }
+}
+
+/// Holm across the judged rows (one family); each row not judged is tested alone, its figures
+/// kept, and its verdict `inconclusive`: nothing holds the machine constant between two
+/// sessions' raw times (`--raw` judges them). Then each compared row's warnings.
+fn holm_over_judged(rows: &mut [Row]) {
+    let mut judged: Vec<Decision> = Vec::new();
+    for row in rows.iter_mut() {
+        if let RowResult::Compared { decision, .. } = &mut row.outcome {
+            if row.judged {
+                judged.push(decision.clone());
+            } else {
+                decide_family(std::slice::from_mut(decision));
+                decision.verdict = Verdict::Inconclusive;
+            }
+        }
+    }
+    decide_family(&mut judged);
+    let mut decided = judged.into_iter();
+    for row in rows.iter_mut() {
+        if let RowResult::Compared { decision, aa, warnings, .. } = &mut row.outcome {
+            if row.judged {
+                *decision = decided.next().expect("one decision per judged row");
+            }
+            *warnings = aa::warnings(decision, aa);
+        }
+    }
+}
+
+/// Sets the overall verdict and exit code; a comparison with no row compared is bad input.
+fn finish(mut report: CompareReport) -> Result<CompareReport, CompareError> {
+    if report.refused {
+        report.exit_code = report.exit().code();
+        return Ok(report);
+    }
+    report.judged_rows = report.rows.iter().filter(|r| r.judged && r.verdict().is_some()).count();
+    let mut verdicts: Vec<Verdict> = report.rows.iter().filter(|r| r.judged).filter_map(Row::verdict).collect();
+    if verdicts.is_empty() && report.rows.iter().any(|r| r.verdict().is_some()) {
+        // Only raw rows could be compared (e.g. stock-only sessions): nothing holds the machine
+        // constant, so nothing is shown either way.
+        verdicts.push(Verdict::Inconclusive);
+    }
+    if verdicts.is_empty() {
+        let reasons: Vec<String> = report
+            .rows
+            .iter()
+            .filter_map(|r| match &r.outcome {
+                RowResult::NotCompared { reason } => Some(format!("{}: {reason}", r.cell)),
+                RowResult::Compared { .. } => None,
+            })
+            .collect();
+        let detail = if reasons.is_empty() {
+            "no cell with valid runs on both sides".to_owned()
+        } else {
+            format!("no cell could be compared ({})", reasons.join("; "))
+        };
+        return Err(CompareError::NothingToCompare { detail });
+    }
+    let verdict = if verdicts.contains(&Verdict::Slower) {
+        Verdict::Slower
+    } else if verdicts.contains(&Verdict::Faster) {
+        Verdict::Faster
+    } else if verdicts.contains(&Verdict::Inconclusive) {
+        Verdict::Inconclusive
+    } else {
+        Verdict::NoDifference
+    };
+    report.verdict = Some(verdict);
+    report.exit_code = report.exit().code();
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::stats::{ErrorSource, Rule};
+
+    use super::*;
+    use crate::compare::samples::MeasuredRequest;
+
+    /// `n` request pairs of `adapter` against stock at `ratio`, each pair's noise a fixed
+    /// pseudo-random ±3 % (the same for every call), in `runs` runs.
+    fn pairs(ratio: f64, n: usize, runs: usize) -> Vec<Vec<(f64, f64)>> {
+        let noise = |k: usize| 1.0 + 0.03 * (((k * 7919) % 101) as f64 / 50.0 - 1.0);
+        (0..runs).map(|r| (0..n / runs).map(|k| (1e6 * ratio * noise(k + 31 * r), 1e6)).collect()).collect()
+    }
+
+    fn request(level: f64, k: usize) -> MeasuredRequest {
+        let wiggle = 1.0 + 0.02 * (((k * 37) % 11) as f64 / 5.0 - 1.0);
+        MeasuredRequest { positions: vec![17, 18, 19], dur_ns: vec![(level * wiggle) as u64; 3] }
+    }
+
+    /// A cell with controlled at `ratio` × stock: interleaved with `runs` runs of pairs, or
+    /// sequential (`runs` 0).
+    fn cell(ratio: f64, runs: usize) -> CellData {
+        let mut adapters = BTreeMap::new();
+        adapters.insert(Adapter::Controlled, (0..40).map(|k| request(1e6 * ratio, k)).collect());
+        adapters.insert(Adapter::Stock, (0..40).map(|k| request(1e6, k + 3)).collect());
+        let mut c = CellData {
+            cell: "tiny.L16.headline".to_owned(),
+            mode: decode_baseline_wire::Mode::Headline,
+            case_id: "tiny".to_owned(),
+            reference: Adapter::Stock,
+            adapters,
+            aa_ratios: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            pairs: BTreeMap::new(),
+            paired_aa: BTreeMap::new(),
+            aa_pairs: BTreeMap::new(),
+        };
+        if runs > 0 {
+            c.pairs.insert(Adapter::Controlled, pairs(ratio, 40, runs));
+        }
+        c
+    }
+
+    fn settings() -> Settings<'static> {
+        Settings { config: DecisionConfig::default(), profiles: None }
+    }
+
+    fn decision(row: &Row) -> &Decision {
+        match &row.outcome {
+            RowResult::Compared { decision, .. } => decision,
+            RowResult::NotCompared { reason } => panic!("not compared: {reason}"),
+        }
+    }
+
+    #[test]
+    fn each_design_gets_its_rule_and_the_verdict_follows_the_effect() {
+        for (ratio, verdict) in [(1.0, Verdict::NoDifference), (1.10, Verdict::Slower), (0.90, Verdict::Faster)] {
+            for (runs, rule) in [(1, Rule::PairedBlocks), (4, Rule::PairedRunMeans), (0, Rule::RequestMedians)] {
+                let rows = within_rows(&[cell(ratio, runs)], &settings());
+                let d = decision(&rows[0]);
+                assert_eq!((d.rule, d.verdict), (rule, verdict), "ratio {ratio}, runs {runs}: {d:?}");
+                assert!((d.ratio / ratio - 1.0).abs() < 0.01, "{d:?}");
+                assert_eq!(d.error, ErrorSource::Own);
+                assert_eq!(d.run_effects_measured, rule == Rule::PairedRunMeans);
+            }
+        }
+    }
+
+    #[test]
+    fn holm_runs_over_the_judged_rows_of_a_comparison() {
+        // Two cells, each alone significant at p just under 5 %; together Holm withholds both.
+        let mut a = cell(1.0, 1);
+        let noise = [1.0, 1.05, 0.97, 1.02, 0.99, 1.04, 0.96, 1.03, 1.01, 0.98];
+        let shifted = |shift: f64| -> Vec<Vec<(f64, f64)>> {
+            vec![(0..20).map(|k| (1e6 * (1.0 + shift) * noise[(k / 2) % 10], 1e6)).collect()]
+        };
+        // Find the shift whose single-row p-value lies in (0.025, 0.05).
+        let shift = (1..200)
+            .map(|i| f64::from(i) * 0.0005)
+            .find(|&s| {
+                a.pairs.insert(Adapter::Controlled, shifted(s));
+                let p = decision(&within_rows(&[a.clone()], &settings())[0]).p_value;
+                (0.025..0.05).contains(&p)
+            })
+            .expect("some shift gives p in (0.025, 0.05)");
+        a.pairs.insert(Adapter::Controlled, shifted(shift));
+        let alone = within_rows(&[a.clone()], &settings());
+        assert_eq!(decision(&alone[0]).verdict, Verdict::Slower);
+        let mut b = a.clone();
+        b.cell = "tiny.L512.headline".to_owned();
+        let both = within_rows(&[a, b], &settings());
+        for row in &both {
+            let d = decision(row);
+            assert!(!d.significant && d.verdict != Verdict::Slower, "{d:?}");
+            assert!((0.025..0.05).contains(&d.p_value) && d.holm_level <= 0.05, "{d:?}");
+        }
+    }
+}

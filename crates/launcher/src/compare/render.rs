@@ -1,0 +1,509 @@
+//! The four faces of a comparison: a terminal table, Markdown for a pull request, JSON (the
+//! `CompareReport` as is) and CSV (one line per row; the mismatch list goes to stderr so the
+//! stdout stays one table).
+
+use std::collections::BTreeMap;
+
+use crate::stats::ErrorSource;
+
+use crate::duration::human_ns;
+
+use super::estimate::{Basis, CompareReport, Kind, Row, RowResult};
+
+/// What a row's ratio rests on, in a few words.
+fn basis_cell(row: &Row) -> String {
+    match (row.basis, &row.against) {
+        (Basis::RatioOfMedians, _) => "medians".to_owned(),
+        (Basis::Paired, _) => "paired".to_owned(),
+        (Basis::AgainstReference, Some(reference)) => format!("vs {}", reference.as_str()),
+        (Basis::AgainstReference, None) => "vs reference".to_owned(),
+        (Basis::Raw, _) => "raw".to_owned(),
+    }
+}
+
+fn percent(fraction: f64) -> String {
+    format!("±{:.1} %", fraction * 100.0)
+}
+
+/// The smallest detectable difference of a row: `±2.3 %`.
+fn mde_cell(row: &Row) -> String {
+    match &row.outcome {
+        RowResult::Compared { decision, .. } => percent(decision.mde),
+        RowResult::NotCompared { .. } => "-".to_owned(),
+    }
+}
+
+/// The A/A ratios beside a row, `!` marking one that drew a warning: `1.320!`.
+fn aa_cell(row: &Row) -> String {
+    match &row.outcome {
+        RowResult::Compared { aa, .. } if !aa.is_empty() => aa
+            .iter()
+            .filter_map(|r| {
+                let flagged = r.dwarfs_interval || r.test.as_ref().is_some_and(|t| t.significant);
+                r.ratio().map(|x| format!("{x:.3}{}", if flagged { "!" } else { "" }))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => "-".to_owned(),
+    }
+}
+
+fn verdict_cell(row: &Row) -> String {
+    match &row.outcome {
+        RowResult::Compared { .. } if !row.judged => "not judged (raw; --raw judges it)".to_owned(),
+        RowResult::Compared { decision, .. } if decision.below_floor => {
+            format!("{} (below floor)", decision.verdict.words())
+        }
+        RowResult::Compared { decision, .. } => decision.verdict.words().to_owned(),
+        RowResult::NotCompared { reason } => format!("not compared: {reason}"),
+    }
+}
+
+fn confidence(report: &CompareReport) -> String {
+    let level = report
+        .rows
+        .iter()
+        .find_map(|r| match &r.outcome {
+            RowResult::Compared { decision, .. } => Some(decision.ci.confidence),
+            RowResult::NotCompared { .. } => None,
+        })
+        .unwrap_or(1.0 - report.settings.alpha);
+    format!("{:.0}% CI", level * 100.0)
+}
+
+/// Whether the table has an adapter column: across sessions, and within a session that set
+/// more than one adapter beside the reference.
+fn shows_adapter(report: &CompareReport) -> bool {
+    match report.kind {
+        Kind::AcrossSessions => true,
+        Kind::WithinSession => report.rows.iter().any(|r| r.adapter != report.rows[0].adapter),
+    }
+}
+
+/// Within one session: the adapter the ratios are of (`adapter` when there are several) and the
+/// reference they are against.
+fn within_pair(report: &CompareReport) -> (String, String) {
+    let label = |side: fn(&Row) -> &str| match report.rows.first() {
+        Some(first) if report.rows.iter().all(|r| side(r) == side(first)) => side(first).to_owned(),
+        _ => "adapter".to_owned(),
+    };
+    (label(|r| &r.numerator.label), label(|r| &r.denominator.label))
+}
+
+/// The cells of one row, in header order.
+fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
+    let mut cells = vec![row.cell.clone()];
+    if shows_adapter(report) {
+        cells.push(row.adapter.as_ref().map_or("-", |a| a.as_str()).to_owned());
+    }
+    cells.push(basis_cell(row));
+    let median = |m: Option<f64>| m.map_or("-".to_owned(), human_ns);
+    cells.push(median(row.numerator.median_ns));
+    cells.push(median(row.denominator.median_ns));
+    match &row.outcome {
+        RowResult::Compared { decision, .. } => {
+            cells.push(format!("{:.3}", decision.ratio));
+            cells.push(format!("[{:.3}, {:.3}]", decision.ci.lower, decision.ci.upper));
+        }
+        RowResult::NotCompared { .. } => cells.extend(["-".to_owned(), "-".to_owned()]),
+    }
+    cells.push(mde_cell(row));
+    cells.push(aa_cell(row));
+    cells.push(verdict_cell(row));
+    cells
+}
+
+fn header(report: &CompareReport) -> Vec<String> {
+    let (num, den) = match report.kind {
+        Kind::WithinSession => within_pair(report),
+        Kind::AcrossSessions => ("B".to_owned(), "A".to_owned()),
+    };
+    let mut h = vec!["cell".to_owned()];
+    if shows_adapter(report) {
+        h.push("adapter".to_owned());
+    }
+    h.push("basis".to_owned());
+    h.extend([
+        num,
+        den,
+        "ratio".to_owned(),
+        confidence(report),
+        "MDE".to_owned(),
+        "A/A".to_owned(),
+        "verdict".to_owned(),
+    ]);
+    h
+}
+
+/// What was compared, in one sentence.
+fn title(report: &CompareReport) -> String {
+    match (&report.kind, &report.b) {
+        (Kind::AcrossSessions, Some(b)) => format!(
+            "session B {} ({}) against session A {} ({}), per adapter",
+            b.session_id,
+            status_word(b.status),
+            report.a.session_id,
+            status_word(report.a.status)
+        ),
+        _ => {
+            let (num, den) = within_pair(report);
+            let num = if num == "adapter" { "each adapter".to_owned() } else { num };
+            format!("{num} against {den} in session {} ({})", report.a.session_id, status_word(report.a.status))
+        }
+    }
+}
+
+/// The MLX version difference, when it was asked for or is there: e.g. `MLX versions: A mlx
+/// 0.32.2, mlx_lm 0.32.2; B mlx 0.32.4, mlx_lm 0.32.2 (--across-versions; differ in mlx_version,
+/// lock_sha256, libmlx_sha256)`.
+fn versions_line(report: &CompareReport) -> Option<String> {
+    let v = report.versions.as_ref().filter(|v| v.across_versions || !v.differences.is_empty())?;
+    let fields: Vec<&str> = v.differences.iter().map(|m| m.field.as_str()).collect();
+    let differ =
+        if fields.is_empty() { "the same environment".to_owned() } else { format!("differ in {}", fields.join(", ")) };
+    let asked = if v.across_versions { "--across-versions; " } else { "" };
+    Some(format!("MLX versions: A {}; B {} ({asked}{differ})", v.a, v.b))
+}
+
+/// The backend and device differences asked for with `--across-devices`, e.g. `devices
+/// (--across-devices): backend cpu vs cuda; device AMD EPYC 9B14 vs NVIDIA H200, ...`.
+fn devices_line(report: &CompareReport) -> Option<String> {
+    if report.device_differences.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> =
+        report.device_differences.iter().map(|m| format!("{} {} vs {}", m.field, m.a, m.b)).collect();
+    Some(format!("devices (--across-devices): {}", parts.join("; ")))
+}
+
+/// The status as `session.json` spells it (`ok`, `worker_failed`, …).
+fn status_word(status: decode_baseline_wire::session::SessionStatus) -> String {
+    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+fn ratio_line(report: &CompareReport) -> String {
+    match report.kind {
+        Kind::WithinSession => {
+            let (num, den) = within_pair(report);
+            let faster = if num == "adapter" { "the adapter".to_owned() } else { num.clone() };
+            format!(
+                "ratio = {num} / {den} per-token time, exp of the test's estimate (paired: 20 % trimmed mean of the log \
+                 ratios of adjacent request pairs, averaged over A B / B A blocks; medians: of per-request log medians); \
+                 below 1: {faster} is faster"
+            )
+        }
+        Kind::AcrossSessions => {
+            let reference = report
+                .rows
+                .iter()
+                .find_map(|r| r.against.as_ref())
+                .map_or("the reference", decode_baseline_wire::Adapter::as_str);
+            format!(
+                "ratio = B / A; vs {reference}: the adapter's ratio to {reference} in B over the same in A (holds the \
+                 machine constant); raw: the adapter's own per-request log medians; below 1: B is faster"
+            )
+        }
+    }
+}
+
+/// The settings of the test in one line, e.g. `test: α 5 % two-sided, Holm across 2 judged rows;
+/// no difference only when shown within ±3.0 % (equivalence, TOST); MDE at 80 % power`.
+pub fn test_line(report: &CompareReport) -> String {
+    let c = &report.settings;
+    let rows =
+        if report.judged_rows == 1 { "1 judged row".to_owned() } else { format!("{} judged rows", report.judged_rows) };
+    let floor = c.floor.map_or(String::new(), |f| format!("; practical floor {}", percent(f)));
+    format!(
+        "test: α {:.0} % two-sided, Holm across {rows}; no difference only when shown within {} (equivalence, \
+         TOST); MDE: the smallest difference detectable at {:.0} % power{floor}",
+        100.0 * c.alpha,
+        percent(c.margin),
+        100.0 * c.power
+    )
+}
+
+/// The rules and errors the rows used, counted, e.g. `rule: paired t on A B / B A blocks (…)
+/// for 2 rows; error: own, without a host noise profile (run-to-run effects not measured) for
+/// 2 rows`.
+pub fn rule_line(report: &CompareReport) -> String {
+    let mut rules: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut errors: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for row in &report.rows {
+        let RowResult::Compared { decision, .. } = &row.outcome else { continue };
+        *rules.entry(decision.rule.describe()).or_default() += 1;
+        let error = match (decision.error, decision.profile.is_some(), decision.run_effects_measured) {
+            (ErrorSource::Profile, _, _) => "the host noise profile's (larger than the row's own)",
+            (ErrorSource::Own, true, _) => "own (larger than the host noise profile's)",
+            (ErrorSource::Own, false, true) => "own, from run means (holds run-to-run effects)",
+            (ErrorSource::Own, false, false) => "own, without a host noise profile (run-to-run effects not measured)",
+        };
+        *errors.entry(error).or_default() += 1;
+    }
+    let rows = |n: usize| if n == 1 { "1 row".to_owned() } else { format!("{n} rows") };
+    let list =
+        |m: BTreeMap<&str, usize>| m.into_iter().map(|(k, n)| format!("{k} for {}", rows(n))).collect::<Vec<_>>();
+    if rules.is_empty() {
+        return "rule: none used (no row compared)".to_owned();
+    }
+    format!("rule: {}; error: {}", list(rules).join("; "), list(errors).join("; "))
+}
+
+/// Whose error a row's test used, in the words of the run table and the report page.
+pub fn error_words(d: &crate::stats::Decision) -> String {
+    match (&d.profile, d.error) {
+        (Some(p), ErrorSource::Profile) => format!("error: the noise profile's, sd {:.4} on {} df", p.sd, p.df()),
+        (Some(p), ErrorSource::Own) => format!("error: own, larger than the noise profile's sd {:.4}", p.sd),
+        (None, _) if d.run_effects_measured => "error holds run-to-run effects".to_owned(),
+        (None, _) => "own error: run-to-run effects not measured".to_owned(),
+    }
+}
+
+/// One line per noise profile the rows used (each row's own, `calibrate::profiles`), e.g.
+/// `noise profile: p.json (16 A/A sessions of controlled-b/controlled with 6 repetitions, on
+/// tiny-qwen3 headline): sd 0.0086 on 15 df`.
+pub fn profile_lines(rows: &[Row]) -> Vec<String> {
+    let mut lines: Vec<String> = rows
+        .iter()
+        .filter_map(|row| row.decision()?.profile.as_ref())
+        .map(|p| format!("noise profile: {}: sd {:.4} on {} df", p.label, p.sd, p.df()))
+        .collect();
+    lines.sort();
+    lines.dedup();
+    lines
+}
+
+/// One line per row warning, prefixed by the row.
+fn warning_lines(report: &CompareReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for row in &report.rows {
+        if let RowResult::Compared { warnings, .. } = &row.outcome {
+            let who = row.adapter.as_ref().map_or(row.cell.clone(), |a| format!("{} {}", row.cell, a.as_str()));
+            out.extend(warnings.iter().map(|w| format!("warning: {who}: {w}")));
+        }
+    }
+    out
+}
+
+fn mismatch_intro(report: &CompareReport) -> String {
+    let who = match report.kind {
+        Kind::WithinSession => "the controlled and stock workers differ (a: controlled, b: stock)",
+        Kind::AcrossSessions => "the sessions differ (a: session A, b: session B)",
+    };
+    let versions = report.versions.as_ref().is_some_and(|v| !v.across_versions && !v.differences.is_empty());
+    if report.refused && versions {
+        format!("refused: {who}; --across-versions compares two MLX environments, --allow-mismatch anything")
+    } else if report.refused {
+        format!("refused: {who}; --allow-mismatch compares anyway")
+    } else {
+        format!("mismatch allowed (--allow-mismatch): {who}")
+    }
+}
+
+fn verdict_line(report: &CompareReport) -> String {
+    match report.verdict {
+        Some(v) => format!("verdict: {} (exit {})", v.words(), report.exit_code),
+        None => format!("verdict: refused (exit {})", report.exit_code),
+    }
+}
+
+/// The index of the last leading text column (cell, [adapter,] basis).
+fn text_columns(report: &CompareReport) -> usize {
+    if shows_adapter(report) {
+        2
+    } else {
+        1
+    }
+}
+
+fn extra_cells(report: &CompareReport) -> Vec<String> {
+    let mut out = warning_lines(report);
+    if !report.only_in_a.is_empty() {
+        out.push(format!("only in A (not compared): {}", report.only_in_a.join(", ")));
+    }
+    if !report.only_in_b.is_empty() {
+        out.push(format!("only in B (not compared): {}", report.only_in_b.join(", ")));
+    }
+    out
+}
+
+/// The terminal table.
+pub fn table(report: &CompareReport) -> String {
+    let mut out = String::new();
+    if !report.mismatches.is_empty() {
+        out.push_str(&mismatch_intro(report));
+        out.push('\n');
+        for m in &report.mismatches {
+            out.push_str(&format!("  - {m}\n"));
+        }
+        out.push('\n');
+    }
+    out.push_str(&title(report));
+    out.push('\n');
+    for line in [versions_line(report), devices_line(report)].into_iter().flatten() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if !report.refused {
+        for line in [ratio_line(report), test_line(report), rule_line(report)] {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push('\n');
+        let mut lines = vec![header(report)];
+        lines.extend(report.rows.iter().map(|r| row_cells(report, r)));
+        let columns = lines[0].len();
+        let widths: Vec<usize> =
+            (0..columns).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
+        // Text columns (cell, adapter, basis, verdict) left, numbers right.
+        let text = |i: usize| i <= text_columns(report) || i + 1 >= columns;
+        for line in &lines {
+            let padded: Vec<String> = line
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let pad = " ".repeat(widths[i] - c.chars().count());
+                    if text(i) {
+                        format!("{c}{pad}")
+                    } else {
+                        format!("{pad}{c}")
+                    }
+                })
+                .collect();
+            out.push_str(padded.join("  ").trim_end());
+            out.push('\n');
+        }
+        for line in extra_cells(report).into_iter().chain(super::energy::lines(&report.energy, &report.settings)) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.push_str(&verdict_line(report));
+    out.push('\n');
+    out
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Markdown for a pull request.
+pub fn markdown(report: &CompareReport) -> String {
+    let mut out = format!("### decode-baseline compare\n\n{}.\n", title(report));
+    for line in [versions_line(report), devices_line(report)].into_iter().flatten() {
+        out.push_str(&format!("{}.\n", md_escape(&line)));
+    }
+    if !report.mismatches.is_empty() {
+        out.push_str(&format!("\n> **{}**\n>\n", md_escape(&mismatch_intro(report))));
+        for m in &report.mismatches {
+            out.push_str(&format!("> - `{}`: `{}` vs `{}`\n", md_escape(&m.field), md_escape(&m.a), md_escape(&m.b)));
+        }
+    }
+    if !report.refused {
+        out.push_str(&format!(
+            "\n{}.\n{}.\n{}.\n\n",
+            ratio_line(report),
+            md_escape(&test_line(report)),
+            md_escape(&rule_line(report))
+        ));
+        let head = header(report);
+        out.push_str(&format!("| {} |\n", head.join(" | ")));
+        let align: Vec<&str> = (0..head.len())
+            .map(|i| {
+                let text = i <= text_columns(report) || i + 1 >= head.len();
+                if text {
+                    "---"
+                } else {
+                    "---:"
+                }
+            })
+            .collect();
+        out.push_str(&format!("|{}|\n", align.join("|")));
+        for row in &report.rows {
+            let mut cells: Vec<String> = row_cells(report, row).iter().map(|c| md_escape(c)).collect();
+            cells[0] = format!("`{}`", cells[0]);
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        for line in extra_cells(report).into_iter().chain(super::energy::lines(&report.energy, &report.settings)) {
+            out.push_str(&format!("\n{}\n", md_escape(&line)));
+        }
+    }
+    out.push_str(&format!("\n**{}**\n", verdict_line(report)));
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// CSV, one line per time row; numbers unformatted (ns, plain ratios). The energy rows are in
+/// the JSON (and each session's `energy.csv`), not here: they have other columns.
+pub fn csv(report: &CompareReport) -> String {
+    let mut out = String::from(
+        "cell,mode,adapter,basis,against,numerator,denominator,numerator_median_ns,denominator_median_ns,\
+         numerator_requests,denominator_requests,ratio,ci_lower,ci_upper,confidence,rule,error,se,df,p_value,\
+         holm_level,equivalence_p_value,margin,mde,aa_ratios,judged,verdict,reason\n",
+    );
+    let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    for row in &report.rows {
+        let mut f = vec![
+            row.cell.clone(),
+            row.mode.as_str().to_owned(),
+            row.adapter.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
+            serde_json::to_value(row.basis).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            row.against.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
+            row.numerator.label.clone(),
+            row.denominator.label.clone(),
+            num(row.numerator.median_ns),
+            num(row.denominator.median_ns),
+            row.numerator.requests.to_string(),
+            row.denominator.requests.to_string(),
+        ];
+        match &row.outcome {
+            RowResult::Compared { decision: d, aa, warnings, .. } => {
+                let enum_word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+                let aa_ratios: Vec<String> = aa.iter().filter_map(|r| r.ratio()).map(|x| format!("{x}")).collect();
+                f.extend([
+                    format!("{}", d.ratio),
+                    format!("{}", d.ci.lower),
+                    format!("{}", d.ci.upper),
+                    format!("{}", d.ci.confidence),
+                    enum_word(serde_json::to_value(d.rule).unwrap_or_default()),
+                    enum_word(serde_json::to_value(d.error).unwrap_or_default()),
+                    format!("{}", d.se),
+                    format!("{}", d.df),
+                    format!("{}", d.p_value),
+                    format!("{}", d.holm_level),
+                    format!("{}", d.equivalence_p_value),
+                    format!("{}", d.config.margin),
+                    format!("{}", d.mde),
+                    aa_ratios.join(" "),
+                    row.judged.to_string(),
+                    enum_word(serde_json::to_value(d.verdict).unwrap_or_default()),
+                    warnings.join("; "),
+                ]);
+            }
+            RowResult::NotCompared { reason } => {
+                f.extend(std::iter::repeat_n(String::new(), 14));
+                f.extend([row.judged.to_string(), "not_compared".to_owned(), reason.clone()]);
+            }
+        }
+        out.push_str(&f.iter().map(|s| csv_field(s)).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// The mismatch list for stderr (CSV keeps stdout to the table).
+pub fn mismatch_list(report: &CompareReport) -> String {
+    let mut out = mismatch_intro(report);
+    out.push('\n');
+    for m in &report.mismatches {
+        out.push_str(&format!("  - {m}\n"));
+    }
+    out
+}

@@ -1,0 +1,204 @@
+//! The raw material of a comparison or a plot, taken from a session report: per cell and
+//! adapter, the decode-step times of every measured request, and the A/A ratios the launcher
+//! recorded.
+//!
+//! Only worker runs that passed the launcher's validation and ended `ok` count, the same runs the
+//! launcher's own analysis uses; the extra run of an A/A pair (`workers[].aa`) is kept apart,
+//! because its only job is to measure the noise.
+
+use std::collections::BTreeMap;
+
+use crate::stats::{quantile_sorted, ClusteredSample, PairedSample, RatioEstimate, Sample, StatsError};
+use decode_baseline_wire::{
+    analysis::CellAnalysis,
+    report::{Phase, RequestRecord, Status, WorkerReport},
+    session::{SessionReport, WorkerOrder, WorkerRun},
+    Adapter, Mode,
+};
+
+/// One measured request: its decode steps, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredRequest {
+    /// Sequence position of each step (L+1, L+2, …).
+    pub positions: Vec<u32>,
+    /// Duration of each step, ns.
+    pub dur_ns: Vec<u64>,
+}
+
+/// One cell of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellData {
+    /// `<case>.<prompt>.<mode>`.
+    pub cell: String,
+    pub mode: Mode,
+    /// The manifest case (model) of the cell.
+    pub case_id: String,
+    /// The session's reference adapter, which every other one is measured against.
+    pub reference: Adapter,
+    /// Measured requests per adapter, over all repetitions, A/A runs excluded. An adapter with no
+    /// valid run is absent.
+    pub adapters: BTreeMap<Adapter, Vec<MeasuredRequest>>,
+    /// The launcher's A/A ratios (the extra run over the others), per adapter.
+    pub aa_ratios: BTreeMap<Adapter, RatioEstimate>,
+    /// Valid worker runs per adapter, A/A runs excluded.
+    pub runs: BTreeMap<Adapter, usize>,
+    /// Interleaved sessions: per adapter other than the reference, its requests paired with the
+    /// reference's (`request_pairs`), by worker run. Empty for sequential sessions.
+    pub pairs: BTreeMap<Adapter, Vec<Vec<(f64, f64)>>>,
+    /// Interleaved sessions: per adapter other than the reference, the launcher's A/A ratio of
+    /// its paired ratio (the A/A group's over the others').
+    pub paired_aa: BTreeMap<Adapter, RatioEstimate>,
+    /// Interleaved sessions with an A/A group: per adapter other than the reference, the A/A
+    /// group's request pairs with the reference's A/A run, as `pairs`.
+    pub aa_pairs: BTreeMap<Adapter, Vec<Vec<(f64, f64)>>>,
+}
+
+impl CellData {
+    /// The pair ratios of `adapter` against the reference, when the session interleaved them.
+    pub fn paired(&self, adapter: &Adapter) -> Option<Result<PairedSample, String>> {
+        let runs = self.pairs.get(adapter)?;
+        Some(PairedSample::from_medians(runs).map_err(|err| format!("{adapter} against {}: {err}", self.reference)))
+    }
+
+    /// The log of each measured request's median step time of `adapter`, over all its runs:
+    /// the units of a sequential session's test.
+    pub fn log_request_medians(&self, adapter: &Adapter) -> Result<Vec<f64>, String> {
+        let requests = self.adapters.get(adapter).ok_or_else(|| format!("no valid {adapter} run"))?;
+        requests
+            .iter()
+            .map(|r| {
+                let mut steps: Vec<f64> = r.dur_ns.iter().map(|&d| d as f64).collect();
+                steps.sort_by(f64::total_cmp);
+                let median = quantile_sorted(&steps, 0.5);
+                if median > 0.0 {
+                    Ok(median.ln())
+                } else {
+                    Err(format!("{adapter}: a request's median step time is {median} ns: expected > 0"))
+                }
+            })
+            .collect()
+    }
+
+    /// The steps of `adapter` as a by-request sample, for the bootstrap.
+    pub fn sample(&self, adapter: &Adapter) -> Result<ClusteredSample, String> {
+        let requests = self.adapters.get(adapter).ok_or_else(|| format!("no valid {adapter} run"))?;
+        ClusteredSample::new(requests.iter().map(|r| r.dur_ns.iter().map(|&d| d as f64).collect()).collect())
+            .map_err(|err: StatsError| format!("{}: {err}", adapter.as_str()))
+    }
+}
+
+/// The report of a worker run that passed validation and ended ok.
+fn valid(run: &WorkerRun) -> Option<&WorkerReport> {
+    run.report.as_ref().filter(|r| r.status == Status::Ok && run.validation_errors.is_empty())
+}
+
+/// The median step time of a request (`None` below two steps: no pair is formed from it).
+fn request_median(request: &RequestRecord) -> Option<f64> {
+    Sample::new(request.steps.iter().map(|s| s.dur_ns as f64).collect()).ok().map(|s| s.median())
+}
+
+/// Pairs of adjacent requests in one cell of an interleaved session: for each repetition in
+/// which both `numerator` and `denominator` have a valid run (the A/A group when `aa`), their
+/// measured requests matched by index, as the two requests' median step times. One list per
+/// repetition, in repetition order.
+pub fn request_pairs(
+    workers: &[WorkerRun],
+    cell: &str,
+    numerator: &Adapter,
+    denominator: &Adapter,
+    aa: bool,
+) -> Vec<Vec<(f64, f64)>> {
+    let run = |adapter: &Adapter, repetition: u32| {
+        workers
+            .iter()
+            .filter(|w| w.cell == cell && w.adapter == *adapter && w.repetition == repetition && w.aa == aa)
+            .find_map(valid)
+    };
+    let mut repetitions: Vec<u32> =
+        workers.iter().filter(|w| w.cell == cell && w.aa == aa).map(|w| w.repetition).collect();
+    repetitions.sort_unstable();
+    repetitions.dedup();
+    let measured = |r: &RequestRecord| matches!(r.phase, Some(Phase::Measured) | None);
+    repetitions
+        .into_iter()
+        .filter_map(|rep| {
+            let (num, den) = (run(numerator, rep)?, run(denominator, rep)?);
+            let pairs: Vec<(f64, f64)> = num
+                .requests
+                .iter()
+                .filter(|q| measured(q))
+                .filter_map(|q| {
+                    let other = den.requests.iter().find(|d| d.index == q.index && measured(d))?;
+                    Some((request_median(q)?, request_median(other)?))
+                })
+                .collect();
+            (!pairs.is_empty()).then_some(pairs)
+        })
+        .collect()
+}
+
+/// Every cell of `session` that has at least one valid run, in the order the session ran them.
+pub fn cells(session: &SessionReport) -> Vec<CellData> {
+    let recorded = recorded(session);
+    let mut out: Vec<CellData> = Vec::new();
+    for run in &session.workers {
+        let Some(report) = valid(run) else {
+            continue;
+        };
+        let index = match out.iter().position(|c| c.cell == run.cell) {
+            Some(index) => index,
+            None => {
+                out.push(CellData {
+                    cell: run.cell.clone(),
+                    mode: report.mode,
+                    case_id: report.case_id.clone(),
+                    reference: session.reference.clone(),
+                    adapters: BTreeMap::new(),
+                    aa_ratios: recorded.get(run.cell.as_str()).map(|c| c.aa_ratios.clone()).unwrap_or_default(),
+                    runs: BTreeMap::new(),
+                    pairs: BTreeMap::new(),
+                    paired_aa: recorded.get(run.cell.as_str()).map(|c| c.paired_aa.clone()).unwrap_or_default(),
+                    aa_pairs: BTreeMap::new(),
+                });
+                out.len() - 1
+            }
+        };
+        if run.aa {
+            continue;
+        }
+        let requests = report
+            .requests
+            .iter()
+            .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
+            .map(|q| MeasuredRequest {
+                positions: q.steps.iter().map(|s| s.position).collect(),
+                dur_ns: q.steps.iter().map(|s| s.dur_ns).collect(),
+            })
+            .filter(|q| !q.dur_ns.is_empty());
+        out[index].adapters.entry(run.adapter.clone()).or_default().extend(requests);
+        *out[index].runs.entry(run.adapter.clone()).or_default() += 1;
+    }
+    if session.job.order == WorkerOrder::Interleaved {
+        for cell in &mut out {
+            let reference = cell.reference.clone();
+            for adapter in cell.adapters.keys().filter(|a| **a != reference) {
+                let pairs = request_pairs(&session.workers, &cell.cell, adapter, &reference, false);
+                if !pairs.is_empty() {
+                    cell.pairs.insert(adapter.clone(), pairs);
+                }
+                let aa = request_pairs(&session.workers, &cell.cell, adapter, &reference, true);
+                if !aa.is_empty() {
+                    cell.aa_pairs.insert(adapter.clone(), aa);
+                }
+            }
+        }
+    }
+    out.retain(|c| !c.adapters.is_empty() || !c.aa_ratios.is_empty());
+    out
+}
+
+/// `analysis.cells[]` by cell name. A session without an analysis (`null`: marked incomplete)
+/// has none.
+fn recorded(session: &SessionReport) -> BTreeMap<&str, &CellAnalysis> {
+    session.analysis.iter().flat_map(|a| &a.cells).map(|c| (c.cell.as_str(), c)).collect()
+}

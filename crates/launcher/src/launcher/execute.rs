@@ -1,0 +1,81 @@
+//! Running one group of prepared workers: the one step of a session that starts processes.
+//!
+//! [`Execution`] is the seam: the launcher's real one ([`Processes`]) spawns each worker under
+//! the supervisor, alone or as an interleaved group behind the gate; the launcher's tests put an
+//! in-process fake in its place that leaves reports in the folders, so that everything after
+//! the workers (validation, analysis, `session.json`, the exit code) runs on them unchanged.
+
+use std::path::PathBuf;
+
+use crate::energy::GroupRecorder;
+use indicatif::ProgressBar;
+
+use super::{
+    interleave, plan,
+    signals::Interrupts,
+    supervise::{self, Limits, Outcome},
+};
+
+/// A worker run with its folder and job written, ready to start.
+pub struct Prepared {
+    /// 0-based position in the session's plan.
+    pub sequence: u32,
+    pub planned: plan::PlannedRun,
+    pub out_dir: PathBuf,
+    pub job: decode_baseline_wire::WorkerJob,
+    /// The worker command: the adapter's program with `--out-dir <out_dir>`.
+    pub command: Vec<String>,
+}
+
+impl Prepared {
+    /// The requests its job runs, for the progress bar.
+    pub fn requests(&self) -> u32 {
+        self.job.run_policy.requests(self.job.mode)
+    }
+}
+
+/// Runs one group of workers (one alone, or the members of an interleaved group at once) to
+/// their end and returns what the supervisor saw of each, in the members' order. It moves
+/// `progress` on by each member's requests as they complete, and tells `energy` of each grant
+/// and done request of a gated group (interleaved, or a lone worker while an energy source is
+/// active).
+pub trait Execution {
+    fn run_group(
+        &mut self,
+        members: &[Prepared],
+        limits: Limits,
+        interrupts: &Interrupts,
+        progress: &ProgressBar,
+        energy: &mut GroupRecorder<'_>,
+    ) -> anyhow::Result<Vec<Outcome>>;
+}
+
+/// The real execution: each worker a child process under [`supervise`], an interleaved group
+/// under [`interleave`].
+pub struct Processes;
+
+impl Execution for Processes {
+    fn run_group(
+        &mut self,
+        members: &[Prepared],
+        limits: Limits,
+        interrupts: &Interrupts,
+        progress: &ProgressBar,
+        energy: &mut GroupRecorder<'_>,
+    ) -> anyhow::Result<Vec<Outcome>> {
+        // A lone worker without the gate runs on its own; a gated one (energy is being read)
+        // goes through the gate as a group of one.
+        if let [p] = members {
+            if !p.job.gate {
+                let outcome = supervise::supervise(&p.command, &p.out_dir, limits, interrupts, || progress.tick())?;
+                progress.inc(u64::from(p.requests()));
+                return Ok(vec![outcome]);
+            }
+        }
+        let gated: Vec<interleave::Member<'_>> = members
+            .iter()
+            .map(|p| interleave::Member { argv: &p.command, out_dir: &p.out_dir, requests: p.requests() })
+            .collect();
+        Ok(interleave::supervise_group(&gated, limits, interrupts, || progress.tick(), |_| progress.inc(1), energy)?)
+    }
+}

@@ -1,0 +1,262 @@
+//! `run --until-decided [--budget 5m|N]`: each cell's interleaved groups are looks of a
+//! group-sequential test. After every group of a cell the launcher tests that cell's rows with
+//! the paired test `compare` uses (`crates/launcher/src/stats`) and stops the cell at the first look where every
+//! row is decided at the Pocock boundary's nominal level (`crates/launcher/src/stats/pocock.rs`: "faster" or
+//! "slower" when its p-value is below it, "no difference" when its equivalence p-value is), or
+//! at its planned last look.
+//!
+//! The planned number of looks `K` is fixed before the data can move it: with a budget of `N`
+//! pairs, `K = ⌈N / pairs per group⌉`; with a time budget, `K` follows from the first group's
+//! wall time (`⌊budget / (first group's wall · cells)⌋`, at least 1, at most 50) and the session
+//! also stops starting groups once the budget is spent. Each look judges with the error the
+//! table uses: the larger of the host noise profile's and the pairs' own, when `--noise-profile`
+//! (or this host's profile file) holds the cell's design, else the pairs' own. The session's
+//! false-alarm rate is split over every row of every cell (Bonferroni: each row's looks at the
+//! Pocock level of `α / rows`), so several cells do not multiply it. The decision is recorded in
+//! `session.json` (`sequential`) and printed; the table below the lines is the ordinary
+//! fixed-sample test of the pairs that ran, whose level does not account for the looks.
+
+use std::{path::PathBuf, time::Duration};
+
+use crate::stats::{pocock, DecisionConfig, PocockBoundary, MAX_LOOKS};
+use decode_baseline_wire::{
+    sequential::{SequentialCell, SequentialEnd, SequentialRecord, SequentialRow, SequentialVerdict},
+    session::SessionReport,
+};
+
+use crate::{
+    calibrate::profiles,
+    compare::{self, RowResult, Settings},
+};
+
+/// `--budget`: the most pairs per cell, or the most time for the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    Pairs(u32),
+    Time(Duration),
+}
+
+impl Budget {
+    /// `200` (pairs) or a duration such as `5m`, `90s`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if let Ok(pairs) = text.parse::<u32>() {
+            return if pairs == 0 {
+                Err("0 pairs; expected a number of pairs (`200`) or a time (`5m`)".into())
+            } else {
+                Ok(Self::Pairs(pairs))
+            };
+        }
+        humantime::parse_duration(text)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .map(Self::Time)
+            .ok_or_else(|| format!("`{text}` is neither a number of pairs (`200`) nor a time (`5m`, `90s`)"))
+    }
+
+    /// `200 pairs` or `5m`, for the record.
+    pub fn describe(self) -> String {
+        match self {
+            Self::Pairs(n) => format!("{n} pairs"),
+            Self::Time(d) => humantime::format_duration(d).to_string(),
+        }
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self::Time(Duration::from_secs(300))
+    }
+}
+
+/// The state of a sequential session.
+#[derive(Debug)]
+pub struct Sequential {
+    budget: Budget,
+    /// Pairs one group adds to a cell (the measured requests of one worker).
+    pairs_per_look: u32,
+    /// `K`: known at once for a pairs budget, after the first group for a time budget.
+    looks: Option<usize>,
+    boundary: Option<PocockBoundary>,
+    /// The session's false-alarm rate, split over `rows`.
+    alpha: f64,
+    /// The rows tested in the whole session (cells × adapters other than the reference).
+    rows: u32,
+    cells: usize,
+    /// `--noise-profile`, resolved as the table resolves it (`calibrate::profiles::resolve`).
+    noise_profile: Option<PathBuf>,
+    /// Per cell, in the order the cells first ran; `end` is `None` while its looks go on.
+    records: Vec<(SequentialCell, Option<SequentialEnd>)>,
+    budget_spent: bool,
+}
+
+impl Sequential {
+    /// The groups to plan for (the session's repetitions) and the state. `rows_per_cell` is the
+    /// number of adapters tested against the reference in each cell.
+    pub fn new(
+        budget: Budget,
+        pairs_per_look: u32,
+        cells: usize,
+        rows_per_cell: usize,
+        noise_profile: Option<PathBuf>,
+    ) -> Result<(u32, Self), String> {
+        let alpha = DecisionConfig::default().alpha;
+        let rows = (cells * rows_per_cell).max(1) as u32;
+        let looks = match budget {
+            Budget::Pairs(n) => Some((n.div_ceil(pairs_per_look.max(1)) as usize).clamp(1, MAX_LOOKS)),
+            Budget::Time(_) => None,
+        };
+        let boundary = looks.map(|k| pocock(k, alpha / f64::from(rows))).transpose().map_err(|e| e.to_string())?;
+        let planned = looks.unwrap_or(MAX_LOOKS) as u32;
+        let state = Self {
+            budget,
+            pairs_per_look,
+            looks,
+            boundary,
+            alpha,
+            rows,
+            cells,
+            noise_profile,
+            records: Vec::new(),
+            budget_spent: false,
+        };
+        Ok((planned, state))
+    }
+
+    /// Whether a group of `cell` is not to be started: the cell is decided, at its last look,
+    /// or the time budget is spent.
+    pub fn skips(&self, cell: &str) -> bool {
+        self.budget_spent || self.records.iter().any(|(c, end)| c.cell == cell && end.is_some())
+    }
+
+    /// After a group of `cell` ran (`wall` its wall time, `elapsed` the session's so far):
+    /// fixes `K` at the first group of a time budget, tests the cell's rows in `report` (the
+    /// workers so far) and stops the cell when decided or at its last look.
+    pub fn after_group(&mut self, cell: &str, report: &SessionReport, wall: Duration, elapsed: Duration) {
+        if let (None, Budget::Time(budget)) = (self.looks, self.budget) {
+            let per_look = wall.as_secs_f64().max(1e-3) * self.cells as f64;
+            let k = ((budget.as_secs_f64() / per_look).floor() as usize).clamp(1, MAX_LOOKS);
+            self.looks = Some(k);
+            self.boundary = pocock(k, self.alpha / f64::from(self.rows)).ok();
+        }
+        let index = match self.records.iter().position(|(c, _)| c.cell == cell) {
+            Some(i) => i,
+            None => {
+                self.records.push((
+                    SequentialCell {
+                        cell: cell.to_owned(),
+                        looks_planned: 0,
+                        looks_done: 0,
+                        pairs: 0,
+                        nominal_level: None,
+                        profile_sd: None,
+                        end: SequentialEnd::BudgetSpent,
+                        rows: Vec::new(),
+                    },
+                    None,
+                ));
+                self.records.len() - 1
+            }
+        };
+        let out_of_time = matches!(self.budget, Budget::Time(budget) if elapsed >= budget);
+        self.budget_spent |= out_of_time;
+        let (record, end) = &mut self.records[index];
+        record.looks_done += 1;
+        record.pairs = record.looks_done * self.pairs_per_look;
+        let (Some(k), Some(boundary)) = (self.looks, self.boundary) else { return };
+        let level = boundary.nominal_alpha;
+        record.looks_planned = k as u32;
+        record.nominal_level = Some(level);
+        let cells: Vec<_> = compare::cells(report).into_iter().filter(|c| c.cell == cell).collect();
+        let designs: Vec<(String, String)> = cells.iter().map(|c| (c.cell.clone(), c.case_id.clone())).collect();
+        // A profile file that cannot be read is the table's warning to give; the look uses the
+        // pairs' own error then, as the table does.
+        let profiles =
+            profiles::resolve(self.noise_profile.as_deref(), &[report], &designs).ok().and_then(|(found, _)| found);
+        let settings = Settings { config: DecisionConfig::default(), profiles: profiles.as_ref() };
+        let rows = compare::within_rows(&cells, &settings);
+        record.profile_sd = rows.iter().filter_map(|row| Some(row.decision()?.profile.as_ref()?.sd)).reduce(f64::max);
+        record.rows = rows.iter().filter_map(|row| look_row(row, level)).collect();
+        let decided = !record.rows.is_empty() && record.rows.iter().all(|r| r.verdict != SequentialVerdict::Undecided);
+        *end = if decided {
+            Some(SequentialEnd::Decided)
+        } else if record.looks_done as usize >= k {
+            Some(SequentialEnd::LastLook)
+        } else if out_of_time {
+            Some(SequentialEnd::BudgetSpent)
+        } else {
+            None
+        };
+    }
+
+    /// The record for `session.json`: a cell whose looks were still going on when the session
+    /// stopped starting groups ended by the budget.
+    pub fn record(&self) -> SequentialRecord {
+        SequentialRecord {
+            budget: self.budget.describe(),
+            alpha: self.alpha,
+            rows: self.rows,
+            cells: self
+                .records
+                .iter()
+                .map(|(cell, end)| SequentialCell { end: end.unwrap_or(SequentialEnd::BudgetSpent), ..cell.clone() })
+                .collect(),
+        }
+    }
+}
+
+/// A row at a look held to `level`; `None` for a row of the reference itself (not tested).
+fn look_row(row: &compare::Row, level: f64) -> Option<SequentialRow> {
+    let adapter = row.adapter.clone()?;
+    Some(match &row.outcome {
+        RowResult::Compared { decision, .. } => SequentialRow {
+            adapter,
+            verdict: if decision.p_value < level {
+                if decision.log_estimate > 0.0 {
+                    SequentialVerdict::Slower
+                } else {
+                    SequentialVerdict::Faster
+                }
+            } else if decision.equivalence_p_value < level {
+                SequentialVerdict::NoDifference
+            } else {
+                SequentialVerdict::Undecided
+            },
+            ratio: Some(decision.ratio),
+            p_value: Some(decision.p_value),
+            equivalence_p_value: Some(decision.equivalence_p_value),
+        },
+        RowResult::NotCompared { .. } => SequentialRow {
+            adapter,
+            verdict: SequentialVerdict::Undecided,
+            ratio: None,
+            p_value: None,
+            equivalence_p_value: None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_parse_as_pairs_or_time() {
+        assert_eq!(Budget::parse("200"), Ok(Budget::Pairs(200)));
+        assert_eq!(Budget::parse("5m"), Ok(Budget::Time(Duration::from_secs(300))));
+        assert_eq!(Budget::parse("90s"), Ok(Budget::Time(Duration::from_secs(90))));
+        for bad in ["0", "x", "-3", "0s"] {
+            assert!(Budget::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_pairs_budget_plans_its_looks_at_once() {
+        let (planned, s) = Sequential::new(Budget::Pairs(100), 20, 1, 1, None).unwrap();
+        assert_eq!(planned, 5);
+        assert_eq!(s.boundary.unwrap().looks, 5);
+        let (planned, s) = Sequential::new(Budget::Time(Duration::from_secs(60)), 20, 1, 1, None).unwrap();
+        assert_eq!(planned, MAX_LOOKS as u32);
+        assert!(s.boundary.is_none());
+    }
+}

@@ -1,0 +1,32 @@
+//! decode-baseline's launcher and everything around it, as a library: the `decode-baseline`
+//! executable (`src/main.rs`, `src/cli.rs` at the repository root) is its command line, and the
+//! integration tests and benches reach the same modules directly.
+//!
+//! One module per command or concept:
+//!
+//! * [`launcher`]: `run`, the session (plan, lease, workers, gate, analysis, output).
+//! * [`stats`], [`host`], [`energy`]: what the analysis measures and computes.
+//! * [`compare`], [`report`], [`plot`], [`calibrate`]: what reads a finished session.
+//! * [`bench`]: one model in one command, on top of the launcher.
+//! * [`conformance`]: the worker protocol checked from outside.
+//! * [`guard`], [`manifest_cli`]: the manifest and its pins.
+//!
+//! Nothing here links MLX; the `controlled` feature only says that the executable does (its
+//! `worker` subcommand is the controlled worker).
+
+pub mod bench;
+pub mod calibrate;
+pub mod compare;
+pub mod conformance;
+pub mod duration;
+pub mod energy;
+#[cfg(test)]
+mod generated;
+pub mod guard;
+pub mod host;
+pub mod launcher;
+pub mod manifest_cli;
+pub mod plot;
+pub mod report;
+pub mod safetensors_header;
+pub mod stats;

@@ -1,0 +1,437 @@
+//! The report page: `index.html` in a session folder, one self-contained file (styles and every
+//! figure inline, no script, nothing fetched), laid out to read on a phone as on a desktop.
+//!
+//! Sections: the model and notes (from `bench.json` when `bench` made the session), the summary
+//! table (one row per cell and adapter: per-token median, interval, tokens/s derived from the
+//! median, p90, CV, prefill, prompt tokens/s, time to first token, peak memory), each
+//! adapter's ratio to the reference with `compare`'s test beside it (verdict, the test's ratio
+//! and interval, the smallest detectable difference, the A/A results, the rule and error), the
+//! warnings (the test's among them), agreement, peak memory per adapter, the identity
+//! (versions, digests, backend, host), and every figure of [`crate::plot::session_figures`].
+//! The page is well-formed XML (XHTML syntax), so tests and tools can parse it strictly.
+
+use std::{fmt::Write as _, io::Write as _, os::unix::fs::PermissionsExt, path::Path};
+
+use decode_baseline_wire::session::SessionReport;
+
+use super::rows::Rows;
+use crate::{
+    bench::{BenchRecord, ModelSource},
+    calibrate::profiles::Profiles,
+    duration::human_ns,
+    plot::{esc, Figure},
+};
+
+/// The page's file name in the session folder.
+pub const PAGE: &str = "index.html";
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;padding:12px;max-width:1280px;color:#222;line-height:1.4}\
+h1{font-size:1.3em;word-break:break-all}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}\
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}table{border-collapse:collapse;font-size:.85em;white-space:nowrap;margin:.6em 0}\
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}th:first-child,td:first-child,td.l{text-align:left}\
+td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:8em}\
+thead th{background:#f4f4f4}tr.warn td{background:#fff6e0}.note{background:#eef5ff;padding:6px 10px;border-left:4px solid #1f77b4}\
+.problem{color:#a00000}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:.85em}\
+dt{font-weight:600}dd{margin:0;word-break:break-all}figure{margin:1em 0}figure svg{width:100%;height:auto;border:1px solid #eee}\
+figcaption{font-size:.8em;color:#555}";
+
+/// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors), its
+/// verdicts tested with `profiles` as the run table's are.
+fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> anyhow::Result<String> {
+    let rows = Rows::of(session);
+    let settings = crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles };
+    let tested = crate::compare::within_rows(&crate::compare::cells(session), &settings);
+    let bench = BenchRecord::read(dir)?;
+    let figures = crate::plot::session_figures(session);
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>decode-baseline {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        esc(&session.session_id)
+    );
+    let _ = writeln!(h, "<h1>decode-baseline session {}</h1>", esc(&session.session_id));
+    let _ = writeln!(
+        h,
+        "<p id=\"status\">status <b>{:?}</b> · started {} · finished {} · wall {} · {} workers</p>",
+        session.status,
+        esc(&session.started_utc),
+        esc(&session.finished_utc),
+        human_ns(session.wall_ns as f64),
+        session.workers.len()
+    );
+    model_section(&mut h, bench.as_ref());
+    summary_section(&mut h, &rows, &tested);
+    test_section(&mut h, session, &tested);
+    warnings_section(&mut h, session, &rows, &tested);
+    agreement_section(&mut h, &rows);
+    memory_section(&mut h, &rows);
+    super::energy::section(&mut h, session);
+    identity_section(&mut h, session);
+    figures_section(&mut h, &figures);
+    h.push_str("</body>\n</html>\n");
+    Ok(h)
+}
+
+/// Writes `index.html` into `dir` atomically (a temp file, then a rename: it is derived data, so
+/// an existing page is replaced), and `energy.csv` beside it when a source produced data; the
+/// verdicts use `profiles` (`calibrate::profiles::resolve`). Returns the page's path.
+pub fn write_page(
+    session: &SessionReport,
+    dir: &Path,
+    profiles: Option<&Profiles>,
+) -> anyhow::Result<std::path::PathBuf> {
+    if let Some(csv) = crate::energy::csv(session) {
+        write_derived(dir, crate::energy::CSV_FILE, &csv)?;
+    }
+    write_derived(dir, PAGE, &render(session, dir, profiles)?)
+}
+
+/// Writes `text` to `dir/name` atomically, replacing what was there (derived data).
+fn write_derived(dir: &Path, name: &str, page: &str) -> anyhow::Result<std::path::PathBuf> {
+    let path = dir.join(name);
+    let write = || -> std::io::Result<()> {
+        let mut temp = tempfile::Builder::new().prefix(&format!(".{name}.")).tempfile_in(dir)?;
+        temp.write_all(page.as_bytes())?;
+        // A temp file is created 0600; the page is for anyone who can read the session folder.
+        temp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        temp.persist(&path).map_err(|e| e.error)?;
+        Ok(())
+    };
+    write().map_err(|err| anyhow::Error::new(err).context(format!("failed to write {}", path.display())))?;
+    Ok(path)
+}
+
+fn model_section(h: &mut String, bench: Option<&BenchRecord>) {
+    let Some(b) = bench else { return };
+    h.push_str("<section id=\"model\">\n<h2>Model</h2>\n<dl>\n");
+    let mut item = |k: &str, v: &str| {
+        let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+    };
+    item("model", &b.model);
+    match &b.source {
+        ModelSource::Folder { path } => item("source", &format!("folder {}", path.display())),
+        ModelSource::Hub { repo_id, revision, commit, cache } => {
+            item("source", &format!("Hugging Face {repo_id}, revision {revision}"));
+            item("commit measured", commit);
+            item("cache", &cache.display().to_string());
+        }
+    }
+    item("folder", &b.model_dir.display().to_string());
+    item("case", &b.case_id);
+    item("architecture", &b.architecture);
+    item("max_position_embeddings", &b.max_position_embeddings.map_or("not given".into(), |m| m.to_string()));
+    let join = |v: &[usize]| {
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+        }
+    };
+    item("prompt lengths", &join(&b.prompt_lengths));
+    item("context depths", &join(&b.depths));
+    item("adapters run", &b.adapters.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", "));
+    item("prompt source", &b.prompt_source);
+    h.push_str("</dl>\n");
+    for note in &b.notes {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(note));
+    }
+    h.push_str("</section>\n");
+}
+
+/// `compare`'s test of `adapter` in `cell`, by the label `<adapter>/<reference>`.
+fn tested_row<'a>(tested: &'a [crate::compare::Row], cell: &str, pair: &str) -> Option<&'a crate::compare::Row> {
+    tested.iter().find(|r| {
+        r.cell == cell
+            && r.adapter
+                .as_ref()
+                .zip(r.against.as_ref())
+                .is_some_and(|(a, b)| decode_baseline_wire::analysis::pair_label(a, b) == pair)
+    })
+}
+
+/// The test's cells of a ratio row: verdict, ratio [interval], MDE, A/A ratios, rule.
+fn test_cells(row: Option<&crate::compare::Row>) -> [String; 5] {
+    use crate::compare::RowResult;
+    match row.map(|r| &r.outcome) {
+        Some(RowResult::Compared { decision: d, aa, .. }) => [
+            d.verdict.words().to_owned(),
+            format!("{:.3} [{:.3}, {:.3}]", d.ratio, d.ci.lower, d.ci.upper),
+            format!("±{:.1} %", 100.0 * d.mde),
+            aa.iter().filter_map(|r| r.ratio()).map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", "),
+            format!("{}; {}", d.rule.describe(), crate::compare::error_words(d)),
+        ],
+        Some(RowResult::NotCompared { reason }) => {
+            [format!("not tested: {reason}"), String::new(), String::new(), String::new(), String::new()]
+        }
+        None => Default::default(),
+    }
+}
+
+fn summary_section(h: &mut String, rows: &Rows, tested: &[crate::compare::Row]) {
+    h.push_str(
+        "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"scroll\">\n<table id=\"summary-table\">\n<thead><tr>",
+    );
+    for head in [
+        "cell",
+        "adapter",
+        "L",
+        "per token (median)",
+        "95% CI",
+        "tokens/s*",
+        "p90",
+        "CV",
+        "prefill",
+        "prompt tokens/s",
+        "TTFT",
+        "peak memory",
+    ] {
+        let _ = write!(h, "<th>{}</th>", esc(head));
+    }
+    h.push_str("</tr></thead>\n<tbody>\n");
+    for row in &rows.rows {
+        let class = if row.warnings.is_empty() { "" } else { " class=\"warn\"" };
+        let _ = writeln!(
+            h,
+            "<tr{class} data-cell=\"{}\" data-adapter=\"{}\"><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&row.cell),
+            esc(&row.adapter),
+            esc(&row.cell),
+            esc(&row.adapter),
+            row.prompt_len.map_or("-".into(), |l| l.to_string()),
+            human_ns(row.per_token_ns),
+            human_ns(row.ci_ns.0),
+            human_ns(row.ci_ns.1),
+            row.tokens_per_s(),
+            human_ns(row.p90_ns),
+            row.cv.map_or("-".into(), |c| format!("{:.1}%", c * 100.0)),
+            row.prefill_ns.map_or("-".into(), human_ns),
+            row.prompt_tokens_per_s().map_or("-".into(), |v| format!("{v:.0}")),
+            row.first_token_ns.map_or("-".into(), human_ns),
+            row.peak_memory_bytes.map_or("-".into(), mib),
+        );
+    }
+    h.push_str("</tbody>\n</table>\n</div>\n");
+    h.push_str("<p>* tokens/s = 1 / the per-token median: derived from the median, not an averaged rate. TTFT: request start to the first token. Prompt tokens/s: L / median prefill.</p>\n");
+    let split: Vec<_> = rows.rows.iter().filter_map(|r| r.split.map(|s| (r, s))).collect();
+    if !split.is_empty() {
+        h.push_str("<div class=\"scroll\">\n<table id=\"split-table\">\n<thead><tr><th>cell</th><th>adapter</th><th>graph build</th><th>MLX evaluation</th><th>host overhead</th></tr></thead>\n<tbody>\n");
+        for (row, (build, eval, overhead)) in split {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.1} %</td></tr>",
+                esc(&row.cell),
+                esc(&row.adapter),
+                human_ns(build),
+                human_ns(eval),
+                overhead * 100.0
+            );
+        }
+        h.push_str("</tbody>\n</table>\n</div>\n");
+    }
+    let cold: Vec<_> = rows.rows.iter().filter_map(|r| r.cold.map(|c| (r, c))).collect();
+    if !cold.is_empty() {
+        h.push_str("<div class=\"scroll\">\n<table id=\"cold-table\">\n<thead><tr><th>cell</th><th>adapter</th><th>cold per token</th><th>measured per token</th><th>cold prefill</th><th>measured prefill</th><th>first requests</th></tr></thead>\n<tbody>\n");
+        for (row, c) in cold {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&row.cell),
+                esc(&row.adapter),
+                human_ns(c.per_token_ns),
+                human_ns(row.per_token_ns),
+                human_ns(c.prefill_ns),
+                row.prefill_ns.map_or("-".into(), human_ns),
+                c.requests
+            );
+        }
+        h.push_str("</tbody>\n</table>\n</div>\n<p>Cold: the first request of each run (imports paid, caches and any compiled trace not yet warm), kept out of every statistic.</p>\n");
+    }
+    if !rows.ratios.is_empty() {
+        h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>adapter/reference</th><th>ratio (median)</th><th>95% CI (bootstrap)</th><th>verdict</th><th>test ratio [95% CI]</th><th>detectable</th><th>A/A</th><th>rule</th></tr></thead>\n<tbody>\n");
+        for (cell, pair, ratio, lo, hi) in &rows.ratios {
+            let [verdict, test, mde, aa, rule] = test_cells(tested_row(tested, cell, pair));
+            let _ = writeln!(
+                h,
+                "<tr data-cell=\"{0}\"><td>{0}</td><td>{1}</td><td>{ratio:.3}</td><td>[{lo:.3}, {hi:.3}]</td><td class=\"l\">{2}</td><td>{3}</td><td>{4}</td><td>{5}</td><td class=\"l\">{6}</td></tr>",
+                esc(cell),
+                esc(pair),
+                esc(&verdict),
+                esc(&test),
+                esc(&mde),
+                esc(&aa),
+                esc(&rule)
+            );
+        }
+        h.push_str("</tbody>\n</table>\n</div>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+/// How the verdicts were reached beyond each row's rule: the noise profiles the rows used (or
+/// that none was), and the `--until-decided` record when the session had one.
+fn test_section(h: &mut String, session: &SessionReport, tested: &[crate::compare::Row]) {
+    h.push_str("<section id=\"test\">\n<h2>Test</h2>\n<ul>\n");
+    let mut lines = crate::compare::profile_lines(tested);
+    if lines.is_empty() {
+        lines.push(
+            "noise profile: none used; each verdict's error is its row's own (the rule column says which)".into(),
+        );
+    }
+    lines.extend(session.sequential.iter().flat_map(super::sequential_lines));
+    for line in lines {
+        let _ = writeln!(h, "<li>{}</li>", esc(&line));
+    }
+    h.push_str("</ul>\n</section>\n");
+}
+
+fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows, tested: &[crate::compare::Row]) {
+    h.push_str("<section id=\"warnings\">\n<h2>Warnings</h2>\n<ul>\n");
+    let mut any = false;
+    // An unpinned session says so first, as the table does.
+    for (adapter, argv) in &session.replaced_programs {
+        any = true;
+        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(&crate::launcher::replaced_line(adapter, argv)));
+    }
+    for problem in &session.problems {
+        any = true;
+        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(problem));
+    }
+    for row in &rows.rows {
+        for warning in &row.warnings {
+            any = true;
+            let _ = writeln!(h, "<li>{} {}: {}</li>", esc(&row.cell), esc(&row.adapter), esc(warning));
+        }
+    }
+    for row in tested {
+        if let crate::compare::RowResult::Compared { warnings, .. } = &row.outcome {
+            let adapter = row.adapter.as_ref().map_or("", |a| a.as_str());
+            for warning in warnings {
+                any = true;
+                let _ = writeln!(h, "<li>{} {}: {}</li>", esc(&row.cell), esc(adapter), esc(warning));
+            }
+        }
+    }
+    if !any {
+        h.push_str("<li>none</li>\n");
+    }
+    h.push_str("</ul>\n</section>\n");
+}
+
+fn agreement_section(h: &mut String, rows: &Rows) {
+    h.push_str("<section id=\"agreement\">\n<h2>Agreement</h2>\n<ul>\n");
+    for line in &rows.agreement {
+        let _ = writeln!(h, "<li>{}</li>", esc(line));
+    }
+    if rows.agreement.is_empty() {
+        h.push_str("<li>no cell compared both adapters</li>\n");
+    }
+    h.push_str("</ul>\n</section>\n");
+}
+
+fn memory_section(h: &mut String, rows: &Rows) {
+    h.push_str("<section id=\"memory\">\n<h2>Peak memory per adapter</h2>\n<table id=\"memory-table\">\n<thead><tr><th>adapter</th><th>largest per-request peak</th></tr></thead>\n<tbody>\n");
+    for (adapter, bytes) in &rows.peak_memory {
+        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(adapter), mib(*bytes));
+    }
+    h.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+fn identity_section(h: &mut String, session: &SessionReport) {
+    h.push_str("<section id=\"identity\">\n<h2>Identity</h2>\n<dl>\n");
+    let mut item = |k: &str, v: &str| {
+        let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+    };
+    item("manifest", &session.manifest_path.display().to_string());
+    item("manifest sha256", &session.manifest_sha256.to_string());
+    let host = session
+        .host
+        .as_ref()
+        .map_or("? (? ?, ? CPUs)".to_owned(), |h| format!("{} ({} {}, {} CPUs)", h.hostname, h.os, h.arch, h.cpus));
+    item("host", &host);
+    let placement = crate::launcher::placement::line(session.placement.as_ref());
+    item("placement", placement.trim_start_matches("placement: "));
+    if let Some(device) = &session.device {
+        item("device", &format!("{} on {} ({})", device.name, device.backend.as_str(), device.device.as_str()));
+    }
+    let mut seen = Vec::new();
+    for worker in &session.workers {
+        let Some(identity) = worker.report.as_ref().and_then(|r| r.identity.as_ref()) else { continue };
+        if seen.contains(&&worker.adapter) {
+            continue;
+        }
+        seen.push(&worker.adapter);
+        let a = worker.adapter.as_str();
+        let backend = identity.backend.map_or("not recorded", |b| b.as_str());
+        item(&format!("{a}: backend"), &format!("{backend}, device {}", identity.device.as_str()));
+        item(&format!("{a}: mlx / mlx_lm"), &format!("{} / {}", identity.mlx_version, identity.mlx_lm_version));
+        item(&format!("{a}: libmlx"), &format!("{} sha256 {}", identity.libmlx_path, identity.libmlx_sha256));
+        item(&format!("{a}: mlx_lm freeze sha256"), &identity.mlx_lm_freeze_sha256.to_string());
+        item(&format!("{a}: lock sha256"), &identity.lock_sha256.to_string());
+        item(&format!("{a}: worker sources sha256"), &identity.worker_sources_sha256.to_string());
+        item(&format!("{a}: code version"), &identity.code_version);
+    }
+    if let Some(files) = &session.model_files {
+        for (case, files) in files {
+            for (name, digest) in files {
+                item(&format!("{case}/{name}"), &digest.to_string());
+            }
+        }
+    }
+    h.push_str("</dl>\n</section>\n");
+}
+
+fn figures_section(h: &mut String, figures: &[Figure]) {
+    h.push_str("<section id=\"figures\">\n<h2>Figures</h2>\n");
+    for figure in figures {
+        // The SVG documents carry an XML declaration, which may not appear inside a page.
+        let svg = match figure.svg.split_once('\n') {
+            Some((declaration, rest)) if declaration.starts_with("<?xml") => rest,
+            _ => figure.svg.as_str(),
+        };
+        let _ = writeln!(
+            h,
+            "<figure id=\"fig-{0}\" data-figure=\"{0}\">\n{svg}<figcaption>{0}</figcaption>\n</figure>",
+            esc(&figure.name)
+        );
+    }
+    if figures.is_empty() {
+        h.push_str("<p>no cell has measured steps</p>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ratio_table_carries_the_tests_verdict_and_the_warnings_its_aa_results() {
+        // The recorded session A (sequential, loaded host): compare's verdicts per cell, the
+        // A/A results beside the headline row, and the A/A warning in the warnings section.
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let session = crate::compare::load_session(&path).unwrap().report;
+        let tmp = tempfile::tempdir().unwrap();
+        let page = render(&session, tmp.path(), None).unwrap();
+        let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+        let doc = roxmltree::Document::parse_with_options(&page, options).expect("well-formed");
+        let ratio_rows: Vec<Vec<String>> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("table") && n.attribute("id") == Some("ratio-table"))
+            .flat_map(|t| t.descendants().filter(|n| n.has_tag_name("tr") && n.attribute("data-cell").is_some()))
+            .map(|tr| {
+                tr.children().filter(|n| n.has_tag_name("td")).map(|td| td.text().unwrap_or("").to_owned()).collect()
+            })
+            .collect();
+        assert_eq!(ratio_rows.len(), 2, "{page}");
+        assert_eq!((ratio_rows[0][4].as_str(), ratio_rows[1][4].as_str()), ("faster", "slower"), "{ratio_rows:?}");
+        assert!(ratio_rows[0][5].starts_with("0.389 ["), "{ratio_rows:?}");
+        assert_eq!(ratio_rows[0][7], "1.390, 1.286", "the headline cell's A/A results");
+        assert!(ratio_rows[0][8].contains("own error: run-to-run effects not measured"), "{ratio_rows:?}");
+        assert!(page.contains("A/A controlled: one rerun of the same code moved the ratio by +39.0 %"), "{page}");
+    }
+}
