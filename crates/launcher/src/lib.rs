@@ -6,6 +6,8 @@
 //!
 //! * [`launcher`]: `run`, the session (plan, lease, workers, gate, analysis, output).
 //! * [`stats`], [`host`], [`energy`]: what the analysis measures and computes.
+//! * [`session`]: the one reader of `session.json` and its typed views; [`noise_profiles`]: the
+//!   host noise profiles the verdicts use.
 //! * [`compare`], [`report`], [`plot`], [`calibrate`]: what reads a finished session.
 //! * [`bench`]: one model in one command, on top of the launcher.
 //! * [`conformance`]: the worker protocol checked from outside.
@@ -26,7 +28,9 @@ pub mod guard;
 pub mod host;
 pub mod launcher;
 pub mod manifest_cli;
+pub mod noise_profiles;
 pub mod plot;
 pub mod report;
 pub mod safetensors_header;
+pub mod session;
 pub mod stats;

@@ -31,7 +31,7 @@ pub struct ProfiledDesign {
     /// `controlled-b/controlled` or `stock-b/stock`: whose run-to-run noise the entry holds.
     pub pair: String,
     /// The session size: worker runs (repetitions) per adapter in each A/A session. A session
-    /// of another size is held to a bound derived from it (`crates/launcher/src/calibrate/profiles.rs`).
+    /// of another size is held to a bound derived from it (`crates/launcher/src/noise_profiles.rs`).
     pub repetitions: u32,
     /// The A/A sessions' log estimates (numerator `adapter` against `reference`), in run order.
     pub log_estimates: Vec<f64>,

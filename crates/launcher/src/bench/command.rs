@@ -19,15 +19,12 @@ use decode_baseline_wire::{
     Adapter, ExitCode, Mode, RunPolicy,
 };
 
-use super::{
-    hub,
-    record::{BenchRecord, ModelSource, BENCH_RECORD, BENCH_RECORD_SCHEMA_VERSION},
-    support::controlled_refusal,
-};
+use super::{hub, support::controlled_refusal};
 use crate::{
     guard::{chain, MANIFEST_NAME},
     launcher::{self, RunArgs},
     manifest_cli::{self, PromptSource},
+    session::{BenchRecord, ModelSource, BENCH_RECORD, BENCH_RECORD_SCHEMA_VERSION},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -403,11 +400,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     })?;
     let session_json = session_dir.join("session.json");
     if session_json.is_file() && args.format != OutputFormat::Json {
-        let session = crate::compare::load_session(&session_json)?;
-        let rows = crate::report::Rows::of(&session.report);
+        let session = crate::session::load_session(&session_json)?;
+        let rows = crate::session::Rows::of(&session.report);
         match args.format {
-            OutputFormat::Markdown => print!("{}", rows.markdown()),
-            _ => print!("{}", rows.text()),
+            OutputFormat::Markdown => print!("{}", crate::report::rows_markdown(&rows)),
+            _ => print!("{}", crate::report::rows_text(&rows)),
         }
         for note in &notes {
             println!("note: {note}");

@@ -3,8 +3,6 @@
 
 mod command;
 mod hub;
-mod record;
 mod support;
 
 pub use command::{run, BenchArgs};
-pub use record::{BenchRecord, ModelSource};

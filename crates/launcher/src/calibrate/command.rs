@@ -15,7 +15,7 @@ use decode_baseline_wire::{
 };
 use serde_json::json;
 
-use super::profiles;
+use crate::noise_profiles as profiles;
 use crate::{
     compare::{self, RowResult, Settings},
     launcher::{self, placement::Cpus, RunArgs},
@@ -84,7 +84,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let mut folders = Vec::new();
     let mut design = None;
     for path in &sessions {
-        let loaded = compare::load_session(path)?;
+        let loaded = crate::session::load_session(path)?;
         let (estimate, this_design) = aa_estimate(&loaded)?;
         if design.as_ref().is_some_and(|d| *d != this_design) {
             anyhow::bail!(
@@ -145,7 +145,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
 /// `controlled`, or `stock-b` against `stock`, in the sessions `calibrate` runs), as `compare`
 /// of that session (without a profile) makes it, and what the profile entry is keyed by: the
 /// session's design, the row's adapter pair and the session's size (runs per adapter).
-fn aa_estimate(loaded: &compare::LoadedSession) -> anyhow::Result<(f64, (Design, String, u32))> {
+fn aa_estimate(loaded: &crate::session::LoadedSession) -> anyhow::Result<(f64, (Design, String, u32))> {
     let settings = Settings { config: Default::default(), profiles: None };
     let report = compare::compare_within(loaded, &settings, false)?;
     let [row] = report.rows.as_slice() else {
@@ -161,7 +161,7 @@ fn aa_estimate(loaded: &compare::LoadedSession) -> anyhow::Result<(f64, (Design,
     else {
         anyhow::bail!("session {}: its row was not compared", loaded.path.display());
     };
-    let cell = compare::cells(&loaded.report).into_iter().find(|c| c.cell == row.cell);
+    let cell = crate::session::cells(&loaded.report).into_iter().find(|c| c.cell == row.cell);
     let case_id = cell.as_ref().map(|c| c.case_id.clone()).unwrap_or_default();
     let runs = cell.as_ref().and_then(|c| c.runs.get(against).copied()).unwrap_or(0) as u32;
     let key = (

@@ -2,6 +2,5 @@
 //! profile files `compare` and `run` read.
 
 mod command;
-pub mod profiles;
 
 pub use command::{run, CalibrateArgs};

@@ -25,7 +25,8 @@ use crate::stats::{t_quantile, Decision, RatioEstimate};
 use decode_baseline_wire::Adapter;
 use serde::Serialize;
 
-use super::{estimate::Settings, rule, samples::CellData};
+use super::{estimate::Settings, rule};
+use crate::session::CellData;
 
 /// One A/A result beside a row.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -163,7 +164,7 @@ mod tests {
             adapters: [Adapter::Controlled, Adapter::Stock]
                 .into_iter()
                 .map(|a| {
-                    let r = crate::compare::MeasuredRequest { positions: vec![17], dur_ns: vec![1_000_000] };
+                    let r = crate::session::MeasuredRequest { positions: vec![17], dur_ns: vec![1_000_000] };
                     (a, vec![r.clone(), r])
                 })
                 .collect(),

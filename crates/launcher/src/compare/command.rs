@@ -6,7 +6,8 @@ use std::{io::Write, path::PathBuf};
 use crate::stats::DecisionConfig;
 use decode_baseline_wire::ExitCode;
 
-use super::{estimate, load::load_session, render};
+use super::{estimate, render};
+use crate::session::load_session;
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -85,8 +86,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let b = args.b.as_ref().map(|b| load_session(b)).transpose()?;
     let sessions: Vec<&decode_baseline_wire::session::SessionReport> =
         std::iter::once(&a.report).chain(b.as_ref().map(|b| &b.report)).collect();
-    let cells: Vec<(String, String)> = super::cells(&a.report).into_iter().map(|c| (c.cell, c.case_id)).collect();
-    let (profiles, note) = crate::calibrate::profiles::resolve(args.noise_profile.as_deref(), &sessions, &cells)?;
+    let cells: Vec<(String, String)> =
+        crate::session::cells(&a.report).into_iter().map(|c| (c.cell, c.case_id)).collect();
+    let (profiles, note) = crate::noise_profiles::resolve(args.noise_profile.as_deref(), &sessions, &cells)?;
     if let Some(note) = note {
         eprintln!("decode-baseline: note: {note}");
     }

@@ -203,7 +203,7 @@ mod tests {
     /// spread of ±2 % that repeats every five requests and differs between the adapters.
     fn session_with_energy(controlled_factor: f64) -> SessionReport {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let mut session = crate::compare::load_session(&path).unwrap().report;
+        let mut session = crate::session::load_session(&path).unwrap().report;
         for w in &mut session.workers {
             let (factor, shift) = if w.adapter == Adapter::Controlled { (controlled_factor, 1) } else { (1.0, 0) };
             let Some(report) = &w.report else { continue };

@@ -19,12 +19,10 @@ use super::{
     aa::{self, AaResult},
     energy::{self, EnergyRow},
     identity::{self, Mismatch},
-    load::LoadedSession,
-    rule,
-    samples::{self, CellData},
-    CompareError,
+    rule, CompareError,
 };
-use crate::calibrate::profiles::Profiles;
+use crate::noise_profiles::Profiles;
+use crate::session::{self as samples, CellData, LoadedSession};
 
 /// The version of the JSON `compare --format json` prints. Version 2 added `basis`, `against`,
 /// `noise`, the `inconclusive` verdict and `raw`. Version 3: the verdict is a test
@@ -224,7 +222,7 @@ fn side(label: &str, cell: &CellData, adapter: &Adapter) -> Side {
 #[derive(Debug, Clone, Copy)]
 pub struct Settings<'a> {
     pub config: DecisionConfig,
-    /// The host noise profiles of the cells' designs (`calibrate::profiles::resolve`).
+    /// The host noise profiles of the cells' designs (`noise_profiles::resolve`).
     pub profiles: Option<&'a Profiles>,
 }
 
@@ -600,7 +598,7 @@ mod tests {
     use crate::stats::{ErrorSource, Rule};
 
     use super::*;
-    use crate::compare::samples::MeasuredRequest;
+    use crate::session::MeasuredRequest;
 
     /// `n` request pairs of `adapter` against stock at `ratio`, each pair's noise a fixed
     /// pseudo-random ±3 % (the same for every call), in `runs` runs.

@@ -10,17 +10,12 @@ mod energy;
 mod error;
 mod estimate;
 mod identity;
-mod load;
 mod render;
 mod rule;
-mod samples;
 #[cfg(test)]
 pub(crate) mod schema;
-mod upgrade;
 
 pub use command::{run, CompareArgs};
 pub use error::CompareError;
 pub use estimate::{compare_within, within_rows, Row, RowResult, Settings};
-pub use load::{load_session, LoadedSession};
 pub use render::{error_words, profile_lines};
-pub use samples::{cells, request_pairs, CellData, MeasuredRequest};

@@ -258,7 +258,7 @@ pub fn error_words(d: &crate::stats::Decision) -> String {
     }
 }
 
-/// One line per noise profile the rows used (each row's own, `calibrate::profiles`), e.g.
+/// One line per noise profile the rows used (each row's own, `noise_profiles`), e.g.
 /// `noise profile: p.json (16 A/A sessions of controlled-b/controlled with 6 repetitions, on
 /// tiny-qwen3 headline): sd 0.0086 on 15 df`.
 pub fn profile_lines(rows: &[Row]) -> Vec<String> {

@@ -17,7 +17,7 @@
 use crate::stats::{LogEstimate, PairBlocks, Rule, StatsError};
 use decode_baseline_wire::Adapter;
 
-use super::samples::CellData;
+use crate::session::CellData;
 
 /// `adapter` against the cell's reference within one session.
 pub fn within(cell: &CellData, adapter: &Adapter, trim: f64) -> Result<LogEstimate, String> {

@@ -10,7 +10,7 @@ use crate::stats::{
     drift_between_halves, quantile_sorted, ratio_of_medians, summarize, summarize_requests, BootstrapConfig,
     ClusteredSample, DecisionConfig, PairedSample, RatioEstimate, Resampling, StatsError,
 };
-use crate::{compare::request_pairs, duration::human_ns};
+use crate::{duration::human_ns, session::request_pairs};
 use decode_baseline_wire::{
     analysis::{pair_label, AdapterStats, Analysis, CellAnalysis, ColdRequests, StreamAgreement},
     manifest::Cell,
@@ -279,7 +279,7 @@ fn ratio_label(cell: &CellAnalysis, adapter: &Adapter, reference: &Adapter) -> O
 pub fn table(
     report: &SessionReport,
     analysis: &Analysis,
-    profiles: Option<&crate::calibrate::profiles::Profiles>,
+    profiles: Option<&crate::noise_profiles::Profiles>,
 ) -> String {
     let reference = &report.reference;
     // Cell names come from the manifest and can be long; the first column fits the longest,
@@ -298,10 +298,13 @@ pub fn table(
         .max(10);
     // The verdict of each adapter against the reference, by the test `compare` uses.
     let settings = crate::compare::Settings { config: DecisionConfig::default(), profiles };
-    let tested = crate::compare::within_rows(&crate::compare::cells(report), &settings);
+    let tested = crate::compare::within_rows(&crate::session::cells(report), &settings);
     // An unpinned session says so before its first figure.
-    let mut out: String =
-        report.replaced_programs.iter().map(|(adapter, argv)| format!("\n{}", replaced_line(adapter, argv))).collect();
+    let mut out: String = report
+        .replaced_programs
+        .iter()
+        .map(|(adapter, argv)| format!("\n{}", crate::report::replaced_line(adapter, argv)))
+        .collect();
     out.push_str(&format!(
         "\n{:<w$} {:<a$} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
         "cell", "adapter", "per token", "95% CI", "p90", "CV", "prefill"
@@ -400,7 +403,7 @@ pub fn table(
         human_ns(report.wall_ns as f64),
         human_ns(report.launcher_overhead_ns as f64)
     ));
-    out.push_str(&super::placement::line(report.placement.as_ref()));
+    out.push_str(&crate::report::placement_line(report.placement.as_ref()));
     out.push('\n');
     if let Some(waited) = report.quiet_wait_ns.filter(|ns| *ns > 0) {
         out.push_str(&format!(
@@ -452,18 +455,6 @@ fn verdict_line(row: &crate::compare::Row, w: usize, reference: &Adapter) -> Str
     }
 }
 
-/// The line the table (and the launcher's stderr) prints for an adapter whose program was
-/// replaced.
-pub fn replaced_line(adapter: &Adapter, argv: &[String]) -> String {
-    format!(
-        "unpinned: the {adapter} worker program was replaced ({}={}): this session is unpinned, and compare \
-         refuses to set it beside a pinned one",
-        super::plan::replacement_variable(adapter),
-        argv.join(" "),
-        adapter = adapter.as_str()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,7 +463,7 @@ mod tests {
     /// build and evaluation split: build a fifth, evaluation three quarters of each step.
     fn recorded_with_split() -> SessionReport {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let mut session = crate::compare::load_session(&path).unwrap().report;
+        let mut session = crate::session::load_session(&path).unwrap().report;
         for worker in session.workers.iter_mut().filter(|w| w.adapter == Adapter::Controlled) {
             for step in worker.report.as_mut().unwrap().requests.iter_mut().flat_map(|q| q.steps.iter_mut()) {
                 step.build_ns = Some(step.dur_ns / 5);

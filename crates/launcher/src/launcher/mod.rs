@@ -24,5 +24,4 @@ mod supervise;
 pub mod validate;
 mod worker_job;
 
-pub use analysis::replaced_line;
 pub use run::{new_session_dir, run, RunArgs};

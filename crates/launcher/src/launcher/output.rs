@@ -69,7 +69,7 @@ mod tests {
     #[test]
     fn the_compact_session_reads_back_as_the_same_report_and_is_smaller() {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let mut report = crate::compare::load_session(&path).unwrap().report;
+        let mut report = crate::session::load_session(&path).unwrap().report;
         // A worker without a report (it crashed) must stay without one.
         let mut crashed = report.workers[0].clone();
         crashed.report = None;

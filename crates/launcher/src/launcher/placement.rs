@@ -199,17 +199,6 @@ pub fn record(cpus: &Cpus, read_backs: &BTreeSet<String>) -> Placement {
     }
 }
 
-/// One line for the table footer and the report page.
-pub fn line(placement: Option<&Placement>) -> String {
-    match placement {
-        None => "placement: not recorded".to_owned(),
-        Some(p) => match &p.effective {
-            Some(effective) => format!("placement: --cpus {} (workers on CPUs {effective})", p.requested),
-            None => format!("placement: --cpus {} (no affinity on this system: left to the OS)", p.requested),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,9 +247,9 @@ mod tests {
     #[test]
     fn the_line_says_what_was_asked_and_got() {
         let got = record(&set(&[0]), &["0".to_owned()].into());
-        assert_eq!(line(Some(&got)), "placement: --cpus 0 (workers on CPUs 0)");
+        assert_eq!(crate::report::placement_line(Some(&got)), "placement: --cpus 0 (workers on CPUs 0)");
         let macos = record(&Cpus::First, &BTreeSet::new());
-        assert!(line(Some(&macos)).contains("left to the OS"));
-        assert_eq!(line(None), "placement: not recorded");
+        assert!(crate::report::placement_line(Some(&macos)).contains("left to the OS"));
+        assert_eq!(crate::report::placement_line(None), "placement: not recorded");
     }
 }

@@ -269,7 +269,7 @@ fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitC
     }
     let replaced_programs = replaced_programs(&resolved.job.adapters);
     for (adapter, argv) in &replaced_programs {
-        eprintln!("decode-baseline: {}", analysis::replaced_line(adapter, argv));
+        eprintln!("decode-baseline: {}", crate::report::replaced_line(adapter, argv));
     }
     Ok(Ok(Session {
         resolved,
@@ -521,7 +521,7 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
         eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
     }
     let profiles =
-        crate::calibrate::profiles::resolve_or_warn(show.noise_profile.as_deref(), &report, show.quiet || show.json);
+        crate::noise_profiles::resolve_or_warn(show.noise_profile.as_deref(), &report, show.quiet || show.json);
     if let Err(err) = crate::report::write_page(&report, &session_dir, profiles.as_ref()) {
         eprintln!("decode-baseline: warning: {} not written: {err:#}", session_dir.join(crate::report::PAGE).display());
     }

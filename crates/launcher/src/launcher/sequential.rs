@@ -25,8 +25,8 @@ use decode_baseline_wire::{
 };
 
 use crate::{
-    calibrate::profiles,
     compare::{self, RowResult, Settings},
+    noise_profiles as profiles,
 };
 
 /// `--budget`: the most pairs per cell, or the most time for the session.
@@ -83,7 +83,7 @@ pub struct Sequential {
     /// The rows tested in the whole session (cells × adapters other than the reference).
     rows: u32,
     cells: usize,
-    /// `--noise-profile`, resolved as the table resolves it (`calibrate::profiles::resolve`).
+    /// `--noise-profile`, resolved as the table resolves it (`noise_profiles::resolve`).
     noise_profile: Option<PathBuf>,
     /// Per cell, in the order the cells first ran; `end` is `None` while its looks go on.
     records: Vec<(SequentialCell, Option<SequentialEnd>)>,
@@ -167,7 +167,7 @@ impl Sequential {
         let level = boundary.nominal_alpha;
         record.looks_planned = k as u32;
         record.nominal_level = Some(level);
-        let cells: Vec<_> = compare::cells(report).into_iter().filter(|c| c.cell == cell).collect();
+        let cells: Vec<_> = crate::session::cells(report).into_iter().filter(|c| c.cell == cell).collect();
         let designs: Vec<(String, String)> = cells.iter().map(|c| (c.cell.clone(), c.case_id.clone())).collect();
         // A profile file that cannot be read is the table's warning to give; the look uses the
         // pairs' own error then, as the table does.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use decode_baseline_wire::ExitCode;
 
 use super::write::{write_plots, PlotOptions};
-use crate::compare::load_session;
+use crate::session::load_session;
 
 #[derive(Debug, clap::Args)]
 pub struct PlotArgs {

@@ -10,7 +10,7 @@ use super::{
     steps,
     svg::{legend, nice_range, Axis, Frame, LegendEntry, Svg, TimeUnit, FIGURE, INK},
 };
-use crate::report::DepthPoint;
+use crate::session::DepthPoint;
 
 /// The adapter's colour in every figure (`steps::color`), from its name in the analysis.
 fn color(adapter: &str) -> &'static str {

@@ -11,7 +11,7 @@ use super::{
     steps::color,
     svg::{legend, nice_range, quantile, Axis, Frame, LegendEntry, Svg, TimeUnit, FIGURE, INK},
 };
-use crate::compare::CellData;
+use crate::session::CellData;
 
 pub fn figure(cell: &CellData) -> Option<String> {
     let sorted: Vec<(Adapter, Vec<f64>)> = cell

@@ -16,7 +16,7 @@ use super::{
     steps::{color, profile},
     svg::{legend, Axis, Frame, LegendEntry, Svg, FIGURE, INK, INVALID},
 };
-use crate::compare::CellData;
+use crate::session::CellData;
 
 /// One adapter's place under the roof.
 #[derive(Debug, Clone, PartialEq, Serialize)]

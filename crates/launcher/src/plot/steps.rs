@@ -6,7 +6,7 @@ use decode_baseline_wire::Adapter;
 use super::svg::{
     legend, nice_range, quantile, Axis, Frame, LegendEntry, Svg, TimeUnit, CONTROLLED, DECLARED, FIGURE, INK, STOCK,
 };
-use crate::compare::{CellData, MeasuredRequest};
+use crate::session::{CellData, MeasuredRequest};
 
 /// Per step index: position, p10, median, p90 (µs).
 pub struct StepProfile {

@@ -17,7 +17,6 @@ use super::{
     roofline::{self, CellRoof, ModelBytes},
     steps,
 };
-use crate::compare;
 
 /// Optional figures.
 #[derive(Debug, Clone, Copy, Default)]
@@ -50,7 +49,7 @@ pub fn write_plots(session: &SessionReport, dir: &Path, options: PlotOptions) ->
     let mut written = Written::default();
     let mut figures = session_figures(session);
     if let Some(gbs) = options.peak_bandwidth_gbs {
-        for cell in &compare::cells(session) {
+        for cell in &crate::session::cells(session) {
             let bytes = ModelBytes::of_case(&session.manifest_path, &cell.case_id)?;
             if let Some((svg, roof)) = roofline::figure(cell, &bytes, gbs) {
                 figures.push(Figure { name: format!("{}.roofline", cell.cell), svg });
@@ -78,8 +77,8 @@ pub struct Figure {
 /// times by position (`<cell>.steps`) and the distribution (`<cell>.distribution`), then per
 /// cell and domain with energy readings its energy against time (`<cell>.energy-<domain>`).
 pub fn session_figures(session: &SessionReport) -> Vec<Figure> {
-    let cells = compare::cells(session);
-    let rows = crate::report::Rows::of(session);
+    let cells = crate::session::cells(session);
+    let rows = crate::session::Rows::of(session);
     let mut out = Vec::new();
     for case in rows.cases() {
         if let Some(svg) = depth::figure(&case, &rows.depth_series(&case)) {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use decode_baseline_wire::ExitCode;
 
 use super::page::write_page;
-use crate::compare::load_session;
+use crate::session::load_session;
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
@@ -19,7 +19,7 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let session = load_session(&args.session)?;
-    let profiles = crate::calibrate::profiles::resolve_or_warn(args.noise_profile.as_deref(), &session.report, false);
+    let profiles = crate::noise_profiles::resolve_or_warn(args.noise_profile.as_deref(), &session.report, false);
     let path = write_page(&session.report, session.dir(), profiles.as_ref())?;
     println!("{}", path.display());
     Ok(ExitCode::Ok)

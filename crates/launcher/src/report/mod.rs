@@ -3,11 +3,13 @@
 
 mod command;
 mod energy;
+mod lines;
 mod page;
 mod rows;
 mod sequential;
 
 pub use command::{run, ReportArgs};
+pub use lines::{placement_line, replaced_line};
 pub use page::{write_page, PAGE};
-pub use rows::{DepthPoint, Rows};
+pub use rows::{markdown as rows_markdown, text as rows_text};
 pub use sequential::lines as sequential_lines;

@@ -14,12 +14,11 @@ use std::{fmt::Write as _, io::Write as _, os::unix::fs::PermissionsExt, path::P
 
 use decode_baseline_wire::session::SessionReport;
 
-use super::rows::Rows;
 use crate::{
-    bench::{BenchRecord, ModelSource},
-    calibrate::profiles::Profiles,
     duration::human_ns,
+    noise_profiles::Profiles,
     plot::{esc, Figure},
+    session::{BenchRecord, ModelSource, Rows},
 };
 
 /// The page's file name in the session folder.
@@ -40,7 +39,7 @@ figcaption{font-size:.8em;color:#555}";
 fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> anyhow::Result<String> {
     let rows = Rows::of(session);
     let settings = crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles };
-    let tested = crate::compare::within_rows(&crate::compare::cells(session), &settings);
+    let tested = crate::compare::within_rows(&crate::session::cells(session), &settings);
     let bench = BenchRecord::read(dir)?;
     let figures = crate::plot::session_figures(session);
     let mut h = String::new();
@@ -75,7 +74,7 @@ fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> a
 
 /// Writes `index.html` into `dir` atomically (a temp file, then a rename: it is derived data, so
 /// an existing page is replaced), and `energy.csv` beside it when a source produced data; the
-/// verdicts use `profiles` (`calibrate::profiles::resolve`). Returns the page's path.
+/// verdicts use `profiles` (`noise_profiles::resolve`). Returns the page's path.
 pub fn write_page(
     session: &SessionReport,
     dir: &Path,
@@ -291,7 +290,7 @@ fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows, tested
     // An unpinned session says so first, as the table does.
     for (adapter, argv) in &session.replaced_programs {
         any = true;
-        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(&crate::launcher::replaced_line(adapter, argv)));
+        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(&super::replaced_line(adapter, argv)));
     }
     for problem in &session.problems {
         any = true;
@@ -349,7 +348,7 @@ fn identity_section(h: &mut String, session: &SessionReport) {
         .as_ref()
         .map_or("? (? ?, ? CPUs)".to_owned(), |h| format!("{} ({} {}, {} CPUs)", h.hostname, h.os, h.arch, h.cpus));
     item("host", &host);
-    let placement = crate::launcher::placement::line(session.placement.as_ref());
+    let placement = super::placement_line(session.placement.as_ref());
     item("placement", placement.trim_start_matches("placement: "));
     if let Some(device) = &session.device {
         item("device", &format!("{} on {} ({})", device.name, device.backend.as_str(), device.device.as_str()));
@@ -414,7 +413,7 @@ mod tests {
         // The recorded session A (sequential, loaded host): compare's verdicts per cell, the
         // A/A results beside the headline row, and the A/A warning in the warnings section.
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let session = crate::compare::load_session(&path).unwrap().report;
+        let session = crate::session::load_session(&path).unwrap().report;
         let tmp = tempfile::tempdir().unwrap();
         let page = render(&session, tmp.path(), None).unwrap();
         let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };

@@ -1,271 +1,58 @@
-//! The rows every human view of a session shows (the report page, `bench`'s tables): per cell
-//! and adapter the per-token median with its interval and the tokens per second derived from it,
-//! prefill and time to first token with the prompt throughput, peak memory and the warnings;
-//! each adapter's ratio to the reference; agreement; the decode time against context length.
-//!
-//! They are read from `session.json`'s typed `analysis` and worker reports, so a page can be
-//! rebuilt from any session on disk that `compare`'s loader reads (older versions are converted
-//! when loaded).
-
-use std::collections::BTreeMap;
-
-use decode_baseline_wire::{
-    analysis::pair_label,
-    report::{Phase, Status},
-    session::SessionReport,
-    Adapter,
-};
+//! The session's rows ([`crate::session::Rows`]) as text: the terminal's headline table
+//! (`bench`) and the Markdown of every row.
 
 use crate::duration::human_ns;
+use crate::session::Rows;
 
-/// One cell and adapter.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    pub cell: String,
-    /// The manifest case (model), from the worker reports.
-    pub case: Option<String>,
-    pub mode: String,
-    pub adapter: String,
-    /// The prompt length L (the context depth of the decode steps), from the worker reports.
-    pub prompt_len: Option<u32>,
-    pub per_token_ns: f64,
-    pub ci_ns: (f64, f64),
-    pub p90_ns: f64,
-    pub cv: Option<f64>,
-    pub prefill_ns: Option<f64>,
-    pub first_token_ns: Option<f64>,
-    /// Graph build, evaluation (medians, ns) and host overhead (controlled).
-    pub split: Option<(f64, f64, f64)>,
-    /// The first (cold) request of each run, apart from the measured ones.
-    pub cold: Option<decode_baseline_wire::analysis::ColdRequests>,
-    /// The largest per-request peak over this cell's measured requests, bytes.
-    pub peak_memory_bytes: Option<u64>,
-    pub warnings: Vec<String>,
+/// The headline rows as llama-bench's pp and tg lines, for the terminal.
+pub fn text(rows: &Rows) -> String {
+    let mut out = format!(
+        "\n{:<8} {:<10} {:>12} {:>22} {:>12} {:>11} {:>14} {:>11}\n",
+        "context", "adapter", "per token", "95% CI", "tokens/s*", "prefill", "prompt tok/s", "TTFT"
+    );
+    for row in rows.rows.iter().filter(|r| r.mode == "headline") {
+        out.push_str(&format!(
+            "{:<8} {:<10} {:>12} {:>22} {:>12.1} {:>11} {:>14} {:>11}\n",
+            row.prompt_len.map_or("-".into(), |l| l.to_string()),
+            row.adapter,
+            human_ns(row.per_token_ns),
+            format!("[{}, {}]", human_ns(row.ci_ns.0), human_ns(row.ci_ns.1)),
+            row.tokens_per_s(),
+            row.prefill_ns.map_or("-".into(), human_ns),
+            row.prompt_tokens_per_s().map_or("-".into(), |v| format!("{v:.0}")),
+            row.first_token_ns.map_or("-".into(), human_ns),
+        ));
+    }
+    out.push_str("* tokens/s = 1 / per-token median (derived, not an averaged rate)\n");
+    out
 }
 
-impl Row {
-    /// Tokens per second derived from the per-token median (1 / median): the figure people who
-    /// think in tokens/s expect, not an averaged rate.
-    pub fn tokens_per_s(&self) -> f64 {
-        1e9 / self.per_token_ns
+/// Every row as a Markdown table.
+pub fn markdown(rows: &Rows) -> String {
+    let mut out = String::from(
+        "| cell | adapter | per token (median) | 95% CI | tokens/s (from median) | p90 | prefill | prompt tokens/s | TTFT |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for row in &rows.rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | [{}, {}] | {:.1} | {} | {} | {} | {} |\n",
+            row.cell,
+            row.adapter,
+            human_ns(row.per_token_ns),
+            human_ns(row.ci_ns.0),
+            human_ns(row.ci_ns.1),
+            row.tokens_per_s(),
+            human_ns(row.p90_ns),
+            row.prefill_ns.map_or("-".into(), human_ns),
+            row.prompt_tokens_per_s().map_or("-".into(), |v| format!("{v:.0}")),
+            row.first_token_ns.map_or("-".into(), human_ns),
+        ));
     }
-
-    /// Prompt tokens per second of the median prefill.
-    pub fn prompt_tokens_per_s(&self) -> Option<f64> {
-        Some(f64::from(self.prompt_len?) * 1e9 / self.prefill_ns?)
+    out.push('\n');
+    for (cell, pair, ratio, lo, hi) in &rows.ratios {
+        out.push_str(&format!("- {cell}: {pair} {ratio:.3} [{lo:.3}, {hi:.3}]\n"));
     }
-}
-
-/// One point of the decode-time-against-context-length figure.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DepthPoint {
-    pub context: u32,
-    pub median_ns: f64,
-    pub ci_ns: (f64, f64),
-}
-
-/// Everything shown of a session.
-#[derive(Debug, Clone, Default)]
-pub struct Rows {
-    pub rows: Vec<Row>,
-    /// `(cell, "<adapter>/<reference>", ratio, lower, upper)`, one per adapter other than the
-    /// session's reference.
-    pub ratios: Vec<(String, String, f64, f64, f64)>,
-    /// One sentence per cell with an agreement check.
-    pub agreement: Vec<String>,
-    /// Per adapter, the largest per-request peak memory of the session, bytes.
-    pub peak_memory: BTreeMap<String, u64>,
-}
-
-impl Rows {
-    pub fn of(session: &SessionReport) -> Rows {
-        let mut out = Rows::default();
-        for cell in session.analysis.iter().flat_map(|a| &a.cells) {
-            for (adapter, stats) in &cell.adapters {
-                let (case, prompt_len, peak) = measured_facts(session, &cell.cell, adapter);
-                if let Some(peak) = peak {
-                    let entry = out.peak_memory.entry(adapter.as_str().to_owned()).or_insert(0);
-                    *entry = (*entry).max(peak);
-                }
-                let s = &stats.per_token_ns;
-                out.rows.push(Row {
-                    cell: cell.cell.clone(),
-                    case,
-                    mode: cell.mode.as_str().to_owned(),
-                    adapter: adapter.as_str().to_owned(),
-                    prompt_len,
-                    per_token_ns: s.median,
-                    ci_ns: (s.median_ci.lower, s.median_ci.upper),
-                    p90_ns: s.p90,
-                    cv: s.cv,
-                    prefill_ns: stats.prefill_ns.as_ref().map(|p| p.median),
-                    first_token_ns: stats.first_token_ns.as_ref().map(|p| p.median),
-                    split: match (stats.build_median_ns, stats.eval_median_ns, stats.host_overhead) {
-                        (Some(b), Some(e), Some(h)) => Some((b, e, h)),
-                        _ => None,
-                    },
-                    cold: stats.cold,
-                    peak_memory_bytes: peak,
-                    warnings: s
-                        .warnings
-                        .iter()
-                        .map(|w| w.message.clone())
-                        .chain(stats.host_warnings.iter().map(|w| format!("host: {w}")))
-                        .chain(
-                            stats.test_slowdown_us.map(|us| {
-                                format!("test slowdown of {us} µs per step injected: not a real measurement")
-                            }),
-                        )
-                        .collect(),
-                });
-            }
-            let reference = &session.reference;
-            for adapter in cell.adapters.keys().filter(|a| *a != reference) {
-                if let Some((_, r)) = cell.ratio_to_reference(adapter) {
-                    out.ratios.push((
-                        cell.cell.clone(),
-                        pair_label(adapter, reference),
-                        r.ratio,
-                        r.ci.lower,
-                        r.ci.upper,
-                    ));
-                }
-            }
-            for (adapter, a) in &cell.argmax {
-                out.agreement.push(format!(
-                    "{}: {} argmax over {} steps, {} mismatches, ties at {:?}",
-                    cell.cell,
-                    pair_label(adapter, reference),
-                    a.steps_compared,
-                    a.mismatches.len(),
-                    a.tie_positions
-                ));
-            }
-            for (adapter, s) in &cell.stream {
-                let verdict = if s.identical {
-                    "identical".to_owned()
-                } else {
-                    format!("diverge: {}", s.first_divergence.as_ref().map_or("?".into(), divergence))
-                };
-                out.agreement.push(format!(
-                    "{}: {} reference streams over {} tokens, {verdict}",
-                    cell.cell,
-                    pair_label(adapter, reference),
-                    s.tokens_compared
-                ));
-            }
-        }
-        out
+    for line in &rows.agreement {
+        out.push_str(&format!("- {line}\n"));
     }
-
-    /// The cases of the rows, in order of first appearance.
-    pub fn cases(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for case in self.rows.iter().filter_map(|r| r.case.as_ref()) {
-            if !out.contains(case) {
-                out.push(case.clone());
-            }
-        }
-        out
-    }
-
-    /// Per adapter, the headline per-token medians of `case` by context length (the prompt
-    /// length), ascending; only adapters with at least two lengths.
-    pub fn depth_series(&self, case: &str) -> BTreeMap<String, Vec<DepthPoint>> {
-        let mut series: BTreeMap<String, Vec<DepthPoint>> = BTreeMap::new();
-        for row in self.rows.iter().filter(|r| r.mode == "headline" && r.case.as_deref() == Some(case)) {
-            if let Some(context) = row.prompt_len {
-                series.entry(row.adapter.clone()).or_default().push(DepthPoint {
-                    context,
-                    median_ns: row.per_token_ns,
-                    ci_ns: row.ci_ns,
-                });
-            }
-        }
-        series.retain(|_, points| {
-            points.sort_by_key(|p| p.context);
-            points.len() >= 2
-        });
-        series
-    }
-
-    /// The headline rows as llama-bench's pp and tg lines, for the terminal.
-    pub fn text(&self) -> String {
-        let mut out = format!(
-            "\n{:<8} {:<10} {:>12} {:>22} {:>12} {:>11} {:>14} {:>11}\n",
-            "context", "adapter", "per token", "95% CI", "tokens/s*", "prefill", "prompt tok/s", "TTFT"
-        );
-        for row in self.rows.iter().filter(|r| r.mode == "headline") {
-            out.push_str(&format!(
-                "{:<8} {:<10} {:>12} {:>22} {:>12.1} {:>11} {:>14} {:>11}\n",
-                row.prompt_len.map_or("-".into(), |l| l.to_string()),
-                row.adapter,
-                human_ns(row.per_token_ns),
-                format!("[{}, {}]", human_ns(row.ci_ns.0), human_ns(row.ci_ns.1)),
-                row.tokens_per_s(),
-                row.prefill_ns.map_or("-".into(), human_ns),
-                row.prompt_tokens_per_s().map_or("-".into(), |v| format!("{v:.0}")),
-                row.first_token_ns.map_or("-".into(), human_ns),
-            ));
-        }
-        out.push_str("* tokens/s = 1 / per-token median (derived, not an averaged rate)\n");
-        out
-    }
-
-    /// Every row as a Markdown table.
-    pub fn markdown(&self) -> String {
-        let mut out = String::from(
-            "| cell | adapter | per token (median) | 95% CI | tokens/s (from median) | p90 | prefill | prompt tokens/s | TTFT |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
-        );
-        for row in &self.rows {
-            out.push_str(&format!(
-                "| {} | {} | {} | [{}, {}] | {:.1} | {} | {} | {} | {} |\n",
-                row.cell,
-                row.adapter,
-                human_ns(row.per_token_ns),
-                human_ns(row.ci_ns.0),
-                human_ns(row.ci_ns.1),
-                row.tokens_per_s(),
-                human_ns(row.p90_ns),
-                row.prefill_ns.map_or("-".into(), human_ns),
-                row.prompt_tokens_per_s().map_or("-".into(), |v| format!("{v:.0}")),
-                row.first_token_ns.map_or("-".into(), human_ns),
-            ));
-        }
-        out.push('\n');
-        for (cell, pair, ratio, lo, hi) in &self.ratios {
-            out.push_str(&format!("- {cell}: {pair} {ratio:.3} [{lo:.3}, {hi:.3}]\n"));
-        }
-        for line in &self.agreement {
-            out.push_str(&format!("- {line}\n"));
-        }
-        out
-    }
-}
-
-/// The case, the prompt length and the largest peak memory of the measured requests of one cell
-/// and adapter, over the worker runs that passed validation.
-/// The first divergence as the page has always shown it: its JSON, keys sorted.
-fn divergence(mismatch: &decode_baseline_wire::analysis::Mismatch) -> String {
-    serde_json::to_value(mismatch).map_or_else(|_| "?".to_owned(), |v| v.to_string())
-}
-
-fn measured_facts(
-    session: &SessionReport,
-    cell: &str,
-    adapter: &Adapter,
-) -> (Option<String>, Option<u32>, Option<u64>) {
-    let reports: Vec<_> = session
-        .workers
-        .iter()
-        .filter(|w| w.cell == cell && w.adapter == *adapter && w.validation_errors.is_empty())
-        .filter_map(|w| w.report.as_ref())
-        .filter(|r| r.status == Status::Ok)
-        .collect();
-    let case = reports.first().map(|r| r.case_id.clone());
-    let requests: Vec<_> =
-        reports.iter().flat_map(|r| &r.requests).filter(|q| matches!(q.phase, Some(Phase::Measured) | None)).collect();
-    let prompt_len = requests.first().map(|q| q.prompt_len);
-    let peak = requests.iter().filter_map(|q| q.peak_memory_bytes).max();
-    (case, prompt_len, peak)
+    out
 }

@@ -6,7 +6,7 @@ use decode_baseline_wire::session::{
     SessionReport, SESSION_REPORT_OLDEST_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
 };
 
-use super::{error::CompareError, upgrade};
+use super::{upgrade, ReadError};
 
 /// A parsed session report and where it was read from.
 #[derive(Debug, Clone)]
@@ -27,15 +27,15 @@ impl LoadedSession {
 /// the strict parse, so a report from another version says so instead of naming a field. Every
 /// version from [`SESSION_REPORT_OLDEST_SCHEMA_VERSION`] on is read: an older one is converted
 /// to the current version first (`upgrade`), then parsed by the same strict types.
-pub fn load_session(arg: &Path) -> Result<LoadedSession, CompareError> {
+pub fn load_session(arg: &Path) -> Result<LoadedSession, ReadError> {
     let path = if arg.is_dir() { arg.join("session.json") } else { arg.to_owned() };
-    let bytes = std::fs::read(&path).map_err(|source| CompareError::Read { path: path.clone(), source })?;
+    let bytes = std::fs::read(&path).map_err(|source| ReadError::Read { path: path.clone(), source })?;
     let mut value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|source| CompareError::Parse { path: path.clone(), source })?;
+        serde_json::from_slice(&bytes).map_err(|source| ReadError::Parse { path: path.clone(), source })?;
     let readable = u64::from(SESSION_REPORT_OLDEST_SCHEMA_VERSION)..=u64::from(SESSION_REPORT_SCHEMA_VERSION);
     match value.get("schema_version").and_then(serde_json::Value::as_u64) {
         Some(v) if v < u64::from(SESSION_REPORT_SCHEMA_VERSION) && readable.contains(&v) => {
-            upgrade::to_current(&mut value).map_err(|detail| CompareError::Upgrade {
+            upgrade::to_current(&mut value).map_err(|detail| ReadError::Upgrade {
                 path: path.clone(),
                 version: v,
                 detail,
@@ -43,7 +43,7 @@ pub fn load_session(arg: &Path) -> Result<LoadedSession, CompareError> {
         }
         Some(v) if readable.contains(&v) => {}
         other => {
-            return Err(CompareError::SchemaVersion {
+            return Err(ReadError::SchemaVersion {
                 path,
                 expected: readable.map(|v| v.to_string()).collect::<Vec<_>>().join(" or "),
                 actual: other.map_or_else(
@@ -53,6 +53,6 @@ pub fn load_session(arg: &Path) -> Result<LoadedSession, CompareError> {
             })
         }
     }
-    let report = serde_json::from_value(value).map_err(|source| CompareError::Parse { path: path.clone(), source })?;
+    let report = serde_json::from_value(value).map_err(|source| ReadError::Parse { path: path.clone(), source })?;
     Ok(LoadedSession { path, report })
 }

@@ -281,7 +281,7 @@ pub fn resolve(
 /// then use their own error) rather than an error (`run`'s table and the report page).
 pub fn resolve_or_warn(asked: Option<&Path>, session: &SessionReport, quiet: bool) -> Option<Profiles> {
     let cells: Vec<(String, String)> =
-        crate::compare::cells(session).into_iter().map(|c| (c.cell, c.case_id)).collect();
+        crate::session::cells(session).into_iter().map(|c| (c.cell, c.case_id)).collect();
     match resolve(asked, &[session], &cells) {
         Ok((profiles, note)) => {
             if let Some(note) = note.filter(|_| !quiet) {

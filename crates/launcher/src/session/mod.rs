@@ -1,0 +1,18 @@
+//! The one reader of `session.json`: load (any readable version, converted to the current one
+//! first) and the typed views every command that reads a finished session shares: the samples
+//! per cell and adapter, the request pairs, the rows people see with their depth points, and the
+//! `bench.json` record beside the session. `compare`, `report`, `plot`, `calibrate` and `bench`
+//! depend on this module, not on each other.
+
+mod bench_record;
+mod load;
+mod read_error;
+mod rows;
+mod samples;
+mod upgrade;
+
+pub use bench_record::{BenchRecord, ModelSource, BENCH_RECORD, BENCH_RECORD_SCHEMA_VERSION};
+pub use load::{load_session, LoadedSession};
+pub use read_error::ReadError;
+pub use rows::{DepthPoint, Row, Rows};
+pub use samples::{cells, request_pairs, CellData, MeasuredRequest};
