@@ -4,7 +4,8 @@
 //!
 //! One module per command or concept:
 //!
-//! * [`launcher`]: `run`, the session (plan, lease, workers, gate, analysis, output).
+//! * [`launcher`]: `run`, the session (lease, workers, gate, analysis, output), on the
+//!   [`schedule`] of its runs.
 //! * [`stats`], [`host`], [`energy`]: what the analysis measures and computes.
 //! * [`session`]: the one reader of `session.json` and its typed views; [`noise_profiles`]: the
 //!   host noise profiles the verdicts use.
@@ -32,5 +33,6 @@ pub mod noise_profiles;
 pub mod plot;
 pub mod report;
 pub mod safetensors_header;
+pub mod schedule;
 pub mod session;
 pub mod stats;

@@ -12,11 +12,7 @@ use crate::{
     energy::{domains, energy_estimate, energy_ratio},
     stats::{DecisionConfig, LogEstimate},
 };
-use decode_baseline_wire::{
-    energy::EnergyRatio,
-    session::{SessionReport, WorkerOrder},
-    Adapter,
-};
+use decode_baseline_wire::{energy::EnergyRatio, session::SessionReport, Adapter};
 use serde::Serialize;
 
 use super::estimate::Basis;
@@ -83,7 +79,7 @@ fn estimate(
 }
 
 fn interleaved(session: &SessionReport) -> bool {
-    session.job.order == WorkerOrder::Interleaved
+    crate::schedule::interleaves(&session.job)
 }
 
 /// What a session's energy rows rest on: adjacent pairs when it interleaved the adapters.
@@ -266,7 +262,7 @@ mod tests {
         assert!(text.last().unwrap().contains("the overall verdict and the exit code are time's"));
         // The same readings as an interleaved session: adjacent requests paired.
         let mut interleaved = session_with_energy(0.9);
-        interleaved.job.order = WorkerOrder::Interleaved;
+        interleaved.job.order = decode_baseline_wire::session::WorkerOrder::Interleaved;
         let paired: Vec<EnergyRow> = within(&interleaved, &config).into_iter().filter(|r| r.ratio.is_some()).collect();
         assert!(!paired.is_empty());
         for r in &paired {

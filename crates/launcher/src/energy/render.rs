@@ -66,9 +66,10 @@ pub fn ratio_words(r: &Option<EnergyRatio>) -> String {
 /// How a session's energy ratios were formed, and what their counts count: `("paired",
 /// "pairs")` in an interleaved session, `("unpaired (sequential order)", "requests")` otherwise.
 pub fn pairing_words(report: &SessionReport) -> (&'static str, &'static str) {
-    match report.job.order {
-        decode_baseline_wire::session::WorkerOrder::Interleaved => ("paired", "pairs"),
-        _ => ("unpaired (sequential order)", "requests"),
+    if crate::schedule::interleaves(&report.job) {
+        ("paired", "pairs")
+    } else {
+        ("unpaired (sequential order)", "requests")
     }
 }
 

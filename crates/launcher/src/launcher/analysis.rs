@@ -15,7 +15,7 @@ use decode_baseline_wire::{
     analysis::{pair_label, AdapterStats, Analysis, CellAnalysis, ColdRequests, StreamAgreement},
     manifest::Cell,
     report::{Phase, Status, WorkerReport},
-    session::{SessionReport, WorkerOrder, WorkerRun},
+    session::{SessionReport, WorkerRun},
     Adapter, Mode,
 };
 
@@ -83,7 +83,7 @@ fn paired(
 
 /// The analysis of every cell: each adapter's statistics, and every adapter other than
 /// `reference` against the reference (ratio, paired ratio, agreement).
-pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder, reference: &Adapter) -> Outcome {
+pub fn analyze(workers: &[WorkerRun], cells: &[Cell], interleaved: bool, reference: &Adapter) -> Outcome {
     let config = BootstrapConfig::default();
     let mut problems = Vec::new();
     let mut out = Vec::new();
@@ -136,7 +136,7 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder, refere
             against_reference(
                 workers,
                 cell,
-                order,
+                interleaved,
                 adapter,
                 reference,
                 &clusters,
@@ -157,7 +157,7 @@ pub fn analyze(workers: &[WorkerRun], cells: &[Cell], order: WorkerOrder, refere
 fn against_reference(
     workers: &[WorkerRun],
     cell: &Cell,
-    order: WorkerOrder,
+    interleaved: bool,
     adapter: &Adapter,
     reference: &Adapter,
     clusters: &BTreeMap<Adapter, ClusteredSample>,
@@ -174,7 +174,7 @@ fn against_reference(
             Err(err) => problems.push(format!("{name}: no {} ratio: {err}", pair_label(adapter, reference))),
         }
     }
-    if order == WorkerOrder::Interleaved && cell.mode != Mode::ReferencePair {
+    if interleaved && cell.mode != Mode::ReferencePair {
         match paired(workers, &name, adapter, reference, config) {
             Ok((main, aa)) => {
                 analysis.paired.extend(main.map(|r| (adapter.clone(), r)));
@@ -480,7 +480,7 @@ mod tests {
             "case": "tiny-qwen3", "prompt": "tiny-qwen3-L16", "mode": "headline"
         }))
         .unwrap();
-        let outcome = analyze(&session.workers, &[cell], WorkerOrder::Alternate, &Adapter::Stock);
+        let outcome = analyze(&session.workers, &[cell], false, &Adapter::Stock);
         let stats = &outcome.body.cells[0].adapters;
         let (controlled, stock) = (&stats[&Adapter::Controlled], &stats[&Adapter::Stock]);
 
@@ -528,7 +528,7 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        let body = analyze(&session.workers, &cells, WorkerOrder::Alternate, &Adapter::Stock).body;
+        let body = analyze(&session.workers, &cells, false, &Adapter::Stock).body;
         let table = table(&session, &body, None);
         let verdicts: Vec<&str> = table.lines().filter(|l| l.contains(" verdict controlled/stock: ")).collect();
         assert_eq!(verdicts.len(), 2, "{table}");
@@ -548,7 +548,7 @@ mod tests {
     #[test]
     fn the_table_of_an_unpinned_session_says_so_first() {
         let mut session = recorded_with_split();
-        let body = analyze(&session.workers, &[], session.job.order, &session.reference).body;
+        let body = analyze(&session.workers, &[], crate::schedule::interleaves(&session.job), &session.reference).body;
         assert!(!table(&session, &body, None).contains("unpinned"), "a pinned session says nothing of it");
         session.replaced_programs.insert(Adapter::Stock, vec!["/x/python".into(), "/x/outside.py".into()]);
         let table = table(&session, &body, None);

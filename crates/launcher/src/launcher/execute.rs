@@ -11,7 +11,7 @@ use crate::energy::GroupRecorder;
 use indicatif::ProgressBar;
 
 use super::{
-    interleave, plan,
+    interleave,
     signals::Interrupts,
     supervise::{self, Limits, Outcome},
 };
@@ -20,7 +20,7 @@ use super::{
 pub struct Prepared {
     /// 0-based position in the session's plan.
     pub sequence: u32,
-    pub planned: plan::PlannedRun,
+    pub planned: crate::schedule::PlannedRun,
     pub out_dir: PathBuf,
     pub job: decode_baseline_wire::WorkerJob,
     /// The worker command: the adapter's program with `--out-dir <out_dir>`.

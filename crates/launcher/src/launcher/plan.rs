@@ -1,90 +1,12 @@
-//! The ordered list of worker runs a session makes, and the command each one runs.
+//! The command each worker run runs: the pinned program of its adapter, or the one that replaces
+//! it (the order of the runs is [`crate::schedule`]'s).
 
 use std::path::{Path, PathBuf};
 
 use decode_baseline_wire::{
-    manifest::{Cell, Interpreter, Manifest},
-    session::{SessionJob, WorkerOrder},
-    Adapter, Mode,
+    manifest::{Interpreter, Manifest},
+    Adapter,
 };
-
-/// One worker run to make.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlannedRun {
-    pub cell: Cell,
-    pub adapter: Adapter,
-    /// 0-based repetition; the A/A pair's second run is `repetitions`.
-    pub repetition: u32,
-    /// `true` for the extra run of an A/A pair.
-    pub aa: bool,
-}
-
-impl PlannedRun {
-    /// The worker folder's name below the cell's folder, unique within the session.
-    pub fn folder_name(&self) -> String {
-        let suffix = if self.aa { AA_SUFFIX } else { "" };
-        format!("{}-{}{suffix}", self.adapter.as_str(), self.repetition)
-    }
-}
-
-/// Whether a worker folder is the extra run of an A/A pair, by the name [`PlannedRun::folder_name`]
-/// gave it: for folders found on disk without their session's record (recovery), where the
-/// folder name is all there is.
-pub fn is_aa_folder(worker_dir: &std::path::Path) -> bool {
-    worker_dir.file_name().is_some_and(|name| name.to_string_lossy().ends_with(AA_SUFFIX))
-}
-
-/// The suffix of an A/A run's folder name.
-const AA_SUFFIX: &str = "-aa";
-
-/// Every run, cell by cell. With `alternate` and `interleaved`, repetition r lists the adapters
-/// in the job's order when r is even and reversed when odd (A B B A …); an A/A pair adds one more
-/// run of each adapter for headline cells, after the others.
-pub fn plan(job: &SessionJob, cells: &[Cell]) -> Vec<PlannedRun> {
-    let mut runs = Vec::new();
-    for cell in cells {
-        for repetition in 0..job.repetitions {
-            let mut adapters = job.adapters.clone();
-            if job.order != WorkerOrder::Fixed && repetition % 2 == 1 {
-                adapters.reverse();
-            }
-            runs.extend(adapters.into_iter().map(|adapter| PlannedRun {
-                cell: cell.clone(),
-                adapter,
-                repetition,
-                aa: false,
-            }));
-        }
-        if job.aa_pair && cell.mode == Mode::Headline {
-            runs.extend(job.adapters.iter().map(|adapter| PlannedRun {
-                cell: cell.clone(),
-                adapter: adapter.clone(),
-                repetition: job.repetitions,
-                aa: true,
-            }));
-        }
-    }
-    runs
-}
-
-/// The runs that run at the same time, as index ranges into `runs`: with `interleaved`, the
-/// runs of one cell and repetition (the A/A runs of a cell form one more group); otherwise each
-/// run alone.
-pub fn groups(order: WorkerOrder, runs: &[PlannedRun]) -> Vec<std::ops::Range<usize>> {
-    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
-    for (i, run) in runs.iter().enumerate() {
-        let joins = order == WorkerOrder::Interleaved
-            && groups.last().is_some_and(|g| {
-                let first = &runs[g.start];
-                first.cell == run.cell && first.repetition == run.repetition && first.aa == run.aa
-            });
-        match groups.last_mut() {
-            Some(group) if joins => group.end = i + 1,
-            _ => groups.push(i..i + 1),
-        }
-    }
-    groups
-}
 
 pub use decode_baseline_wire::hooks::replacement_variable;
 
@@ -168,57 +90,4 @@ pub fn controlled_needs_probe() -> bool {
 /// The selected pinned environment's interpreter.
 pub fn venv_python(repo: &Path) -> PathBuf {
     decode_baseline_pins::installed::venv_dir(repo).join("bin/python")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use decode_baseline_wire::session::SESSION_JOB_SCHEMA_VERSION;
-
-    fn job(order: WorkerOrder, repetitions: u32, aa_pair: bool) -> SessionJob {
-        SessionJob {
-            schema_version: SESSION_JOB_SCHEMA_VERSION,
-            manifest: None,
-            cells: None,
-            adapters: vec![Adapter::Controlled, Adapter::Stock],
-            reference: None,
-            output_root: "out".into(),
-            repetitions,
-            order,
-            aa_pair,
-        }
-    }
-
-    fn cell(mode: Mode) -> Cell {
-        Cell { case: "c".into(), prompt: "p".into(), mode }
-    }
-
-    #[test]
-    fn alternate_order_flips_every_repetition() {
-        let runs = plan(&job(WorkerOrder::Alternate, 3, false), &[cell(Mode::Headline)]);
-        let order: Vec<_> = runs.iter().map(|r| (r.adapter.clone(), r.repetition)).collect();
-        use Adapter::*;
-        assert_eq!(order, [(Controlled, 0), (Stock, 0), (Stock, 1), (Controlled, 1), (Controlled, 2), (Stock, 2)]);
-    }
-
-    #[test]
-    fn interleaved_groups_one_cell_and_repetition_and_flips_the_first_adapter() {
-        let cells = [cell(Mode::Headline), Cell { case: "d".into(), prompt: "p".into(), mode: Mode::Headline }];
-        let runs = plan(&job(WorkerOrder::Interleaved, 2, true), &cells);
-        let grouped = groups(WorkerOrder::Interleaved, &runs);
-        assert_eq!(grouped, [0..2, 2..4, 4..6, 6..8, 8..10, 10..12]);
-        assert_eq!(runs[2].adapter, Adapter::Stock, "repetition 1 starts with the other adapter");
-        assert!(runs[4].aa && runs[5].aa && !runs[3].aa);
-        assert_eq!(groups(WorkerOrder::Alternate, &runs).len(), runs.len(), "one run at a time");
-    }
-
-    #[test]
-    fn aa_pair_adds_one_run_per_adapter_for_headline_only() {
-        let runs = plan(&job(WorkerOrder::Fixed, 1, true), &[cell(Mode::Headline), cell(Mode::ReferencePair)]);
-        assert_eq!(runs.len(), 2 + 2 + 2);
-        assert_eq!(runs.iter().filter(|r| r.aa).count(), 2);
-        assert!(runs.iter().filter(|r| r.aa).all(|r| r.cell.mode == Mode::Headline));
-        let names: std::collections::BTreeSet<_> = runs.iter().map(|r| (r.cell.name(), r.folder_name())).collect();
-        assert_eq!(names.len(), runs.len(), "folder names are unique per cell");
-    }
 }

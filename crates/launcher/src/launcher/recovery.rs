@@ -15,7 +15,7 @@ use decode_baseline_wire::session::{
     LauncherMarker, SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION,
 };
 
-use super::{output, plan, validate};
+use super::{output, validate};
 
 pub const MARKER: &str = "launcher.json";
 
@@ -107,7 +107,7 @@ fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
                 cell: cell.to_string_lossy().into_owned(),
                 adapter: job.adapter,
                 repetition: 0,
-                aa: plan::is_aa_folder(&worker_dir),
+                aa: crate::schedule::is_aa_folder(&worker_dir),
                 sequence: 0,
                 command: Vec::new(),
                 pid: report.as_ref().map(|r| r.pid),

@@ -6,7 +6,10 @@ use std::{
     time::{Instant, SystemTime},
 };
 
-use crate::{energy, host};
+use crate::{
+    energy, host,
+    schedule::{self, Schedule},
+};
 use anyhow::Context;
 use decode_baseline_pins::once;
 use decode_baseline_pins::{self as pins, PinError, PinProblem};
@@ -108,8 +111,8 @@ struct Session {
     resolved: session_job::ResolvedJob,
     loaded: LoadedManifest,
     cells: Vec<decode_baseline_wire::manifest::Cell>,
-    /// Ranges of `prepared` that run together (one member when sequential).
-    groups: Vec<std::ops::Range<usize>>,
+    /// The runs in their groups; `prepared` holds them in the same order.
+    schedule: Schedule,
     repo: PathBuf,
     interrupts: Interrupts,
     id: String,
@@ -162,7 +165,7 @@ fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitC
     };
     let sequential = match args.until_decided {
         false => None,
-        true if resolved.job.order != decode_baseline_wire::session::WorkerOrder::Interleaved => {
+        true if !schedule::interleaves(&resolved.job) => {
             eprintln!(
                 "decode-baseline: error: session job {}: --until-decided needs order `interleaved` (its looks are paired \
                  tests)",
@@ -185,10 +188,10 @@ fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitC
             Some(std::cell::RefCell::new(state))
         }
     };
-    let runs = plan::plan(&resolved.job, &cells);
-    let groups = plan::groups(resolved.job.order, &runs);
+    let schedule = Schedule::new(&resolved.job, &cells);
+    let runs = schedule.runs();
     let repo = repo_root();
-    if let Err(problem) = check_memory(&loaded, &runs, &groups, &repo) {
+    if let Err(problem) = check_memory(&loaded, &schedule, &repo) {
         eprintln!("decode-baseline: error: session job {}: order: {problem}", resolved.job_path.display());
         return Ok(Err(ExitCode::BadInput));
     }
@@ -252,7 +255,8 @@ fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitC
 
     // Every worker's folder and job first: a dry run stops here, a real run finds them ready.
     let mut prepared = Vec::new();
-    let gated: Vec<bool> = groups.iter().flat_map(|g| std::iter::repeat_n(g.len() > 1 || energy, g.len())).collect();
+    let gated: Vec<bool> =
+        schedule.groups().iter().flat_map(|g| std::iter::repeat_n(g.gated(energy), g.len())).collect();
     for (sequence, planned) in runs.iter().enumerate() {
         let out_dir = dir.join(planned.cell.name()).join(planned.folder_name());
         std::fs::create_dir_all(out_dir.parent().unwrap())
@@ -275,7 +279,7 @@ fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitC
         resolved,
         loaded,
         cells,
-        groups,
+        schedule,
         repo,
         interrupts,
         id,
@@ -340,8 +344,8 @@ fn execute(
         cpus: Default::default(),
         sequential: None,
     };
-    for group in session.groups.iter().cloned() {
-        let members = &session.prepared[group];
+    for group in session.schedule.groups() {
+        let members = &session.prepared[group.runs.clone()];
         let cell_name = members[0].planned.cell.name();
         if !members[0].planned.aa && session.sequential.as_ref().is_some_and(|s| s.borrow().skips(&cell_name)) {
             continue;
@@ -364,7 +368,8 @@ fn execute(
         let children_before = host::reaped_children_cpu_time();
         let sampler = host::HostSampler::start();
         let group_started = Instant::now();
-        // Gated: an interleaved group, or a lone worker while an energy source is active.
+        // Gated: an interleaved group, or a lone worker while an energy source is active (the
+        // schedule decided it when the jobs were written).
         let gated = members[0].job.gate;
         let idle_window = if gated { energy::IDLE_WINDOW } else { std::time::Duration::ZERO };
         let mut recorder = energy::GroupRecorder::new(meter, members.len(), idle_window);
@@ -465,9 +470,9 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
     let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus, sequential } =
         executed;
     let reference = session.resolved.job.reference();
-    let analysis = analysis::analyze(&workers, &session.cells, session.resolved.job.order, &reference);
+    let interleaved = session.schedule.interleaved();
+    let analysis = analysis::analyze(&workers, &session.cells, interleaved, &reference);
     let cell_names: Vec<String> = session.cells.iter().map(|c| c.name()).collect();
-    let interleaved = session.resolved.job.order == decode_baseline_wire::session::WorkerOrder::Interleaved;
     energy_record.cells =
         energy::analyze(&workers, &cell_names, &reference, interleaved, &energy_record.idle, &analysis.body.bootstrap);
     problems.extend(analysis.problems.iter().cloned());
@@ -543,20 +548,16 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
 }
 
 /// Refuses a group of runs whose models' weights, loaded at once, exceed the available memory.
-fn check_memory(
-    loaded: &LoadedManifest,
-    runs: &[plan::PlannedRun],
-    groups: &[std::ops::Range<usize>],
-    repo: &Path,
-) -> Result<(), String> {
+fn check_memory(loaded: &LoadedManifest, schedule: &Schedule, repo: &Path) -> Result<(), String> {
     let available = memory::available();
-    for group in groups.iter().filter(|g| g.len() > 1) {
-        let needed: u64 = runs[group.clone()]
+    let runs = schedule.runs();
+    for group in schedule.groups().iter().filter(|g| g.interleaved) {
+        let needed: u64 = runs[group.runs.clone()]
             .iter()
             .filter_map(|run| loaded.manifest.cases.get(&run.cell.case))
             .map(|case| memory::weight_bytes(&worker_job::model_dir(case, repo)))
             .sum();
-        memory::check_fits(&runs[group.start].cell.name(), group.len(), needed, available)?;
+        memory::check_fits(&runs[group.runs.start].cell.name(), group.len(), needed, available)?;
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use crate::stats::{quantile_sorted, ClusteredSample, PairedSample, RatioEstimate
 use decode_baseline_wire::{
     analysis::CellAnalysis,
     report::{Phase, RequestRecord, Status, WorkerReport},
-    session::{SessionReport, WorkerOrder, WorkerRun},
+    session::{SessionReport, WorkerRun},
     Adapter, Mode,
 };
 
@@ -178,7 +178,7 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
         out[index].adapters.entry(run.adapter.clone()).or_default().extend(requests);
         *out[index].runs.entry(run.adapter.clone()).or_default() += 1;
     }
-    if session.job.order == WorkerOrder::Interleaved {
+    if crate::schedule::interleaves(&session.job) {
         for cell in &mut out {
             let reference = cell.reference.clone();
             for adapter in cell.adapters.keys().filter(|a| **a != reference) {
