@@ -113,33 +113,45 @@ pub fn signal_done(out: &OutDir, index: u32) -> Result<(), DoneError> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::{sync::mpsc::RecvTimeoutError, time::Duration};
 
     use super::*;
+    use crate::bounded::{within, BOUND};
 
     fn dog() -> Watchdog {
         Watchdog::start(Duration::from_secs(3600), Duration::from_millis(1), Duration::from_secs(3600), Box::new(|| ()))
+    }
+
+    /// `gate.wait(out, index, ..)` under the bound, with its own watchdog (stopped after).
+    fn bounded_wait(what: &str, gate: Gate, out: &OutDir, index: u32, cancel: &CancelFlag) -> Result<(), Interrupt> {
+        let (out, cancel) = (out.clone(), cancel.clone());
+        within(what, move || {
+            let watchdog = dog();
+            let result = gate.wait(&out, index, &cancel, &watchdog);
+            watchdog.stop();
+            result
+        })
     }
 
     #[test]
     fn the_grant_releases_the_wait_and_done_is_created_once() {
         let tmp = tempfile::tempdir().unwrap();
         let out = crate::outdir::open(tmp.path()).unwrap();
-        let (cancel, watchdog) = (CancelFlag::new(), dog());
+        let cancel = CancelFlag::new();
         std::fs::write(out.granted(3), b"").unwrap();
-        assert_eq!(Gate::open(&out).wait(&out, 3, &cancel, &watchdog), Ok(()));
+        let gate = Gate::open(&out);
+        assert_eq!(bounded_wait("a granted request's wait", gate, &out, 3, &cancel), Ok(()));
         signal_done(&out, 3).unwrap();
         assert!(out.done(3).exists());
         // A second done for the same request is refused, never overwritten.
         assert!(signal_done(&out, 3).is_err());
-        watchdog.stop();
     }
 
     #[test]
     fn the_fifo_wakes_the_wait_and_is_removed_with_the_gate() {
         let tmp = tempfile::tempdir().unwrap();
         let out = crate::outdir::open(tmp.path()).unwrap();
-        let (cancel, watchdog) = (CancelFlag::new(), dog());
+        let cancel = CancelFlag::new();
         let gate = Gate::open(&out);
         assert!(gate.wakes());
         let launcher = {
@@ -155,37 +167,53 @@ mod tests {
                 std::io::Write::write_all(&mut fifo, b"g").unwrap();
             })
         };
-        let started = std::time::Instant::now();
-        assert_eq!(gate.wait(&out, 0, &cancel, &watchdog), Ok(()));
+        let (waiting_out, waiting_cancel) = (out.clone(), cancel.clone());
+        let (result, elapsed, gate) = within("the wait for a grant and its wake-up byte", move || {
+            let watchdog = dog();
+            let started = std::time::Instant::now();
+            let result = gate.wait(&waiting_out, 0, &waiting_cancel, &watchdog);
+            watchdog.stop();
+            (result, started.elapsed(), gate)
+        });
+        assert_eq!(result, Ok(()));
         // Woken by the byte, not by the end of a full wait after it.
-        assert!(started.elapsed() < Duration::from_millis(50) + GATE_WAKE_TIMEOUT * 10, "{:?}", started.elapsed());
+        assert!(elapsed < Duration::from_millis(50) + GATE_WAKE_TIMEOUT * 10, "{elapsed:?}");
         launcher.join().unwrap();
         drop(gate);
         assert!(!out.gate().exists());
-        watchdog.stop();
     }
 
     #[test]
     fn a_cancellation_ends_the_wait_and_a_fired_deadline_is_reported() {
         let tmp = tempfile::tempdir().unwrap();
         let out = crate::outdir::open(tmp.path()).unwrap();
-        let cancel = std::sync::Arc::new(CancelFlag::new());
-        let handle = {
-            let (cancel, out) = (std::sync::Arc::clone(&cancel), out.clone());
+        let cancel = CancelFlag::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let (out, cancel) = (out.clone(), cancel.clone());
             std::thread::spawn(move || {
-                let watchdog = dog();
-                let result = Gate::open(&out).wait(&out, 1, &cancel, &watchdog);
+                let (gate, watchdog) = (Gate::open(&out), dog());
+                let result = gate.wait(&out, 1, &cancel, &watchdog);
                 watchdog.stop();
-                result
-            })
-        };
+                drop(gate);
+                let _ = tx.send(result);
+            });
+        }
+        // No grant and no cancellation: the worker keeps waiting.
+        assert_eq!(rx.recv_timeout(Duration::from_millis(50)), Err(RecvTimeoutError::Timeout), "the wait ended alone");
         cancel.cancel();
-        assert_eq!(handle.join().unwrap(), Err(Interrupt::Cancelled));
+        let result = rx.recv_timeout(BOUND).expect("the cancellation did not end the wait");
+        assert_eq!(result, Err(Interrupt::Cancelled));
 
-        let watchdog = dog();
-        watchdog.force_deadline();
-        watchdog.wait_fired();
-        assert_eq!(Gate::open(&out).wait(&out, 2, &CancelFlag::new(), &watchdog), Err(Interrupt::Timeout));
-        watchdog.stop();
+        let out_2 = out.clone();
+        let result = within("a wait after the deadline fired", move || {
+            let watchdog = dog();
+            watchdog.force_deadline();
+            watchdog.wait_fired();
+            let result = Gate::open(&out_2).wait(&out_2, 2, &CancelFlag::new(), &watchdog);
+            watchdog.stop();
+            result
+        });
+        assert_eq!(result, Err(Interrupt::Timeout));
     }
 }

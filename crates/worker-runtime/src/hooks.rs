@@ -104,50 +104,85 @@ impl Hooks {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{
+        mpsc::{self, RecvTimeoutError},
+        Arc,
+    };
+
     use super::*;
+    use crate::bounded::{wait_for_file, within, BOUND};
+
+    fn armed(site: Site, request: u32, dir: &Path) -> Arc<Hooks> {
+        Arc::new(Hooks { armed: Some((site, request)), spent: AtomicBool::new(false), dir: dir.to_owned() })
+    }
+
+    /// `hooks.reach(site, request, ..)` on a thread of its own; the channel says when it returned.
+    fn reach_on_a_thread(
+        hooks: &Arc<Hooks>,
+        site: Site,
+        request: Option<u32>,
+        cancel: &CancelFlag,
+    ) -> mpsc::Receiver<()> {
+        let (tx, rx) = mpsc::channel();
+        let (hooks, cancel) = (Arc::clone(hooks), cancel.clone());
+        std::thread::spawn(move || {
+            hooks.reach(site, request, &cancel, None);
+            let _ = tx.send(());
+        });
+        rx
+    }
+
+    /// How long a held worker is watched to see that it stays held.
+    const HELD: Duration = Duration::from_millis(50);
 
     #[test]
     fn holds_until_released_once_and_only_at_the_armed_request() {
         let tmp = tempfile::tempdir().unwrap();
-        let hooks = Hooks {
-            armed: Some((Site::BeforeDecodeStep, 1)),
-            spent: AtomicBool::new(false),
-            dir: tmp.path().to_owned(),
-        };
+        let hooks = armed(Site::BeforeDecodeStep, 1, tmp.path());
         let cancel = CancelFlag::new();
         // Another site, or the same site in another request: no hold, no file.
-        hooks.reach(Site::BeforeSeedForward, Some(1), &cancel, None);
-        hooks.reach(Site::BeforeDecodeStep, Some(0), &cancel, None);
+        within("another site and another request pass straight through", {
+            let (hooks, cancel) = (Arc::clone(&hooks), cancel.clone());
+            move || {
+                hooks.reach(Site::BeforeSeedForward, Some(1), &cancel, None);
+                hooks.reach(Site::BeforeDecodeStep, Some(0), &cancel, None);
+            }
+        });
         assert!(!hooks.reached_path(Site::BeforeDecodeStep).exists());
 
-        std::thread::scope(|scope| {
-            let held = scope.spawn(|| hooks.reach(Site::BeforeDecodeStep, Some(1), &cancel, None));
-            let reached = hooks.reached_path(Site::BeforeDecodeStep);
-            while !reached.exists() {
-                std::thread::yield_now();
-            }
-            assert!(!held.is_finished());
-            std::fs::write(hooks.release_path(Site::BeforeDecodeStep), b"").unwrap();
-            held.join().unwrap();
-        });
+        let returned = reach_on_a_thread(&hooks, Site::BeforeDecodeStep, Some(1), &cancel);
+        wait_for_file(&hooks.reached_path(Site::BeforeDecodeStep), "the armed site was reached");
+        assert_eq!(returned.recv_timeout(HELD), Err(RecvTimeoutError::Timeout), "returned before its release");
+        std::fs::write(hooks.release_path(Site::BeforeDecodeStep), b"").unwrap();
+        returned.recv_timeout(BOUND).expect("the release file did not release the held worker");
+
         // Spent: a second arrival passes straight through even after the release is removed.
         std::fs::remove_file(hooks.release_path(Site::BeforeDecodeStep)).unwrap();
-        hooks.reach(Site::BeforeDecodeStep, Some(1), &cancel, None);
+        within("a spent hook passes straight through", {
+            let (hooks, cancel) = (Arc::clone(&hooks), cancel.clone());
+            move || hooks.reach(Site::BeforeDecodeStep, Some(1), &cancel, None)
+        });
     }
 
     #[test]
     fn cancel_releases_a_held_worker() {
         let tmp = tempfile::tempdir().unwrap();
-        let hooks =
-            Hooks { armed: Some((Site::AfterReady, 0)), spent: AtomicBool::new(false), dir: tmp.path().to_owned() };
+        let hooks = armed(Site::AfterReady, 0, tmp.path());
         let cancel = CancelFlag::new();
-        std::thread::scope(|scope| {
-            let held = scope.spawn(|| hooks.reach(Site::AfterReady, None, &cancel, None));
-            while !hooks.reached_path(Site::AfterReady).exists() {
-                std::thread::yield_now();
-            }
-            cancel.cancel();
-            held.join().unwrap();
+        let returned = reach_on_a_thread(&hooks, Site::AfterReady, None, &cancel);
+        wait_for_file(&hooks.reached_path(Site::AfterReady), "the armed site was reached");
+        assert_eq!(returned.recv_timeout(HELD), Err(RecvTimeoutError::Timeout), "returned before the cancel");
+
+        cancel.cancel();
+        returned.recv_timeout(BOUND).expect("the cancel did not release the held worker");
+        // Released by the cancel alone: no release file was made, and the flag stays set for
+        // the check that follows the hook in `RequestContext::poll`.
+        assert!(!hooks.release_path(Site::AfterReady).exists());
+        assert!(cancel.is_cancelled());
+        // The hook is spent: a later arrival, with no cancel and no release, passes through.
+        within("a hook spent by a cancel passes straight through", {
+            let hooks = Arc::clone(&hooks);
+            move || hooks.reach(Site::AfterReady, None, &CancelFlag::new(), None)
         });
     }
 

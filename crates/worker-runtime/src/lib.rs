@@ -3,6 +3,8 @@
 //! request gate, test hooks, validation of the job, and the once-only report, tied together by
 //! [`run_worker`]. No MLX: the controlled loop is one driver, and any Rust loop can be another.
 
+#[cfg(test)]
+mod bounded;
 mod cancel;
 mod claim;
 mod gate;

@@ -467,7 +467,15 @@ fn common_checks(job: &WorkerJob, adapter: Adapter) -> Result<(), Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bounded::within;
     use decode_baseline_wire::{RunPolicy, StepRecord};
+
+    /// [`run_worker`] on `dir` under the bound (a report the main loop and the backstop both
+    /// failed to take over would park it for good); gives the driver back.
+    fn run_bounded(dir: &Path, mut fake: Fake) -> (ExitCode, Fake) {
+        let dir = dir.to_owned();
+        within("run_worker", move || (run_worker(&dir, &mut fake), fake))
+    }
 
     /// A driver with no model: validates nothing, polls before each of its fake forwards.
     struct Fake {
@@ -566,8 +574,8 @@ mod tests {
     fn a_fake_driver_runs_the_whole_protocol_once() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
-        let mut fake = Fake { polls: 0 };
-        assert_eq!(run_worker(tmp.path(), &mut fake), ExitCode::Ok);
+        let (code, fake) = run_bounded(tmp.path(), Fake { polls: 0 });
+        assert_eq!(code, ExitCode::Ok);
         assert_eq!(fake.polls, 3 * 3);
         let report: WorkerReport =
             serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
@@ -579,7 +587,7 @@ mod tests {
 
         // The same folder again: the claim refuses before anything is written.
         let before = std::fs::read(tmp.path().join("report.json")).unwrap();
-        assert_eq!(run_worker(tmp.path(), &mut fake), ExitCode::Failed);
+        assert_eq!(run_bounded(tmp.path(), fake).0, ExitCode::Failed);
         assert_eq!(std::fs::read(tmp.path().join("report.json")).unwrap(), before);
     }
 
@@ -588,7 +596,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
         std::fs::write(tmp.path().join("report.json"), b"seeded").unwrap();
-        assert_eq!(run_worker(tmp.path(), &mut Fake { polls: 0 }), ExitCode::Failed);
+        assert_eq!(run_bounded(tmp.path(), Fake { polls: 0 }).0, ExitCode::Failed);
         assert_eq!(std::fs::read(tmp.path().join("report.json")).unwrap(), b"seeded");
         let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(names.iter().all(|n| !n.to_string_lossy().starts_with("report.json.tmp.")), "{names:?}");
@@ -599,7 +607,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
         std::fs::write(tmp.path().join("worker-ready"), b"seeded").unwrap();
-        assert_eq!(run_worker(tmp.path(), &mut Fake { polls: 0 }), ExitCode::Failed);
+        assert_eq!(run_bounded(tmp.path(), Fake { polls: 0 }).0, ExitCode::Failed);
         let report: WorkerReport =
             serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
         assert_eq!(report.status, Status::Failed);

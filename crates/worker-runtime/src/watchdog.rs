@@ -138,6 +138,15 @@ mod tests {
     use std::sync::mpsc;
 
     use super::*;
+    use crate::bounded::{within, BOUND};
+
+    /// `dog.wait_fired()` under the bound; gives the watchdog back.
+    fn wait_fired(what: &str, dog: Watchdog) -> Watchdog {
+        within(what, move || {
+            dog.wait_fired();
+            dog
+        })
+    }
 
     #[test]
     fn forced_deadline_fires_at_the_next_poll_and_the_backstop_runs_after_grace() {
@@ -150,9 +159,9 @@ mod tests {
         );
         assert!(!dog.fired());
         dog.force_deadline();
-        dog.wait_fired();
+        let dog = wait_fired("a forced deadline", dog);
         assert!(dog.fired());
-        rx.recv_timeout(Duration::from_secs(10)).expect("backstop ran");
+        rx.recv_timeout(BOUND).expect("the backstop did not run after the grace");
     }
 
     #[test]
@@ -164,10 +173,10 @@ mod tests {
             Duration::from_secs(3600),
             Box::new(move || tx.send(()).unwrap()),
         );
-        dog.wait_fired();
+        let dog = wait_fired("a zero deadline", dog);
         dog.stop();
         // The sender is dropped with the closure when the thread returns without calling it.
-        assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Err(mpsc::RecvTimeoutError::Disconnected));
+        assert_eq!(rx.recv_timeout(BOUND), Err(mpsc::RecvTimeoutError::Disconnected));
     }
 
     #[test]
@@ -186,7 +195,7 @@ mod tests {
         dog.resume();
         // The deadline moved by the ~30 ms paused; from the forced "now" that is in the past
         // by the time the next poll comes, so it fires.
-        dog.wait_fired();
+        let dog = wait_fired("a resumed deadline", dog);
         assert!(dog.fired());
         dog.stop();
     }
