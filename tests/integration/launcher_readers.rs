@@ -2,7 +2,8 @@
 //! and report validation catches a clock that does not move forward.
 //!
 //! Readers, reached through the library: [`session_job::load`] (then
-//! [`session_job::select_cells`]), [`validate::read_report`] and [`validate::validate`]. Inputs:
+//! [`session_job::select_cells`] and [`session_job::check_adapters`]), [`validate::read_report`]
+//! (then [`validate::validate`] of what it read). Inputs:
 //! arbitrary bytes, key-aware arbitrary JSON and structured mutations of valid documents
 //! (`mutate.rs`): every input ends in a typed error, a list of problems, or a valid value. The
 //! wire types' own readers, and the documents reused here, are in `parsers.rs`.
@@ -159,6 +160,8 @@ fn the_only_problem(report: &WorkerReport) -> String {
 #[test]
 fn the_reference_report_is_valid() {
     assert_eq!(problems(&report()), Vec::<String>::new());
+    // The properties' harness reaches validation with it.
+    assert_eq!(read_and_validate_report(&serde_json::to_vec(&report()).unwrap(), Some(0)), Ok(Vec::new()));
 }
 
 /// The launcher checks every identity field against its pin itself: a worker that skipped its
@@ -247,13 +250,24 @@ fn a_duration_longer_than_its_stamp_or_zero_is_caught() {
     assert_problem_at(&found, "requests[1].steps[0].dur_ns");
 }
 
-/// The launcher's session-job reader on `bytes`; an accepted job also selects its cells.
+/// The launcher's session-job reader on `bytes`; an accepted job also selects its cells and
+/// has its adapters checked against the manifest, as `run` does next.
 fn load_session_job(dir: &Path, bytes: &[u8]) -> Result<(), JobError> {
     let path = dir.join("job.json");
     std::fs::write(&path, bytes).unwrap();
     let resolved = session_job::load(&path)?;
     let _ = session_job::select_cells(&resolved, &manifest());
+    let _ = session_job::check_adapters(&resolved, &manifest());
     Ok(())
+}
+
+/// The launcher's report reader on `bytes` in a worker folder; an accepted report is also
+/// validated against [`job`], as the launcher does next.
+fn read_and_validate_report(bytes: &[u8], exit: Option<i32>) -> Result<Vec<String>, String> {
+    let dir = out_dir();
+    std::fs::write(dir.path().join("report.json"), bytes).unwrap();
+    let report = validate::read_report(dir.path())?;
+    Ok(validate::validate(&report, &job(), &expected(), PID, exit, dir.path()))
 }
 
 /// `decode-baseline run --dry-run` on `bytes` as the job `repo/job.json`, with a private lease
@@ -304,25 +318,14 @@ proptest! {
 
     #[test]
     fn report_reader_on_arbitrary_input(bytes in prop::collection::vec(any::<u8>(), 0..2048), json in arbitrary_json()) {
-        let dir = out_dir();
-        std::fs::write(dir.path().join("report.json"), &bytes).unwrap();
-        let _ = validate::read_report(dir.path());
-        std::fs::write(dir.path().join("report.json"), serde_json::to_vec(&json).unwrap()).unwrap();
-        if let Ok(report) = validate::read_report(dir.path()) {
-            let _ = validate::validate(&report, &job(), &expected(), PID, Some(0), dir.path());
-        }
+        let _ = read_and_validate_report(&bytes, Some(0));
+        let _ = read_and_validate_report(&serde_json::to_vec(&json).unwrap(), Some(0));
     }
 
     #[test]
     fn mutated_reports_are_read_and_validated_without_panic(ms in mutations(), exit in proptest::option::of(any::<i32>())) {
-        let dir = out_dir();
-        let bytes = apply(&value_of(&report()), &ms);
-        std::fs::write(dir.path().join("report.json"), &bytes).unwrap();
-        match validate::read_report(dir.path()) {
-            Ok(report) => {
-                let _ = validate::validate(&report, &job(), &expected(), PID, exit, dir.path());
-            }
-            Err(problem) => prop_assert!(problem.contains("report.json"), "{problem}"),
+        if let Err(problem) = read_and_validate_report(&apply(&value_of(&report()), &ms), exit) {
+            prop_assert!(problem.contains("report.json"), "{problem}");
         }
     }
 }
@@ -331,6 +334,8 @@ proptest! {
 #[test]
 fn the_reference_session_job_dry_runs() {
     let repo = Repo::new();
+    // The library reader above accepts it too, so its properties reach the cell and adapter checks.
+    load_session_job(repo.path(), &serde_json::to_vec(&session_job()).unwrap()).unwrap();
     let (out, _) = dry_run(&repo, &serde_json::to_vec(&session_job()).unwrap());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let jobs =

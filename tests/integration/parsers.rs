@@ -1,12 +1,20 @@
 //! The readers of the wire formats never panic: any input ends in a typed error or a valid
 //! value (property tests).
 //!
-//! Readers: the worker job (`serde_json` into [`WorkerJob`], as `run_worker` reads `job.json`,
-//! then [`validate_job`]), the report ([`WorkerReport`], as the launcher reads `report.json`),
-//! the manifest ([`pins::load_manifest`] and the pin, [`pins::parse_pin`]), the session job
-//! ([`SessionJob`]; the launcher's own checks are tested in `launcher_readers.rs`) and
-//! the `{utc, pid}` markers. Inputs: arbitrary bytes, arbitrary JSON built from the formats' key
-//! names, and structured mutations of valid documents (`mutate.rs`).
+//! Readers, each the project's own and each followed by the checks its caller makes of what it
+//! accepted: the worker job (`serde_json` into [`WorkerJob`], as `run_worker` reads `job.json`,
+//! then the worker runtime's [`validate_job`]), the report (the launcher's
+//! [`launcher_validate::read_report`] on a worker folder, then [`launcher_validate::validate`]),
+//! the session job (the launcher's [`session_job::load`], then [`session_job::select_cells`]
+//! and [`session_job::check_adapters`]), the manifest ([`pins::load_manifest`] and the pin,
+//! [`pins::parse_pin`], then [`validate_job`] of a job that points at it, which checks its case,
+//! prompt, cell and sources) and the `{utc, pid}` markers (the launcher reads `worker-claim`'s
+//! pid inside [`launcher_validate::validate`]); every wire type also through `serde_json`
+//! with a round trip. [`Reached`] says how far an input got, and
+//! `the_valid_documents_reach_every_check` shows that a valid document gets past each reader
+//! into its checks, so a panic there would be caught. Inputs: arbitrary bytes, arbitrary JSON
+//! built from the formats' key names, and structured mutations of valid documents
+//! (`mutate.rs`).
 //!
 //! A value that parses must survive a round trip (serialize, parse, equal). A lone unknown field
 //! is always refused (`deny_unknown_fields` everywhere), and a manifest of another schema version
@@ -18,6 +26,7 @@
 use std::{collections::BTreeMap, path::Path};
 
 use crate::mutate::{self, apply, arbitrary_json, check_refusal, mutations, only_unknown_field, Mutation};
+use decode_baseline_launcher::launcher::{session_job, validate as launcher_validate};
 use decode_baseline_pins::{self as pins, PinError, PinProblem};
 use decode_baseline_wire::{
     job::{token_ids_sha256, EnvironmentPins},
@@ -115,6 +124,25 @@ impl Repo {
 
     pub(crate) fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Replaces the repository's manifest with `bytes` (and a pin that matches them) and loads
+    /// it; on success, also a job pointing at it with its digest, for [`validate_job`].
+    fn with_manifest(&self, bytes: &[u8]) -> Result<(Manifest, WorkerJob), PinError> {
+        let manifest = load_manifest(self.path(), bytes)?;
+        let path = self.path().join("workloads.json");
+        std::fs::write(pins::pin_path(&path), pins::pin_text(&path, bytes)).unwrap();
+        let job = WorkerJob { manifest_sha256: Sha256Digest::of_bytes(bytes), ..self.job() };
+        Ok((manifest, job))
+    }
+
+    /// A worker folder `worker` holding `report.json` and `worker-claim` with the given bytes.
+    fn worker_folder(&self, report: &[u8], claim: &[u8]) -> std::path::PathBuf {
+        let dir = self.path().join("worker");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("report.json"), report).unwrap();
+        std::fs::write(dir.join("worker-claim"), claim).unwrap();
+        dir
     }
 
     /// A job consistent with the manifest: validation gets as far as the worker sources.
@@ -243,14 +271,81 @@ pub(crate) fn value_of<T: Serialize>(t: &T) -> Value {
     serde_json::to_value(t).unwrap()
 }
 
-/// Every reader on `bytes`, for the properties that only ask that each returns.
-fn read_with_every_reader(bytes: &[u8]) {
-    let tmp = tempfile::tempdir().unwrap();
-    let _ = parse::<WorkerJob>(bytes);
+/// The pid of [`report`], and of the claim written beside it.
+const PID: u32 = 4242;
+
+/// A claim marker of [`PID`].
+fn claim() -> Vec<u8> {
+    serde_json::to_vec(&Marker { utc: "2026-01-01T00:00:00.000000Z".into(), pid: PID }).unwrap()
+}
+
+/// What the launcher expects of [`report`]'s identity beyond its job's pins.
+fn expected_identity() -> launcher_validate::ExpectedIdentity {
+    launcher_validate::ExpectedIdentity {
+        adapter: Adapter::Controlled,
+        worker_sources_sha256: digest("sources"),
+        code_version: "abc+dirty".into(),
+    }
+}
+
+/// How far one input got: for each reader, whether it accepted the input and its caller's
+/// checks then ran on what it read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Reached {
+    /// A [`WorkerJob`], then [`validate_job`] on it.
+    worker_job: bool,
+    /// The launcher's report reader, then its validation against a job.
+    report: bool,
+    /// The launcher's session-job reader, then the cell and adapter checks against the manifest.
+    session_job: bool,
+    /// [`pins::load_manifest`], then [`validate_job`] of a job pointing at it.
+    manifest: bool,
+    /// The bytes as `worker-claim` beside a valid report: the launcher read the claim's pid.
+    claim: bool,
+}
+
+/// Every reader on `bytes`, each followed by the checks its caller makes, in a scratch
+/// repository of its own; says how far the input got. The properties only ask that everything
+/// returns.
+fn read_with_every_reader(bytes: &[u8]) -> Reached {
+    let repo = Repo::new();
+    let mut reached = Reached::default();
+
+    // The wire types' own parsers, with the round trip; the worker job as `run_worker` reads it.
+    if let Ok(job) = parse::<WorkerJob>(bytes) {
+        let _ = validate_job(&job, repo.path());
+        reached.worker_job = true;
+    }
     let _ = parse::<WorkerReport>(bytes);
     let _ = parse::<SessionJob>(bytes);
     let _ = parse::<Marker>(bytes);
-    let _ = load_manifest(tmp.path(), bytes);
+
+    // The report and the claim marker, from a worker folder as the launcher reads them.
+    let dir = repo.worker_folder(bytes, &claim());
+    if let Ok(report) = launcher_validate::read_report(&dir) {
+        let _ = launcher_validate::validate(&report, &repo.job(), &expected_identity(), PID, Some(0), &dir);
+        reached.report = true;
+    }
+    let dir = repo.worker_folder(&serde_json::to_vec(&report()).unwrap(), bytes);
+    let problems = launcher_validate::validate(&report(), &repo.job(), &expected_identity(), PID, Some(0), &dir);
+    reached.claim = !problems.iter().any(|p| p.starts_with("worker-claim"));
+
+    // The session job through the launcher's reader, then its cells and adapters.
+    let path = repo.path().join("session-job.json");
+    std::fs::write(&path, bytes).unwrap();
+    if let Ok(resolved) = session_job::load(&path) {
+        let _ = session_job::select_cells(&resolved, &manifest());
+        let _ = session_job::check_adapters(&resolved, &manifest());
+        reached.session_job = true;
+    }
+
+    // The manifest, last: it replaces the scratch repository's own.
+    if let Ok((manifest, job)) = repo.with_manifest(bytes) {
+        let _ = manifest.worker_sources_sha256(&Adapter::Stock);
+        let _ = validate_job(&job, repo.path());
+        reached.manifest = true;
+    }
+    reached
 }
 
 /// `doc` changed by `ms`, then [`parse`]d back: a lone unknown field must be refused.
@@ -280,18 +375,53 @@ fn the_valid_documents_parse() {
     assert!(refusal.field.starts_with("worker_sources.stock"), "{refusal}");
 }
 
+/// The harness of the properties below: each valid document gets past its reader into the
+/// checks after it, and beside a valid claim the launcher finds no claim problem with the valid
+/// report (so `Reached::claim` speaks of the claim's bytes alone). A report is also a claim to
+/// the launcher, which reads only the `pid` of a marker, so that flag is left out for the
+/// documents.
+#[test]
+fn the_valid_documents_reach_every_check() {
+    let repo = Repo::new();
+    let dir = repo.worker_folder(&serde_json::to_vec(&report()).unwrap(), &claim());
+    let problems = launcher_validate::validate(&report(), &repo.job(), &expected_identity(), PID, Some(0), &dir);
+    assert!(problems.iter().all(|p| !p.starts_with("worker-claim")), "{problems:?}");
+
+    let only = |reached: Reached| Reached { claim: false, ..reached };
+    let bytes = |value: Value| serde_json::to_vec(&value).unwrap();
+    assert_eq!(
+        only(read_with_every_reader(&bytes(value_of(&repo.job())))),
+        Reached { worker_job: true, ..Reached::default() }
+    );
+    assert_eq!(
+        only(read_with_every_reader(&bytes(value_of(&report())))),
+        Reached { report: true, ..Reached::default() }
+    );
+    assert_eq!(
+        only(read_with_every_reader(&bytes(value_of(&session_job())))),
+        Reached { session_job: true, ..Reached::default() }
+    );
+    assert_eq!(
+        only(read_with_every_reader(&bytes(value_of(&manifest())))),
+        Reached { manifest: true, ..Reached::default() }
+    );
+    assert_eq!(read_with_every_reader(&claim()), Reached { claim: true, ..Reached::default() });
+    // Bytes no reader takes: the claim is unreadable, and that is a problem the launcher names.
+    assert_eq!(read_with_every_reader(b"\xff not json"), Reached::default());
+}
+
 proptest! {
     // proptest's default case count (256) unless PROPTEST_CASES says otherwise.
     #![proptest_config(ProptestConfig::default())]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
-        read_with_every_reader(&bytes);
+        let _ = read_with_every_reader(&bytes);
     }
 
     #[test]
     fn arbitrary_json_never_panics(value in arbitrary_json()) {
-        read_with_every_reader(&serde_json::to_vec(&value).unwrap());
+        let _ = read_with_every_reader(&serde_json::to_vec(&value).unwrap());
     }
 
     #[test]
