@@ -39,13 +39,12 @@ pub fn locate_manifest(manifest: Option<&Path>) -> anyhow::Result<(PathBuf, Path
         Some(path) => std::path::absolute(path).with_context(|| format!("failed to resolve {}", path.display()))?,
         None => {
             let cwd = std::env::current_dir().context("failed to read the current folder")?;
-            cwd.ancestors()
-                .map(|dir| dir.join(MANIFEST_NAME))
-                .find(|candidate| candidate.is_file())
-                .with_context(|| format!("no {MANIFEST_NAME} at or above {}; pass --manifest", cwd.display()))?
+            cwd.ancestors().map(|dir| dir.join(MANIFEST_NAME)).find(|candidate| candidate.is_file()).ok_or_else(
+                || crate::exit::bad_input(format!("no {MANIFEST_NAME} at or above {}; pass --manifest", cwd.display())),
+            )?
         }
     };
-    let repo = manifest.parent().context("the manifest path has no folder")?.to_owned();
+    let repo = manifest.parent().ok_or_else(|| crate::exit::bad_input("the manifest path has no folder"))?.to_owned();
     Ok((repo, manifest))
 }
 

@@ -23,6 +23,7 @@ pub mod compare;
 pub mod conformance;
 pub mod duration;
 pub mod energy;
+pub mod exit;
 #[cfg(test)]
 mod generated;
 pub mod guard;

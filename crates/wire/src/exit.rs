@@ -25,6 +25,10 @@ pub enum ExitCode {
     /// full disk; nothing was overwritten, the worker folders are kept, and the next launcher
     /// marks the session incomplete.
     OutputFailed = 8,
+    /// Any command: an unexpected failure that is not the input's fault: an I/O error on the
+    /// tool's own files (the session folder could not be created, a temp file not written), a
+    /// child process that could not be started, or a bug. The message names what failed.
+    Internal = 9,
     /// Compare: the numerator is faster than the denominator in at least one cell, beyond the
     /// noise threshold, and slower in none (see `req/compare.md`).
     Faster = 10,

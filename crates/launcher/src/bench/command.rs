@@ -10,7 +10,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{bail, ensure, Context};
+use anyhow::{ensure, Context};
 use decode_baseline_pins::once;
 use decode_baseline_pins::{built_in_sources, environment_pins, is_path_safe_id, pin_path, pin_text};
 use decode_baseline_wire::{
@@ -221,7 +221,7 @@ fn run_policy(args: &BenchArgs) -> anyhow::Result<RunPolicy> {
             "measured_requests" => "--measured-requests",
             _ => "--deadline-s",
         };
-        anyhow::anyhow!("{flag} {}: must be at least 1 ({e})", e.value)
+        crate::exit::bad_input(format!("{flag} {}: must be at least 1 ({e})", e.value))
     })?;
     Ok(policy)
 }
@@ -313,7 +313,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     };
 
     let cells = cells(&id, &args);
-    let pins = environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    let pins = environment_pins(&repo, &installed).map_err(|e| crate::exit::bad_input(chain(&e)))?;
     // A named environment (DECODE_BASELINE_ENV) is pinned under its name as well, where the
     // launcher and the workers look for it.
     let environments = decode_baseline_pins::installed::selected_environment()
@@ -330,10 +330,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         environment: pins,
         environments,
     };
-    manifest.worker_sources = built_in_sources(&repo).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    manifest.worker_sources = built_in_sources(&repo).map_err(|e| crate::exit::bad_input(chain(&e)))?;
     let count = |a: &Adapter| manifest.worker_sources.get(a).map_or(0, BTreeMap::len);
     if count(&Adapter::Stock) == 0 || count(&Adapter::Controlled) == 0 {
-        bail!(
+        crate::bad_input!(
             "this checkout has no worker sources by the rule ({} stock, {} controlled)",
             count(&Adapter::Stock),
             count(&Adapter::Controlled)
@@ -423,7 +423,7 @@ fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()>
     let temp = path.with_file_name(format!(".{name}.{}", std::process::id()));
     match once::link_new(&temp, path, &bytes)? {
         once::Linked::Written => Ok(()),
-        once::Linked::Exists => bail!("{} already exists; it is never overwritten", path.display()),
+        once::Linked::Exists => crate::bad_input!("{} already exists; it is never overwritten", path.display()),
     }
 }
 

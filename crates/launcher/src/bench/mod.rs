@@ -6,3 +6,4 @@ mod hub;
 mod support;
 
 pub use command::{run, BenchArgs};
+pub use hub::HubError;

@@ -73,7 +73,7 @@ pub struct CalibrateArgs {
 pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let out = match args.out.clone().or_else(profiles::default_path) {
         Some(out) => out,
-        None => anyhow::bail!("no --out given and no home folder for the default profile file"),
+        None => crate::bad_input!("no --out given and no home folder for the default profile file"),
     };
     let sessions = if args.from.is_empty() { run_sessions(&args)? } else { args.from.clone() };
     if sessions.len() < crate::stats::MIN_PROFILE_SESSIONS {
@@ -87,7 +87,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         let loaded = crate::session::load_session(path)?;
         let (estimate, this_design) = aa_estimate(&loaded)?;
         if design.as_ref().is_some_and(|d| *d != this_design) {
-            anyhow::bail!(
+            crate::bad_input!(
                 "session {} is of another design, pair or size than the first one (host, device, libmlx, cell, \
                  order, placement, adapters or repetitions differ): a profile stands for one of each",
                 loaded.path.display()
@@ -99,7 +99,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         folders.push(loaded.dir().display().to_string());
     }
     let (design, pair, repetitions) = design.expect("at least two sessions");
-    let profile = NoiseProfile::from_aa_estimates(&estimates, "calibrate").map_err(anyhow::Error::msg)?;
+    let profile =
+        NoiseProfile::from_aa_estimates(&estimates, "calibrate").map_err(|e| crate::exit::bad_input(e.to_string()))?;
     let mut file = match out.is_file() {
         true => profiles::read(&out)?,
         false => NoiseProfileFile {
@@ -149,7 +150,7 @@ fn aa_estimate(loaded: &crate::session::LoadedSession) -> anyhow::Result<(f64, (
     let settings = Settings { config: Default::default(), profiles: None };
     let report = compare::compare_within(loaded, &settings, false)?;
     let [row] = report.rows.as_slice() else {
-        anyhow::bail!(
+        crate::bad_input!(
             "session {}: {} rows; an A/A session for calibrate has one cell and two adapters (e.g. controlled-b \
              against controlled)",
             loaded.path.display(),
@@ -159,7 +160,7 @@ fn aa_estimate(loaded: &crate::session::LoadedSession) -> anyhow::Result<(f64, (
     let (RowResult::Compared { decision, .. }, Some(adapter), Some(against)) =
         (&row.outcome, &row.adapter, &row.against)
     else {
-        anyhow::bail!("session {}: its row was not compared", loaded.path.display());
+        crate::bad_input!("session {}: its row was not compared", loaded.path.display());
     };
     let cell = crate::session::cells(&loaded.report).into_iter().find(|c| c.cell == row.cell);
     let case_id = cell.as_ref().map(|c| c.case_id.clone()).unwrap_or_default();

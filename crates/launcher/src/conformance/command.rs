@@ -53,14 +53,14 @@ fn parse_adapter(text: &str) -> Result<Adapter, String> {
 }
 
 pub fn run(args: ConformanceArgs) -> anyhow::Result<ExitCode> {
-    let scenarios = select(&args.scenarios).map_err(anyhow::Error::msg)?;
+    let scenarios = select(&args.scenarios).map_err(crate::exit::bad_input)?;
     let repo = crate::launcher::session_job::repo_root();
     let manifest = match &args.manifest {
         Some(path) => std::path::absolute(path).with_context(|| format!("failed to resolve {}", path.display()))?,
         None => repo.join(crate::guard::MANIFEST_NAME),
     };
     if !manifest.is_file() {
-        anyhow::bail!("--manifest {}: no such file", manifest.display());
+        crate::bad_input!("--manifest {}: no such file", manifest.display());
     }
     let source = FixtureSource::of(&repo, &manifest).context("failed to make the fixture")?;
     let target = target(&args, &repo, &source)?;
@@ -112,7 +112,7 @@ fn target(args: &ConformanceArgs, repo: &Path, source: &FixtureSource) -> anyhow
 /// asked for. `Err` names an adapter the manifest does not declare.
 fn launcher_command(adapter: &Adapter, repo: &Path, source: &FixtureSource) -> anyhow::Result<WorkerCommand> {
     let program = crate::launcher::plan::program(adapter, &source.loaded, &source.manifest, repo)
-        .map_err(|problem| anyhow::anyhow!("--adapter: {problem}"))?;
+        .map_err(|problem| crate::exit::bad_input(format!("--adapter: {problem}")))?;
     Ok(Box::new(move |out| crate::launcher::plan::worker_command(&program, out)))
 }
 
@@ -129,7 +129,7 @@ fn scratch(keep: Option<&Path>) -> anyhow::Result<(PathBuf, Option<tempfile::Tem
     std::fs::create_dir_all(dir).with_context(|| format!("--keep {}: failed to create it", dir.display()))?;
     let mut entries = std::fs::read_dir(dir).with_context(|| format!("--keep {}: failed to list it", dir.display()))?;
     if entries.next().is_some() {
-        anyhow::bail!("--keep {}: not empty; give a new or empty folder", dir.display());
+        crate::bad_input!("--keep {}: not empty; give a new or empty folder", dir.display());
     }
     Ok((std::path::absolute(dir)?, None))
 }

@@ -90,7 +90,7 @@ pub struct RunArgs {
 /// of workers) → finish (analysis, `session.json`, the table, the exit code).
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Opened before anything is created: a bad DECODE_BASELINE_FAKE_ENERGY is bad input.
-    let mut meter = energy::Meter::from_environment().map_err(anyhow::Error::msg)?;
+    let mut meter = energy::Meter::from_environment().map_err(crate::exit::bad_input)?;
     let session = match prepare(&args, meter.is_active())? {
         Ok(session) => session,
         Err(code) => return Ok(code),
@@ -183,7 +183,7 @@ fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitC
                 rows_per_cell,
                 args.noise_profile.clone(),
             )
-            .map_err(|problem| anyhow::anyhow!("--until-decided: {problem}"))?;
+            .map_err(|problem| crate::exit::bad_input(format!("--until-decided: {problem}")))?;
             resolved.job.repetitions = planned;
             Some(std::cell::RefCell::new(state))
         }
@@ -201,7 +201,9 @@ fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitC
         .iter()
         .map(|a| plan::program(a, &loaded.manifest, &loaded.path, &repo).map(|argv| (a.clone(), argv)))
         .collect::<Result<_, String>>()
-        .map_err(|problem| anyhow::anyhow!("session job {}: adapters: {problem}", resolved.job_path.display()))?;
+        .map_err(|problem| {
+            crate::exit::bad_input(format!("session job {}: adapters: {problem}", resolved.job_path.display()))
+        })?;
     if !args.dry_run && plan::controlled_needs_probe() && runs.iter().any(|r| r.adapter == Adapter::Controlled) {
         if let Err(problem) = preflight::probe_controlled(&plan::controlled_program()) {
             eprintln!("decode-baseline: error: {problem}");
@@ -708,11 +710,25 @@ pub fn new_session_dir(root: &Path) -> anyhow::Result<PathBuf> {
 /// `..` (a job in `jobs/` with `output_root: "../out"`).
 fn create_session_dir(root: &Path, id: &str) -> anyhow::Result<PathBuf> {
     let cannot = || format!("output_root {} cannot be created; expected a writable folder", root.display());
-    std::fs::create_dir_all(root).with_context(cannot)?;
-    let dir = root.canonicalize().with_context(cannot)?.join(id);
-    std::fs::create_dir(&dir)
-        .with_context(|| format!("failed to create session folder {} (output_root must be writable)", dir.display()))?;
+    std::fs::create_dir_all(root).map_err(|err| io_failure(err, cannot()))?;
+    let dir = root.canonicalize().map_err(|err| io_failure(err, cannot()))?.join(id);
+    std::fs::create_dir(&dir).map_err(|err| {
+        io_failure(err, format!("failed to create session folder {} (output_root must be writable)", dir.display()))
+    })?;
     Ok(dir)
+}
+
+/// An I/O error on a folder the job named: the input's fault (exit 2) when the folder is not
+/// one the user may write (permissions, a read-only file system, a file in the way), anything
+/// else (a full disk, an I/O error) unexpected (exit 9).
+fn io_failure(err: std::io::Error, what: String) -> anyhow::Error {
+    use std::io::ErrorKind::*;
+    match err.kind() {
+        PermissionDenied | ReadOnlyFilesystem | NotADirectory | AlreadyExists | NotFound => {
+            crate::exit::bad_input(format!("{what}: {err}"))
+        }
+        _ => anyhow::Error::new(err).context(what),
+    }
 }
 
 fn utc_now() -> String {

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, ensure};
 use decode_baseline_pins::{
     self as pins, environment_pins, installed::selected_environment, is_path_safe_id, load_manifest,
 };
@@ -17,7 +16,11 @@ use decode_baseline_model_config::config::ModelConfig;
 use crate::guard::{chain, locate_manifest, MANIFEST_NAME};
 
 pub(super) fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
-    ensure!(is_path_safe_id(&args.id), "case id {:?} is not path-safe (letters, digits, `-`, `_`, `.`)", args.id);
+    crate::ensure_input!(
+        is_path_safe_id(&args.id),
+        "case id {:?} is not path-safe (letters, digits, `-`, `_`, `.`)",
+        args.id
+    );
     let (repo, manifest_path) = match args.manifest.as_deref() {
         Some(path) => locate_manifest(Some(path))?,
         None => match locate_manifest(None) {
@@ -30,11 +33,11 @@ pub(super) fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
     };
     let installed = installed(&repo)?;
     let mut manifest = if manifest_path.exists() {
-        let (manifest, _) = load_manifest(&manifest_path).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+        let (manifest, _) = load_manifest(&manifest_path).map_err(|e| crate::exit::bad_input(chain(&e)))?;
         // The stop set and the prompt ids must come from the environment the manifest pins.
         let environment = selected_environment();
         let Some(pinned) = manifest.environment_pins(environment.as_deref()) else {
-            bail!(
+            crate::bad_input!(
                 "{} pins no environment {:?}: run `decode-baseline manifest pin` in it first",
                 manifest_path.display(),
                 environment.unwrap_or_default()
@@ -45,12 +48,15 @@ pub(super) fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
             for failure in &failures {
                 eprintln!("manifest add-case: {}", chain(failure));
             }
-            bail!("the installed environment at {} is not the one the manifest pins", installed.venv.display());
+            crate::bad_input!(
+                "the installed environment at {} is not the one the manifest pins",
+                installed.venv.display()
+            );
         }
         manifest
     } else {
         if let Some(name) = selected_environment() {
-            bail!(
+            crate::bad_input!(
                 "{} does not exist: create it in the default environment, then pin environment {name:?} into it",
                 manifest_path.display()
             );
@@ -64,13 +70,13 @@ pub(super) fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
             run_policy: RunPolicy::frozen(),
             adapters: BTreeMap::new(),
             worker_sources: WorkerSources::new(),
-            environment: environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?,
+            environment: environment_pins(&repo, &installed).map_err(|e| crate::exit::bad_input(chain(&e)))?,
             environments: BTreeMap::new(),
         }
     };
 
     if manifest.cases.contains_key(&args.id) {
-        ensure!(
+        crate::ensure_input!(
             args.replace,
             "case {:?} is already in {}; pass --replace to replace it",
             args.id,
@@ -87,7 +93,10 @@ pub(super) fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
     let recorded_path = derived.case.path.clone();
     let prompt_ids: Vec<String> = derived.prompts.iter().map(|(id, _)| id.clone()).collect();
     for (prompt_id, prompt) in derived.prompts {
-        ensure!(!manifest.prompts.contains_key(&prompt_id), "prompt id {prompt_id:?} is already used by another case");
+        crate::ensure_input!(
+            !manifest.prompts.contains_key(&prompt_id),
+            "prompt id {prompt_id:?} is already used by another case"
+        );
         manifest.prompts.insert(prompt_id, prompt);
     }
     let cell_prompts = match args.cells {

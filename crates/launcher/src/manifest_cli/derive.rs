@@ -8,7 +8,7 @@ use std::{
     process::Command,
 };
 
-use anyhow::{bail, ensure, Context};
+use anyhow::Context;
 use decode_baseline_pins::{case_files, installed::Installed};
 use decode_baseline_wire::{
     job::token_ids_sha256,
@@ -67,16 +67,16 @@ pub fn derive_case(
     let model_dir = model_dir
         .canonicalize()
         .with_context(|| format!("failed to resolve the model folder {}", model_dir.display()))?;
-    ensure!(model_dir.is_dir(), "{} is not a folder", model_dir.display());
+    crate::ensure_input!(model_dir.is_dir(), "{} is not a folder", model_dir.display());
     let recorded_path =
         match repo.canonicalize().ok().and_then(|root| model_dir.strip_prefix(root).ok().map(Path::to_owned)) {
             Some(rel) => PathBuf::from(rel.to_str().context("the model folder's path is not UTF-8")?),
             None => model_dir.clone(),
         };
-    let files = case_files(&model_dir).map_err(|e| anyhow::anyhow!(chain(&e)))?;
-    ensure!(files.contains_key("config.json"), "{} has no config.json", model_dir.display());
+    let files = case_files(&model_dir).map_err(|e| crate::exit::bad_input(chain(&e)))?;
+    crate::ensure_input!(files.contains_key("config.json"), "{} has no config.json", model_dir.display());
     let weights: Vec<&String> = files.keys().filter(|name| name.ends_with(".safetensors")).collect();
-    ensure!(!weights.is_empty(), "{} has no *.safetensors file", model_dir.display());
+    crate::ensure_input!(!weights.is_empty(), "{} has no *.safetensors file", model_dir.display());
 
     let config: serde_json::Value = read_json(&model_dir.join("config.json"))?;
     let architecture = config["model_type"]
@@ -87,7 +87,11 @@ pub fn derive_case(
     let dtype = derive_dtype(&config, &weights.iter().map(|w| model_dir.join(w)).collect::<Vec<_>>())?;
 
     let derived = derive(installed, repo, &model_dir, source, lengths, steps)?;
-    ensure!(!derived.stop_ids.is_empty(), "the tokenizer resolves an empty stop set for {}", model_dir.display());
+    crate::ensure_input!(
+        !derived.stop_ids.is_empty(),
+        "the tokenizer resolves an empty stop set for {}",
+        model_dir.display()
+    );
     let mut prompts = Vec::new();
     for &length in lengths {
         let derived_prompt = derived
@@ -95,7 +99,7 @@ pub fn derive_case(
             .iter()
             .find(|p| p.length == length)
             .with_context(|| format!("derive_case.py gave no prompt of length {length}"))?;
-        ensure!(
+        crate::ensure_input!(
             derived_prompt.ids.len() == length && derived_prompt.continuation.len() == steps,
             "derive_case.py gave {} prompt ids and {} continuation ids for L={length} (expected {length} and {steps})",
             derived_prompt.ids.len(),
@@ -144,7 +148,12 @@ fn derive(
         .output()
         .with_context(|| format!("failed to run {} {}", python.display(), script.display()))?;
     if !out.status.success() {
-        bail!("{} failed ({}): {}", script.display(), out.status, String::from_utf8_lossy(&out.stderr).trim());
+        crate::bad_input!(
+            "{} failed ({}): {}",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     serde_json::from_slice(&out.stdout).with_context(|| {
         format!("failed to parse the output of {}: {:?}", script.display(), String::from_utf8_lossy(&out.stdout))
@@ -181,7 +190,7 @@ pub fn derive_dtype(config: &serde_json::Value, weights: &[PathBuf]) -> anyhow::
             dtypes.insert(name);
         }
     }
-    ensure!(!dtypes.is_empty(), "no floating-point tensor in the safetensors files");
+    crate::ensure_input!(!dtypes.is_empty(), "no floating-point tensor in the safetensors files");
     Ok(dtypes.into_iter().collect::<Vec<_>>().join("+"))
 }
 

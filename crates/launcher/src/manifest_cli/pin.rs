@@ -24,11 +24,11 @@ pub fn installed(repo: &Path) -> anyhow::Result<Installed> {
 
 pub(super) fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
     let (repo, manifest_path) = locate_manifest(args.manifest.as_deref())?;
-    let (mut manifest, _) = load_manifest(&manifest_path).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+    let (mut manifest, _) = load_manifest(&manifest_path).map_err(|e| crate::exit::bad_input(chain(&e)))?;
     let installed = installed(&repo)?;
     manifest.worker_sources =
-        worker_sources(&repo, &manifest_path, &manifest).map_err(|e| anyhow::anyhow!(chain(&e)))?;
-    let pinned = environment_pins(&repo, &installed).map_err(|e| anyhow::anyhow!(chain(&e)))?;
+        worker_sources(&repo, &manifest_path, &manifest).map_err(|e| crate::exit::bad_input(chain(&e)))?;
+    let pinned = environment_pins(&repo, &installed).map_err(|e| crate::exit::bad_input(chain(&e)))?;
     let environment = selected_environment();
     match &environment {
         None => manifest.environment = pinned.clone(),

@@ -16,5 +16,6 @@ mod svg;
 mod write;
 
 pub use command::{run, PlotArgs};
+pub use error::PlotError;
 pub use svg::esc;
 pub use write::{session_figures, write_session_plots, Figure};

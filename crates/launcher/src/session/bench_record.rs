@@ -71,7 +71,7 @@ impl BenchRecord {
         };
         let record: BenchRecord = serde_json::from_slice(&bytes)
             .map_err(|err| anyhow::Error::new(err).context(format!("failed to parse {}", path.display())))?;
-        anyhow::ensure!(
+        crate::ensure_input!(
             record.schema_version == BENCH_RECORD_SCHEMA_VERSION,
             "{}: schema_version must be {BENCH_RECORD_SCHEMA_VERSION}, found {}",
             path.display(),
