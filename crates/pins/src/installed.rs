@@ -19,7 +19,8 @@
 //! * The lock file is `requirements-linux.lock` on Linux and `requirements-macos.lock` on
 //!   macOS, in the environment's folder.
 //!
-//! `tools/env/provision.py` and `tools/stock/stock_validate.py` follow the same rules.
+//! `tools/env/provision.py` and the Python workers' validation,
+//! `tools/kit/python/decode_baseline_worker/validate.py`, follow the same rules.
 
 use std::{
     fs,

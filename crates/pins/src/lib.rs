@@ -2,10 +2,11 @@
 //! worker check and write, with no MLX.
 //!
 //! * The pin checks of `workloads.json`, one module per kind ([`manifest_pin`], [`structure`],
-//!   [`confinement`], [`artifacts`], [`worker_sources`], [`environment`]) and the [`guard`]
-//!   that runs them all. Each failure is one [`PinError`]: the manifest field as a typed
-//!   [`FieldPath`] and the [`PinProblem`]. Checks that look at many things return every failure
-//!   they find, so the guard can print them all; callers that only need a yes/no take the first.
+//!   [`confinement`], [`artifacts`], [`worker_sources`](mod@worker_sources), [`environment`]) and
+//!   the [`guard`](mod@guard) that runs them all. Each failure is one [`PinError`]: the manifest
+//!   field as a typed [`FieldPath`] and the [`PinProblem`]. Checks that look at many things
+//!   return every failure they find, so the guard can print them all; callers that only need a
+//!   yes/no take the first.
 //!   The same rules compute the pins ([`case_files`], [`worker_sources()`], [`environment_pins`]),
 //!   so what `manifest pin` writes is by construction what the checks expect. The Python stock
 //!   worker re-implements the checks it runs from `req/manifest.md`.

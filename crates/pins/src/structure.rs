@@ -60,7 +60,7 @@ pub fn check_continuation_digest(id: &str, prompt: &Prompt) -> Option<PinError> 
 
 /// Every structural check: the policy, ids, references between cells, prompts and cases,
 /// prompt and continuation digests, stop sets, and the shape of the artifact and source pins
-/// (paths are checked by [`check_confinement`]).
+/// (paths are checked by [`crate::confinement::check_confinement`]).
 pub fn check_structure(manifest: &Manifest) -> Vec<PinError> {
     let mut out = check_policy(&manifest.run_policy);
     if manifest.cases.is_empty() {

@@ -1,8 +1,8 @@
 //! `workloads.json`: the digest-pinned statement of what is measured and with what.
 //!
-//! This module holds the types and the structural checks that need no file system. The checks
-//! against files on disk (artifacts, worker sources, the installed environment) live in
-//! [`crate::pins`].
+//! This module holds the types only. The checks of a manifest, of its structure and against the
+//! files on disk (artifacts, worker sources, the installed environment), live in the
+//! `decode-baseline-pins` crate (`crates/pins`).
 
 use std::{collections::BTreeMap, path::PathBuf};
 

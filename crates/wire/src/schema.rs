@@ -40,7 +40,7 @@ fn require_every_key(value: &mut serde_json::Value) {
     }
 }
 
-/// A written format (one key set, [`require_every_key`]) or a hand-written one, whose optional
+/// A written format (one key set, `require_every_key`) or a hand-written one, whose optional
 /// keys may be left out (`closed` false).
 pub fn render(schema: &schemars::Schema, closed: bool) -> String {
     let mut value = serde_json::to_value(schema).expect("a schema serializes");

@@ -9,19 +9,9 @@ use crate::{analysis::Analysis, Adapter, ExitCode, Sha256Digest, WorkerReport};
 
 /// The version of [`SessionJob`] this code reads.
 pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
-/// The version of [`SessionReport`] this code writes. Version 2 added `model_files`; version 3
-/// added `workers[].host_activity` and, for interleaved sessions, `analysis.cells[].paired` and
-/// `paired_aa`; version 4 added `device` (and the workers' `identity.backend` and
-/// `identity.device_info`); version 5 typed what was free-form: `host` ([`HostFacts`]),
-/// `lease` ([`LeaseFacts`]), `analysis` ([`Analysis`], every key always written),
-/// `workers[].intervention` ([`Intervention`]: reason and signal apart, where versions 1 to 4
-/// wrote one string such as `past_deadline: SIGTERM`) and `workers[].aa` (where versions 1 to
-/// 4 only had the run id's `-aa` suffix), and added `unpinned` and `replaced_programs`; version
-/// 6 made the pairwise analysis N-adapter: `reference`, `analysis.cells[].ratios` (was `ratio`),
-/// `argmax` and `stream` by adapter, and [`crate::analysis::Mismatch`]'s sides named adapter and
-/// reference (were controlled and stock); version 7 added `quiet_wait_ns`, the adapters' `cold`
-/// requests, `energy` ([`crate::energy::SessionEnergy`]) and `workers[].energy`. A reader of an
-/// older version refuses a newer one by its version rather than by an unknown field.
+/// The version of [`SessionReport`] this code writes. Every key added is a new version, so that
+/// a reader of an older version refuses a newer report by its version rather than by an unknown
+/// field; what each version changed is listed in `req/session.md` (`session.json`, "Versions").
 pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 7;
 /// The oldest version of [`SessionReport`] this code still reads; versions before
 /// [`SESSION_REPORT_SCHEMA_VERSION`] are converted to it when read (`compare`'s loader).

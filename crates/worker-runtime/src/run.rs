@@ -94,7 +94,7 @@ pub struct RequestSpec {
     pub last: bool,
 }
 
-/// The requests a job runs, in order ([`crate::RunPolicy::request_plan`]).
+/// The requests a job runs, in order ([`decode_baseline_wire::RunPolicy::request_plan`]).
 pub fn request_plan(job: &WorkerJob) -> Vec<RequestSpec> {
     let phases = job.run_policy.request_plan(job.mode);
     let n = phases.len();

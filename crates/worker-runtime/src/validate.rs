@@ -1,6 +1,7 @@
 //! Job validation for Rust workers: the checks of `req/protocol.md` §3, in the same order and
-//! with the same field names as the stock worker's `tools/stock/stock_validate.py`, built on the
-//! manifest checks of [`crate::pins`].
+//! with the same field names as the Python workers' (the stock worker's among them)
+//! `tools/kit/python/decode_baseline_worker/validate.py`, built on the manifest checks of
+//! [`decode_baseline_pins`].
 //!
 //! [`validate_job`] does everything that needs no MLX; the driver then checks what it found
 //! at run time ([`check_mlx_version`], [`check_mapped_libmlx`]) and assembles the identity
