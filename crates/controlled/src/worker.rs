@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 use decode_baseline_wire::{hooks::Site, Adapter, DeviceKind, ExitCode, Identity, Mode, RequestRecord, WorkerJob};
 use decode_baseline_worker_runtime::{
-    check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal, RequestContext,
-    RequestError, RequestSpec, Runtime,
+    chain, check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal,
+    RequestContext, RequestError, RequestSpec, Runtime,
 };
 
 use crate::config::ModelConfig;
 use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options, RunError};
-use crate::model::Model;
+use crate::model::{LoadError, Model};
 
 /// Runs the frozen worker protocol around the controlled loop on `out_dir`, answering to
 /// `adapter`: the entry point of both executables that carry the loop (`decode-baseline worker`
@@ -45,18 +45,6 @@ impl ControlledDriver {
     pub fn new(repo: PathBuf, adapter: Adapter) -> Self {
         ControlledDriver { repo, adapter, model: None }
     }
-}
-
-/// An error with its sources, one line.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 impl Driver for ControlledDriver {
@@ -102,8 +90,11 @@ impl Driver for ControlledDriver {
         ))
     }
 
-    fn load(&mut self, job: &WorkerJob) -> Result<(), String> {
-        self.model = Some(Model::load(&job.model_dir).map_err(|e| chain(&e))?);
+    /// The runtime writes it with its sources, as `chain` did here before.
+    type LoadError = LoadError;
+
+    fn load(&mut self, job: &WorkerJob) -> Result<(), LoadError> {
+        self.model = Some(Model::load(&job.model_dir)?);
         Ok(())
     }
 

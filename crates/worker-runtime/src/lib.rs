@@ -6,6 +6,7 @@
 #[cfg(test)]
 mod bounded;
 mod cancel;
+mod chain;
 mod claim;
 mod gate;
 mod hooks;
@@ -20,6 +21,7 @@ mod validate;
 mod watchdog;
 
 pub use cancel::CancelFlag;
+pub use chain::chain;
 pub use claim::{claim, ClaimError};
 pub use gate::{signal_done, DoneError, Gate};
 pub use hooks::{HookError, Hooks};

@@ -8,20 +8,21 @@
 
 use std::{
     fmt,
-    path::Path,
+    path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
 use super::{
     cancel::CancelFlag,
-    claim::claim,
+    chain::chain,
+    claim::{claim, ClaimError},
     gate::{signal_done, Gate},
-    hooks::Hooks,
-    outdir,
-    ready::signal_ready,
+    hooks::{HookError, Hooks},
+    outdir::{self, OutDirError},
+    ready::{signal_ready, ReadyError},
     report_write::{write_once, WriteOutcome},
-    slowdown::Slowdown,
+    slowdown::{Slowdown, SlowdownError},
     utc::utc_now_rfc3339,
     watchdog::Watchdog,
 };
@@ -53,6 +54,8 @@ impl fmt::Display for Refusal {
         write!(f, "validation failed: {}: {}", self.field, self.message)
     }
 }
+
+impl std::error::Error for Refusal {}
 
 /// Why a request stopped before completing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,8 +149,12 @@ pub trait Driver {
     /// Checks the job against the manifest and what is installed, before anything is loaded;
     /// returns the identity found.
     fn validate(&mut self, job: &WorkerJob) -> Result<Identity, Refusal>;
+    /// Why [`Driver::load`] fails: the driver's own error. The runtime writes it with its
+    /// sources ([`crate::chain`]) after `failed to load the model from <model_dir>: `.
+    type LoadError: std::error::Error + 'static;
+
     /// Loads the model.
-    fn load(&mut self, job: &WorkerJob) -> Result<(), String>;
+    fn load(&mut self, job: &WorkerJob) -> Result<(), Self::LoadError>;
     /// Runs one request; polls `ctx` before every forward.
     fn run_request(
         &mut self,
@@ -223,19 +230,44 @@ fn nanos(d: Duration) -> u64 {
 
 /// Why the worker stops before its requests, from whichever phase found it: every phase up
 /// to `worker-ready` returns it, and [`stop`] alone handles it.
-#[derive(Debug)]
-struct Stop(String);
-
-impl<E: fmt::Display> From<E> for Stop {
-    fn from(err: E) -> Self {
-        Stop(err.to_string())
-    }
+///
+/// Its message is the whole line written to stderr and, once the job is read, to the failed
+/// report's `error`. A cause that this line spells out is a plain field (`error`), not a
+/// `#[source]` that a chain printer would write a second time; a wrapped error
+/// (`transparent`) keeps its own message and sources.
+#[derive(Debug, thiserror::Error)]
+enum Stop {
+    #[error("failed to install the SIGTERM/SIGINT handlers: {error}")]
+    CancelHandlers { error: std::io::Error },
+    #[error("failed to install the SIGXFSZ handler: {error}")]
+    FileSizeHandler { error: std::io::Error },
+    #[error(transparent)]
+    OutDir(#[from] OutDirError),
+    #[error(transparent)]
+    Hooks(#[from] HookError),
+    #[error(transparent)]
+    Slowdown(#[from] SlowdownError),
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
+    #[error("failed to read {path}: {error}")]
+    ReadJob { path: PathBuf, error: std::io::Error },
+    #[error("failed to parse {path}: {error}")]
+    ParseJob { path: PathBuf, error: serde_json::Error },
+    /// The common checks' or the driver's refusal of the job.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The driver's [`Driver::LoadError`], written with its sources.
+    #[error("failed to load the model from {model_dir}: {}", chain(.error.as_ref()))]
+    Load { model_dir: PathBuf, error: Box<dyn std::error::Error> },
+    #[error(transparent)]
+    Ready(#[from] ReadyError),
 }
 
 /// Handles a [`Stop`]. Before the job is read (signal handlers, the out dir, hooks, slowdown,
 /// the claim, the job itself) there is no worker and nothing to fill a report's header with,
 /// so the reason goes to stderr alone; after, a failed report says why.
-fn stop(worker: Option<&Worker>, Stop(message): Stop) -> ExitCode {
+fn stop(worker: Option<&Worker>, reason: Stop) -> ExitCode {
+    let message = reason.to_string();
     match worker {
         None => {
             eprintln!("worker refused: {message}");
@@ -280,8 +312,7 @@ impl Worker {
     /// Installs the signal handlers, opens and claims the out dir and reads the job.
     fn open(out_dir: &Path, adapter: Adapter) -> Result<Self, Stop> {
         // Signals first: from here on SIGTERM sets the flag instead of killing the process.
-        let cancel = CancelFlag::install()
-            .map_err(|err| Stop(format!("failed to install the SIGTERM/SIGINT handlers: {err}")))?;
+        let cancel = CancelFlag::install().map_err(|error| Stop::CancelHandlers { error })?;
         // A write past RLIMIT_FSIZE (a full quota, a test's small limit) raises SIGXFSZ, whose
         // default action kills the process before the failed report write can be cleaned up and
         // reported. With a no-op handler the write fails with EFBIG and takes the documented
@@ -289,7 +320,7 @@ impl Worker {
         // which ignores SIGXFSZ at start-up.
         // SAFETY: the handler does nothing, which is async-signal-safe.
         unsafe { signal_hook::low_level::register(signal_hook::consts::SIGXFSZ, || {}) }
-            .map_err(|err| Stop(format!("failed to install the SIGXFSZ handler: {err}")))?;
+            .map_err(|error| Stop::FileSizeHandler { error })?;
         let out = outdir::open(out_dir)?;
         let hooks = Hooks::from_env(out.path())?;
         let slowdown = Slowdown::from_env(adapter.clone())?;
@@ -297,10 +328,9 @@ impl Worker {
         hooks.reach(Site::AfterClaim, None, &cancel, None);
 
         // A job that cannot be read leaves no report: there is nothing to fill its header with.
-        let bytes =
-            std::fs::read(out.job()).map_err(|err| Stop(format!("failed to read {}: {err}", out.job().display())))?;
-        let job: WorkerJob = serde_json::from_slice(&bytes)
-            .map_err(|err| Stop(format!("failed to parse {}: {err}", out.job().display())))?;
+        let bytes = std::fs::read(out.job()).map_err(|error| Stop::ReadJob { path: out.job(), error })?;
+        let job: WorkerJob =
+            serde_json::from_slice(&bytes).map_err(|error| Stop::ParseJob { path: out.job(), error })?;
 
         let report = WorkerReport {
             schema_version: REPORT_SCHEMA_VERSION,
@@ -331,9 +361,7 @@ impl Worker {
         let job = &self.job;
         let identity = common_checks(job, driver.adapter()).and_then(|()| driver.validate(job))?;
         lock(&self.slot).report.identity = Some(identity);
-        driver
-            .load(job)
-            .map_err(|message| Stop(format!("failed to load the model from {}: {message}", job.model_dir.display())))?;
+        driver.load(job).map_err(|error| Stop::Load { model_dir: job.model_dir.clone(), error: Box::new(error) })?;
         let load_ns = nanos(started.elapsed());
         // Made before ready, so that the launcher's first grant finds it.
         let wake = job.gate.then(|| Gate::open(&self.out));
@@ -477,9 +505,25 @@ mod tests {
         within("run_worker", move || (run_worker(&dir, &mut fake), fake))
     }
 
-    /// A driver with no model: validates nothing, polls before each of its fake forwards.
+    /// A driver with no model: validates nothing, polls before each of its fake forwards;
+    /// its load fails when `load_fails` is set.
     struct Fake {
         polls: u32,
+        load_fails: bool,
+    }
+
+    impl Fake {
+        fn new() -> Self {
+            Fake { polls: 0, load_fails: false }
+        }
+    }
+
+    /// A load error with a source, as a real driver's is.
+    #[derive(Debug, thiserror::Error)]
+    #[error("failed to read the weights")]
+    struct FakeLoadError {
+        #[source]
+        source: std::io::Error,
     }
 
     impl Driver for Fake {
@@ -505,8 +549,14 @@ mod tests {
             })
         }
 
-        fn load(&mut self, _: &WorkerJob) -> Result<(), String> {
-            Ok(())
+        type LoadError = FakeLoadError;
+
+        fn load(&mut self, _: &WorkerJob) -> Result<(), FakeLoadError> {
+            if self.load_fails {
+                Err(FakeLoadError { source: std::io::Error::other("disk on fire") })
+            } else {
+                Ok(())
+            }
         }
 
         fn run_request(
@@ -574,7 +624,7 @@ mod tests {
     fn a_fake_driver_runs_the_whole_protocol_once() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
-        let (code, fake) = run_bounded(tmp.path(), Fake { polls: 0 });
+        let (code, fake) = run_bounded(tmp.path(), Fake::new());
         assert_eq!(code, ExitCode::Ok);
         assert_eq!(fake.polls, 3 * 3);
         let report: WorkerReport =
@@ -596,7 +646,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
         std::fs::write(tmp.path().join("report.json"), b"seeded").unwrap();
-        assert_eq!(run_bounded(tmp.path(), Fake { polls: 0 }).0, ExitCode::Failed);
+        assert_eq!(run_bounded(tmp.path(), Fake::new()).0, ExitCode::Failed);
         assert_eq!(std::fs::read(tmp.path().join("report.json")).unwrap(), b"seeded");
         let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(names.iter().all(|n| !n.to_string_lossy().starts_with("report.json.tmp.")), "{names:?}");
@@ -607,12 +657,48 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
         std::fs::write(tmp.path().join("worker-ready"), b"seeded").unwrap();
-        assert_eq!(run_bounded(tmp.path(), Fake { polls: 0 }).0, ExitCode::Failed);
+        assert_eq!(run_bounded(tmp.path(), Fake::new()).0, ExitCode::Failed);
         let report: WorkerReport =
             serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
         assert_eq!(report.status, Status::Failed);
         assert!(report.error.unwrap().contains("worker-ready"));
         assert!(report.requests.is_empty());
+    }
+
+    #[test]
+    fn a_failed_load_gives_a_failed_report_with_the_whole_chain() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
+        let fake = Fake { load_fails: true, ..Fake::new() };
+        assert_eq!(run_bounded(tmp.path(), fake).0, ExitCode::Failed);
+        let report: WorkerReport =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
+        assert_eq!((report.status, report.load_ns), (Status::Failed, None));
+        assert_eq!(
+            report.error.as_deref(),
+            Some("failed to load the model from /m: failed to read the weights: disk on fire")
+        );
+        assert!(!tmp.path().join("worker-ready").exists());
+    }
+
+    #[test]
+    fn the_stop_lines_are_unchanged() {
+        // Each cause the line spells out is not offered again as a source.
+        let stop = Stop::ReadJob { path: "/o/job.json".into(), error: std::io::Error::other("gone") };
+        assert_eq!(stop.to_string(), "failed to read /o/job.json: gone");
+        assert!(std::error::Error::source(&stop).is_none());
+        let error = serde_json::from_slice::<WorkerJob>(b"{").unwrap_err();
+        let stop = Stop::ParseJob { path: "/o/job.json".into(), error };
+        assert_eq!(stop.to_string(), "failed to parse /o/job.json: EOF while parsing an object at line 1 column 1");
+        let stop = Stop::CancelHandlers { error: std::io::Error::other("no") };
+        assert_eq!(stop.to_string(), "failed to install the SIGTERM/SIGINT handlers: no");
+        let stop = Stop::FileSizeHandler { error: std::io::Error::other("no") };
+        assert_eq!(stop.to_string(), "failed to install the SIGXFSZ handler: no");
+        // A wrapped error keeps its own line.
+        let refusal = Refusal::new("adapter", "expected stock, found controlled");
+        assert_eq!(Stop::from(refusal.clone()).to_string(), refusal.to_string());
+        let hook = || HookError::BadRequest("x".into());
+        assert_eq!(Stop::from(hook()).to_string(), hook().to_string());
     }
 
     #[test]
