@@ -3,7 +3,7 @@
 //! worker that could not be spawned is not reported as the user's mistake.
 //!
 //! Bad input is marked where it is found: by returning one of the typed readers' errors (a
-//! session, a manifest, a noise profile, a compare setting) or by wrapping the message in
+//! session, a session job, a manifest, a noise profile, a compare setting) or by wrapping the message in
 //! [`BadInput`] (`bad_input!` and `ensure_input!`, in place of `anyhow::bail!` and
 //! `anyhow::ensure!`).
 
@@ -47,6 +47,8 @@ pub fn code_of(err: &anyhow::Error) -> ExitCode {
             || cause.is::<crate::compare::CompareError>()
             || cause.is::<crate::launcher::session_job::JobError>()
             || cause.is::<crate::bench::HubError>()
+            // A manifest or pinned file that cannot be read (its mismatches are the guard's 6).
+            || cause.is::<decode_baseline_pins::PinError>()
             // Reading what the user named is their input; writing our own files is not.
             || cause.downcast_ref::<ProfileFileError>().is_some_and(|e| !matches!(e, ProfileFileError::Write { .. }))
             || cause.downcast_ref::<PlotError>().is_some_and(|e| !matches!(e, PlotError::Write { .. }))

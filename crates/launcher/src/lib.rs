@@ -10,7 +10,7 @@
 //! * [`session`]: the one reader of `session.json` and its typed views; [`noise_profiles`]: the
 //!   host noise profiles the verdicts use.
 //! * [`compare`], [`report`], [`plot`], [`calibrate`]: what reads a finished session.
-//! * [`bench`]: one model in one command, on top of the launcher.
+//! * [`mod@bench`]: one model in one command, on top of the launcher.
 //! * [`conformance`]: the worker protocol checked from outside.
 //! * [`guard`], [`manifest_cli`]: the manifest and its pins.
 //!

@@ -42,10 +42,6 @@ impl Group {
     pub fn gated(&self, energy: bool) -> bool {
         self.interleaved || energy
     }
-
-    pub fn len(&self) -> usize {
-        self.runs.len()
-    }
 }
 
 impl Schedule {

@@ -124,6 +124,7 @@ impl schemars::JsonSchema for Adapter {
 
 /// What a worker measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum), value(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Greedy generation of `max_new_tokens` tokens per request, per-token times recorded.

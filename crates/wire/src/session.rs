@@ -26,6 +26,7 @@ pub type CaseFiles = BTreeMap<String, BTreeMap<String, Sha256Digest>>;
 
 /// In which order workers of one cell run when repeated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum), value(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerOrder {
     /// Alternate the adapters and flip the starting one each repetition (ABBA…), so slow drift

@@ -22,7 +22,7 @@ use decode_baseline_wire::{
 use super::{hub, support::controlled_refusal};
 use crate::{
     guard::{chain, MANIFEST_NAME},
-    launcher::{self, RunArgs},
+    launcher::{self, RunOptions},
     manifest_cli::{self, PromptSource},
     session::{BenchRecord, ModelSource, BENCH_RECORD, BENCH_RECORD_SCHEMA_VERSION},
 };
@@ -75,11 +75,17 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = RunPolicy::frozen().job_deadline_s)]
     pub deadline_s: u32,
     /// Modes on each prompt length, comma-separated.
-    #[arg(short = 'm', long, value_delimiter = ',', value_parser = parse_mode, default_value = "headline,fixed_continuation,reference_pair")]
+    #[arg(
+        short = 'm',
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "headline,fixed_continuation,reference_pair"
+    )]
     pub modes: Vec<Mode>,
     /// Adapters, comma-separated. One the controlled loop cannot run on this model is left out,
     /// with the reason in the table and the report.
-    #[arg(short = 'a', long, value_delimiter = ',', value_parser = parse_adapter, default_value = "controlled,stock")]
+    #[arg(short = 'a', long, value_delimiter = ',', value_parser = Adapter::parse, default_value = "controlled,stock")]
     pub adapters: Vec<Adapter>,
     /// Worker runs per adapter and cell.
     #[arg(short = 'r', long, default_value_t = 1)]
@@ -87,7 +93,7 @@ pub struct BenchArgs {
     /// Worker order (req/session.md): `interleaved` (the default) loads the adapters' models
     /// together and alternates them request by request, so the machine's drift cancels in the
     /// ratio; `alternate` runs one worker at a time, for models too large to load twice.
-    #[arg(long, value_parser = parse_order, default_value = "interleaved")]
+    #[arg(long, value_enum, default_value = "interleaved")]
     pub order: WorkerOrder,
     /// Also run an A/A pair of each headline cell, which bounds the run-to-run noise that
     /// `compare` needs before it calls anything faster, slower or no different.
@@ -119,21 +125,6 @@ pub struct BenchArgs {
     /// Fail at once (exit 7) if another session holds the benchmark lease.
     #[arg(long)]
     pub no_wait: bool,
-}
-
-fn parse_order(text: &str) -> Result<WorkerOrder, String> {
-    serde_json::from_value(serde_json::Value::String(text.to_owned()))
-        .map_err(|_| format!("expected one of interleaved, alternate, fixed, found {text:?}"))
-}
-
-fn parse_mode(text: &str) -> Result<Mode, String> {
-    serde_json::from_value(serde_json::Value::String(text.to_owned()))
-        .map_err(|_| format!("unknown mode {text:?}; expected headline, fixed_continuation or reference_pair"))
-}
-
-fn parse_adapter(text: &str) -> Result<Adapter, String> {
-    serde_json::from_value(serde_json::Value::String(text.to_owned()))
-        .map_err(|_| format!("unknown adapter {text:?}; expected controlled or stock"))
 }
 
 /// The model folder and where it came from.
@@ -385,23 +376,28 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         eprintln!("bench: note: {note}");
     }
 
-    let code = launcher::run(RunArgs {
-        job: job_path,
-        no_wait: args.no_wait,
-        json: args.format == OutputFormat::Json,
-        dry_run: false,
-        session_dir: Some(session_dir.clone()),
-        quiet: args.format == OutputFormat::Markdown,
-        quiet_wait: args.quiet_wait,
-        cpus: args.cpus.clone(),
-        noise_profile: None,
-        until_decided: false,
-        budget: None,
-    })?;
-    let session_json = session_dir.join("session.json");
-    if session_json.is_file() && args.format != OutputFormat::Json {
-        let session = crate::session::load_session(&session_json)?;
-        let rows = crate::session::Rows::of(&session.report);
+    // The job written above is the session's record; the session runs from the job in hand, in
+    // this process, and hands its report back.
+    let resolved = launcher::session_job::resolve(job, &job_path)?;
+    let outcome = launcher::run_session(
+        resolved,
+        &RunOptions {
+            no_wait: args.no_wait,
+            json: args.format == OutputFormat::Json,
+            dry_run: false,
+            session_dir: Some(session_dir.clone()),
+            quiet: args.format == OutputFormat::Markdown,
+            quiet_wait: args.quiet_wait,
+            cpus: args.cpus.clone(),
+            noise_profile: None,
+            until_decided: false,
+            budget: None,
+        },
+    )?;
+    // The table only for a session whose `session.json` was written (its page and figures too).
+    let written = outcome.report.as_ref().filter(|_| outcome.code != ExitCode::OutputFailed);
+    if let Some(report) = written.filter(|_| args.format != OutputFormat::Json) {
+        let rows = crate::session::Rows::of(report);
         match args.format {
             OutputFormat::Markdown => print!("{}", crate::report::rows_markdown(&rows)),
             _ => print!("{}", crate::report::rows_text(&rows)),
@@ -412,7 +408,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         println!("report page: {}", session_dir.join(crate::report::PAGE).display());
         println!("bench to table: {:.1} s", started.elapsed().as_secs_f64());
     }
-    Ok(code)
+    Ok(outcome.code)
 }
 
 /// Writes `value` as `path` in the new session folder, once ([`once::link_new`]).

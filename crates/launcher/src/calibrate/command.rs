@@ -2,8 +2,9 @@
 //! fixture's L16 headline cell) of one loop against itself under a second name (`--loop
 //! controlled`: `controlled-b` against `controlled`; `--loop stock`: `stock-b` against `stock`,
 //! both declared in `workloads.json`), takes from each the paired-test log estimate `compare`
-//! would test (`crates/launcher/src/stats`), and writes their spread per design, pair and session size into
-//! the host's profile file (`profiles.rs`, which also says how a row of two loops uses both).
+//! would test (`crate::stats`), and writes their spread per design, pair and session size into
+//! the host's profile file (`crate::noise_profiles`, which also says how a row of two loops uses
+//! both).
 
 use std::path::PathBuf;
 
@@ -18,7 +19,7 @@ use serde_json::json;
 use crate::noise_profiles as profiles;
 use crate::{
     compare::{self, RowResult, Settings},
-    launcher::{self, placement::Cpus, RunArgs},
+    launcher::{self, placement::Cpus, RunArgs, RunOptions},
 };
 
 /// The cell every calibration session runs: the tiny fixture's L16 headline cell.
@@ -193,16 +194,18 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Vec<PathBuf>> {
         eprintln!("calibrate: session {}/{} in {}", i + 1, args.sessions, dir.display());
         let code = launcher::run(RunArgs {
             job: job.clone(),
-            no_wait: false,
-            json: false,
-            dry_run: false,
-            quiet_wait: 0,
-            cpus: args.cpus.clone(),
-            noise_profile: None,
-            until_decided: false,
-            budget: None,
-            session_dir: Some(dir.clone()),
-            quiet: true,
+            options: RunOptions {
+                no_wait: false,
+                json: false,
+                dry_run: false,
+                quiet_wait: 0,
+                cpus: args.cpus.clone(),
+                noise_profile: None,
+                until_decided: false,
+                budget: None,
+                session_dir: Some(dir.clone()),
+                quiet: true,
+            },
         })?;
         if code != ExitCode::Ok {
             anyhow::bail!("calibration session {} ended with {code:?}; nothing written", dir.display());

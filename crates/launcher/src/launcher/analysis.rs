@@ -364,31 +364,8 @@ pub fn table(
         for row in tested.iter().filter(|r| r.cell == cell.cell && cell.mode != Mode::ReferencePair) {
             out.push_str(&verdict_line(row, w, reference));
         }
-        for (adapter, g) in &cell.argmax {
-            out.push_str(&format!(
-                "{:<w$} argmax {}: {} steps, {} mismatches, ties at {:?}\n",
-                cell.cell,
-                pair_label(adapter, reference),
-                g.steps_compared,
-                g.mismatches.len(),
-                g.tie_positions
-            ));
-        }
-        for (adapter, s) in &cell.stream {
-            let at = s.first_divergence.as_ref().map_or("the end".to_owned(), |m| format!("position {}", m.position));
-            let verdict = match (s.identical, s.diverged_at_tie) {
-                (true, _) => "identical".to_owned(),
-                (false, true) => {
-                    format!("diverge at {at}, at an exact top-1/top-2 tie (either token is a greedy choice)")
-                }
-                (false, false) => format!("diverge at {at}"),
-            };
-            out.push_str(&format!(
-                "{:<w$} reference streams {}: {} tokens, {verdict}\n",
-                cell.cell,
-                pair_label(adapter, reference),
-                s.tokens_compared
-            ));
+        for line in crate::session::agreement(cell, reference) {
+            out.push_str(&format!("{:<w$} {line}\n", cell.cell));
         }
     }
     for line in crate::compare::profile_lines(&tested) {

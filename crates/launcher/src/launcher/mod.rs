@@ -24,4 +24,4 @@ mod supervise;
 pub mod validate;
 mod worker_job;
 
-pub use run::{new_session_dir, run, RunArgs};
+pub use run::{new_session_dir, run, run_session, RunArgs, RunOptions, SessionOutcome};

@@ -41,6 +41,14 @@ pub struct RunArgs {
     /// The session job (JSON, see req/session.md).
     #[arg(long)]
     pub job: PathBuf,
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// How a session runs and shows its result: everything of `run` but the job, so that a caller
+/// with a job in hand (`bench`) runs it through [`run_session`].
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunOptions {
     /// Fail at once (exit 7) if another session holds the benchmark lease, instead of waiting.
     #[arg(long)]
     pub no_wait: bool,
@@ -86,24 +94,44 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
-/// Runs a session: prepare (job, manifest, plan, folders, worker jobs) → execute (each group
-/// of workers) → finish (analysis, `session.json`, the table, the exit code).
+/// `decode-baseline run`: the session job at `args.job`, run by [`run_session`].
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let resolved = session_job::load(&args.job)?;
+    Ok(run_session(resolved, &args.options)?.code)
+}
+
+/// How a session ended: its exit code, and its report when it ran (also when `session.json`
+/// could not be written: the report is whole, only its file is missing).
+#[derive(Debug)]
+pub struct SessionOutcome {
+    pub code: ExitCode,
+    pub report: Option<SessionReport>,
+}
+
+impl SessionOutcome {
+    fn without_report(code: ExitCode) -> Self {
+        SessionOutcome { code, report: None }
+    }
+}
+
+/// Runs a session: prepare (manifest, schedule, folders, worker jobs) → execute (each group
+/// of workers) → finish (analysis, `session.json`, the table, the exit code).
+pub fn run_session(resolved: session_job::ResolvedJob, options: &RunOptions) -> anyhow::Result<SessionOutcome> {
     // Opened before anything is created: a bad DECODE_BASELINE_FAKE_ENERGY is bad input.
     let mut meter = energy::Meter::from_environment().map_err(crate::exit::bad_input)?;
-    let session = match prepare(&args, meter.is_active())? {
+    let session = match prepare(resolved, options, meter.is_active())? {
         Ok(session) => session,
-        Err(code) => return Ok(code),
+        Err(code) => return Ok(SessionOutcome::without_report(code)),
     };
-    if args.dry_run {
+    if options.dry_run {
         println!("session folder: {}", session.dir.display());
         for p in &session.prepared {
             println!("{}", p.command.join(" "));
         }
-        return Ok(ExitCode::Ok);
+        return Ok(SessionOutcome::without_report(ExitCode::Ok));
     }
-    let executed = execute(&session, args.quiet_wait, &mut Processes, &mut meter)?;
-    finish(session, executed, &Show::of(&args))
+    let executed = execute(&session, options.quiet_wait, &mut Processes, &mut meter)?;
+    finish(session, executed, &Show::of(options))
 }
 
 /// A session with its folder, its marker and every worker's folder and job written.
@@ -133,14 +161,17 @@ struct Session {
 /// Prepares a session; `Err` holds the exit code of a session refused before it started.
 /// `energy`: an energy source is active, so every worker goes through the request gate (an
 /// interleaved group's members do anyway), where the launcher reads energy per request.
-fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitCode>> {
+fn prepare(
+    mut resolved: session_job::ResolvedJob,
+    args: &RunOptions,
+    energy: bool,
+) -> anyhow::Result<Result<Session, ExitCode>> {
     // A full disk can show up as RLIMIT_FSIZE, whose SIGXFSZ would kill the launcher in the
     // middle of writing `session.json` without a word. Ignored, the write fails with EFBIG,
     // the temp is removed and the error is reported. Workers inherit the ignored disposition.
     // SAFETY: setting a disposition to SIG_IGN installs no handler code.
     unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGXFSZ, nix::sys::signal::SigHandler::SigIgn) }
         .context("failed to ignore SIGXFSZ")?;
-    let mut resolved = session_job::load(&args.job)?;
     let loaded = match load_manifest(&resolved.manifest_path) {
         Ok(loaded) => loaded,
         Err(err)
@@ -258,7 +289,7 @@ fn prepare(args: &RunArgs, energy: bool) -> anyhow::Result<Result<Session, ExitC
     // Every worker's folder and job first: a dry run stops here, a real run finds them ready.
     let mut prepared = Vec::new();
     let gated: Vec<bool> =
-        schedule.groups().iter().flat_map(|g| std::iter::repeat_n(g.gated(energy), g.len())).collect();
+        schedule.groups().iter().flat_map(|g| std::iter::repeat_n(g.gated(energy), g.runs.len())).collect();
     for (sequence, planned) in runs.iter().enumerate() {
         let out_dir = dir.join(planned.cell.name()).join(planned.folder_name());
         std::fs::create_dir_all(out_dir.parent().unwrap())
@@ -461,14 +492,14 @@ struct Show {
 }
 
 impl Show {
-    fn of(args: &RunArgs) -> Self {
+    fn of(args: &RunOptions) -> Self {
         Self { json: args.json, quiet: args.quiet, noise_profile: args.noise_profile.clone() }
     }
 }
 
 /// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
-/// the result and returns the session's exit code.
-fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<ExitCode> {
+/// the result and returns the session's exit code with its report.
+fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<SessionOutcome> {
     let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus, sequential } =
         executed;
     let reference = session.resolved.job.reference();
@@ -522,7 +553,7 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
             report.status,
             session_dir.display()
         );
-        return Ok(ExitCode::OutputFailed);
+        return Ok(SessionOutcome { code: ExitCode::OutputFailed, report: Some(report) });
     }
     if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
         eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
@@ -546,7 +577,7 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<E
         }
         println!("session: {:?}, report: {}", report.status, session_dir.join("session.json").display());
     }
-    Ok(status.exit_code())
+    Ok(SessionOutcome { code: status.exit_code(), report: Some(report) })
 }
 
 /// Refuses a group of runs whose models' weights, loaded at once, exceed the available memory.
@@ -559,7 +590,7 @@ fn check_memory(loaded: &LoadedManifest, schedule: &Schedule, repo: &Path) -> Re
             .filter_map(|run| loaded.manifest.cases.get(&run.cell.case))
             .map(|case| memory::weight_bytes(&worker_job::model_dir(case, repo)))
             .sum();
-        memory::check_fits(&runs[group.runs.start].cell.name(), group.len(), needed, available)?;
+        memory::check_fits(&runs[group.runs.start].cell.name(), group.runs.len(), needed, available)?;
     }
     Ok(())
 }
@@ -911,8 +942,8 @@ mod tests {
         });
         let job_path = root.join("job.json");
         std::fs::write(&job_path, job.to_string()).unwrap();
-        let args = RunArgs {
-            job: job_path,
+        let resolved = session_job::load(&job_path).unwrap();
+        let options = RunOptions {
             no_wait: true,
             json: false,
             // Prepared as a dry run prepares it: no lease, no launcher marker.
@@ -925,7 +956,8 @@ mod tests {
             session_dir: None,
             quiet: true,
         };
-        let session = prepare(&args, energy).unwrap().unwrap_or_else(|code| panic!("prepare refused with {code:?}"));
+        let session =
+            prepare(resolved, &options, energy).unwrap().unwrap_or_else(|code| panic!("prepare refused with {code:?}"));
         let fake = FakeWorkers {
             status,
             code_version: decode_baseline_pins::code_version(&session.repo),
@@ -965,7 +997,7 @@ mod tests {
         let spec = "watts=120,throttle_every=5";
         let mut meter = fake_meter(spec);
         let executed = execute(&session, 0, &mut fake, &mut meter).unwrap();
-        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+        assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         let record = report.energy.as_ref().expect("an energy record");
         assert_eq!(record.fake.as_deref(), Some(spec));
@@ -1015,7 +1047,7 @@ mod tests {
         let dir = session.dir.clone();
         let mut meter = fake_meter("watts=120");
         let executed = execute(&session, 0, &mut fake, &mut meter).unwrap();
-        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+        assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         let record = report.energy.as_ref().expect("an energy record");
         assert_eq!(record.idle.len(), report.workers.len(), "one idle reading before each lone worker");
@@ -1048,7 +1080,7 @@ mod tests {
         let dir = session.dir.clone();
         let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
         assert_eq!(executed.quiet_wait, std::time::Duration::ZERO);
-        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+        assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert_eq!(report.quiet_wait_ns, Some(0));
         let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
@@ -1061,7 +1093,7 @@ mod tests {
         let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
         let dir = session.dir.clone();
         let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
-        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+        assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert!(report.workers.iter().all(|w| w.energy.is_none()));
         let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
@@ -1083,15 +1115,21 @@ mod tests {
         let dir = session.dir.clone();
         let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
         assert!(executed.problems.is_empty(), "{:?}", executed.problems);
-        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::Ok);
+        assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
 
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert_eq!(report.status, SessionStatus::Ok, "{:?}", report.problems);
         assert_eq!(report.workers.len(), 4);
         assert!(report.workers.iter().all(|w| w.validation_errors.is_empty() && w.exit_code == Some(0)));
         let analysis = report.analysis.expect("an analysis");
-        let headline = serde_json::to_value(&analysis).unwrap().to_string();
-        assert!(headline.contains("tiny-qwen3.tiny-qwen3-L16.headline"), "{headline}");
+        let headline = analysis.cells.iter().find(|c| c.cell == "tiny-qwen3.tiny-qwen3-L16.headline").expect("headline");
+        // Both fake adapters take 500 ns a step: the medians are 500 ns and the ratio is 1.
+        for adapter in [Adapter::Controlled, Adapter::Stock] {
+            assert_eq!(headline.adapters[&adapter].per_token_ns.median, 500.0, "{adapter:?}");
+        }
+        let (_, ratio) = headline.ratio_to_reference(&Adapter::Controlled).expect("controlled against stock");
+        assert!((ratio.ratio - 1.0).abs() < 1e-12, "{ratio:?}");
+        assert!(ratio.ci.lower <= 1.0 && 1.0 <= ratio.ci.upper, "{ratio:?}");
         assert!(dir.join(crate::report::PAGE).is_file());
     }
 
@@ -1101,7 +1139,7 @@ mod tests {
         let (session, mut fake) = prepared_session(tmp.path(), Status::Failed);
         let dir = session.dir.clone();
         let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
-        assert_eq!(finish(session, executed, &SHOW).unwrap(), ExitCode::WorkerFailed);
+        assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::WorkerFailed);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert_eq!(report.status, SessionStatus::WorkerFailed);
         assert!(

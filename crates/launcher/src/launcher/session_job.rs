@@ -42,10 +42,18 @@ pub struct ResolvedJob {
     pub output_root: PathBuf,
 }
 
+/// Reads the session job at `path` and [`resolve`]s it.
 pub fn load(path: &Path) -> Result<ResolvedJob, JobError> {
     let bytes = std::fs::read(path).map_err(|source| JobError::Read { path: path.to_owned(), source })?;
     let job: SessionJob =
         serde_json::from_slice(&bytes).map_err(|source| JobError::Parse { path: path.to_owned(), source })?;
+    resolve(job, path)
+}
+
+/// Checks a session job's fields and resolves its paths against the folder of `path` (where
+/// the job is, or stands for: `bench` resolves the job it made in memory against the session
+/// folder it writes the job into).
+pub fn resolve(job: SessionJob, path: &Path) -> Result<ResolvedJob, JobError> {
     let field = |field, problem: String| JobError::Field { path: path.to_owned(), field, problem };
     if job.schema_version != SESSION_JOB_SCHEMA_VERSION {
         return Err(JobError::Version {

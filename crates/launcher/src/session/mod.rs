@@ -14,5 +14,5 @@ mod upgrade;
 pub use bench_record::{BenchRecord, ModelSource, BENCH_RECORD, BENCH_RECORD_SCHEMA_VERSION};
 pub use load::{load_session, LoadedSession};
 pub use read_error::ReadError;
-pub use rows::{DepthPoint, Row, Rows};
+pub use rows::{agreement, DepthPoint, Row, Rows};
 pub use samples::{cells, request_pairs, CellData, MeasuredRequest};

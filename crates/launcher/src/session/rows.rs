@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use decode_baseline_wire::{
-    analysis::pair_label,
+    analysis::{pair_label, CellAnalysis},
     report::{Phase, Status},
     session::SessionReport,
     Adapter,
@@ -129,29 +129,7 @@ impl Rows {
                     ));
                 }
             }
-            for (adapter, a) in &cell.argmax {
-                out.agreement.push(format!(
-                    "{}: {} argmax over {} steps, {} mismatches, ties at {:?}",
-                    cell.cell,
-                    pair_label(adapter, reference),
-                    a.steps_compared,
-                    a.mismatches.len(),
-                    a.tie_positions
-                ));
-            }
-            for (adapter, s) in &cell.stream {
-                let verdict = if s.identical {
-                    "identical".to_owned()
-                } else {
-                    format!("diverge: {}", s.first_divergence.as_ref().map_or("?".into(), divergence))
-                };
-                out.agreement.push(format!(
-                    "{}: {} reference streams over {} tokens, {verdict}",
-                    cell.cell,
-                    pair_label(adapter, reference),
-                    s.tokens_compared
-                ));
-            }
+            out.agreement.extend(agreement(cell, reference).into_iter().map(|line| format!("{}: {line}", cell.cell)));
         }
         out
     }
@@ -188,9 +166,29 @@ impl Rows {
     }
 }
 
-/// The first divergence as the page has always shown it: its JSON, keys sorted.
-fn divergence(mismatch: &decode_baseline_wire::analysis::Mismatch) -> String {
-    serde_json::to_value(mismatch).map_or_else(|_| "?".to_owned(), |v| v.to_string())
+/// The agreement checks of one cell, one sentence each, as every view words them (the table
+/// puts the cell before it, the page and Markdown `cell: `): the argmax of fixed-continuation,
+/// then the reference streams.
+pub fn agreement(cell: &CellAnalysis, reference: &Adapter) -> Vec<String> {
+    let argmax = cell.argmax.iter().map(|(adapter, g)| {
+        format!(
+            "argmax {}: {} steps, {} mismatches, ties at {:?}",
+            pair_label(adapter, reference),
+            g.steps_compared,
+            g.mismatches.len(),
+            g.tie_positions
+        )
+    });
+    let streams = cell.stream.iter().map(|(adapter, s)| {
+        let at = s.first_divergence.as_ref().map_or("the end".to_owned(), |m| format!("position {}", m.position));
+        let verdict = match (s.identical, s.diverged_at_tie) {
+            (true, _) => "identical".to_owned(),
+            (false, true) => format!("diverge at {at}, at an exact top-1/top-2 tie (either token is a greedy choice)"),
+            (false, false) => format!("diverge at {at}"),
+        };
+        format!("reference streams {}: {} tokens, {verdict}", pair_label(adapter, reference), s.tokens_compared)
+    });
+    argmax.chain(streams).collect()
 }
 
 /// The case, the prompt length and the largest peak memory of the measured requests of one cell
