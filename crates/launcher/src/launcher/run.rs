@@ -1122,7 +1122,8 @@ mod tests {
         assert_eq!(report.workers.len(), 4);
         assert!(report.workers.iter().all(|w| w.validation_errors.is_empty() && w.exit_code == Some(0)));
         let analysis = report.analysis.expect("an analysis");
-        let headline = analysis.cells.iter().find(|c| c.cell == "tiny-qwen3.tiny-qwen3-L16.headline").expect("headline");
+        let headline =
+            analysis.cells.iter().find(|c| c.cell == "tiny-qwen3.tiny-qwen3-L16.headline").expect("headline");
         // Both fake adapters take 500 ns a step: the medians are 500 ns and the ratio is 1.
         for adapter in [Adapter::Controlled, Adapter::Stock] {
             assert_eq!(headline.adapters[&adapter].per_token_ns.median, 500.0, "{adapter:?}");
