@@ -21,6 +21,7 @@ use decode_baseline_wire::{
 
 use super::{hub, support::controlled_refusal};
 use crate::{
+    export::Exporter,
     guard::{chain, MANIFEST_NAME},
     launcher::{self, RunOptions},
     manifest_cli::{self, PromptSource},
@@ -397,11 +398,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     // The table only for a session whose `session.json` was written (its page and figures too).
     let written = outcome.report.as_ref().filter(|_| outcome.code != ExitCode::OutputFailed);
     if let Some(report) = written.filter(|_| args.format != OutputFormat::Json) {
-        let rows = crate::session::Rows::of(report);
-        match args.format {
-            OutputFormat::Markdown => print!("{}", crate::report::rows_markdown(&rows)),
-            _ => print!("{}", crate::report::rows_text(&rows)),
-        }
+        let view = crate::report::SessionView { report, profiles: None, dir: &session_dir };
+        let exporter: &dyn Exporter<_> =
+            if args.format == OutputFormat::Markdown { &crate::report::Markdown } else { &crate::report::Headline };
+        print!("{}", exporter.export(&view)?);
         for note in &notes {
             println!("note: {note}");
         }

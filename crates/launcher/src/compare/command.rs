@@ -6,10 +6,11 @@ use std::{io::Write, path::PathBuf};
 use crate::stats::DecisionConfig;
 use decode_baseline_wire::ExitCode;
 
-use super::{estimate, render};
+use super::{estimate, estimate::CompareReport, render};
+use crate::export::Exporter;
 use crate::session::load_session;
 
-/// Output formats.
+/// Output formats, one exporter each ([`Format::exporter`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Aligned columns for a terminal.
@@ -20,6 +21,18 @@ pub enum Format {
     Json,
     /// One line per row.
     Csv,
+}
+
+impl Format {
+    /// The exporter of this format.
+    pub fn exporter(self) -> &'static dyn Exporter<CompareReport> {
+        match self {
+            Format::Table => &super::Table,
+            Format::Markdown => &super::Markdown,
+            Format::Json => &super::Json,
+            Format::Csv => &super::Csv,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -117,17 +130,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     for line in render::profile_lines(&report.rows) {
         eprintln!("decode-baseline: {line}");
     }
-    let text = match args.format {
-        Format::Table => render::table(&report),
-        Format::Markdown => render::markdown(&report),
-        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Csv => {
-            if !report.mismatches.is_empty() {
-                eprint!("{}", render::mismatch_list(&report));
-            }
-            render::csv(&report)
-        }
-    };
+    // CSV keeps stdout to the table: its mismatch list goes to stderr.
+    if args.format == Format::Csv && !report.mismatches.is_empty() {
+        eprint!("{}", render::mismatch_list(&report));
+    }
+    let text = args.format.exporter().export(&report)?;
     if report.refused {
         eprintln!(
             "decode-baseline: compare refused: {} difference(s); see the list above or --allow-mismatch",

@@ -6,16 +6,24 @@
 
 mod aa;
 mod command;
+mod csv;
 mod energy;
 mod error;
 mod estimate;
 mod identity;
+mod json;
+mod markdown;
 mod render;
 mod rule;
 #[cfg(test)]
 pub(crate) mod schema;
+mod table;
 
-pub use command::{run, CompareArgs};
+pub use command::{run, CompareArgs, Format};
+pub use csv::Csv;
 pub use error::CompareError;
 pub use estimate::{compare_within, within_rows, Row, RowResult, Settings};
+pub use json::Json;
+pub use markdown::Markdown;
 pub use render::{error_words, profile_lines};
+pub use table::Table;

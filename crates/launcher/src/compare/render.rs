@@ -1,6 +1,6 @@
-//! The four faces of a comparison: a terminal table, Markdown for a pull request, JSON (the
-//! `CompareReport` as is) and CSV (one line per row; the mismatch list goes to stderr so the
-//! stdout stays one table).
+//! The words and cells every face of a comparison shares (title, lines, header, row cells,
+//! verdict); the faces themselves are one exporter each: `table.rs`, `markdown.rs`, `csv.rs`,
+//! `json.rs`.
 
 use std::collections::BTreeMap;
 
@@ -91,7 +91,7 @@ fn within_pair(report: &CompareReport) -> (String, String) {
 }
 
 /// The cells of one row, in header order.
-fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
+pub(super) fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
     let mut cells = vec![row.cell.clone()];
     if shows_adapter(report) {
         cells.push(row.adapter.as_ref().map_or("-", |a| a.as_str()).to_owned());
@@ -113,7 +113,7 @@ fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
     cells
 }
 
-fn header(report: &CompareReport) -> Vec<String> {
+pub(super) fn header(report: &CompareReport) -> Vec<String> {
     let (num, den) = match report.kind {
         Kind::WithinSession => within_pair(report),
         Kind::AcrossSessions => ("B".to_owned(), "A".to_owned()),
@@ -136,7 +136,7 @@ fn header(report: &CompareReport) -> Vec<String> {
 }
 
 /// What was compared, in one sentence.
-fn title(report: &CompareReport) -> String {
+pub(super) fn title(report: &CompareReport) -> String {
     match (&report.kind, &report.b) {
         (Kind::AcrossSessions, Some(b)) => format!(
             "session B {} ({}) against session A {} ({}), per adapter",
@@ -156,7 +156,7 @@ fn title(report: &CompareReport) -> String {
 /// The MLX version difference, when it was asked for or is there: e.g. `MLX versions: A mlx
 /// 0.32.2, mlx_lm 0.32.2; B mlx 0.32.4, mlx_lm 0.32.2 (--across-versions; differ in mlx_version,
 /// lock_sha256, libmlx_sha256)`.
-fn versions_line(report: &CompareReport) -> Option<String> {
+pub(super) fn versions_line(report: &CompareReport) -> Option<String> {
     let v = report.versions.as_ref().filter(|v| v.across_versions || !v.differences.is_empty())?;
     let fields: Vec<&str> = v.differences.iter().map(|m| m.field.as_str()).collect();
     let differ =
@@ -167,7 +167,7 @@ fn versions_line(report: &CompareReport) -> Option<String> {
 
 /// The backend and device differences asked for with `--across-devices`, e.g. `devices
 /// (--across-devices): backend cpu vs cuda; device AMD EPYC 9B14 vs NVIDIA H200, ...`.
-fn devices_line(report: &CompareReport) -> Option<String> {
+pub(super) fn devices_line(report: &CompareReport) -> Option<String> {
     if report.device_differences.is_empty() {
         return None;
     }
@@ -181,7 +181,7 @@ fn status_word(status: decode_baseline_wire::session::SessionStatus) -> String {
     serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
-fn ratio_line(report: &CompareReport) -> String {
+pub(super) fn ratio_line(report: &CompareReport) -> String {
     match report.kind {
         Kind::WithinSession => {
             let (num, den) = within_pair(report);
@@ -284,7 +284,7 @@ fn warning_lines(report: &CompareReport) -> Vec<String> {
     out
 }
 
-fn mismatch_intro(report: &CompareReport) -> String {
+pub(super) fn mismatch_intro(report: &CompareReport) -> String {
     let who = match report.kind {
         Kind::WithinSession => "the controlled and stock workers differ (a: controlled, b: stock)",
         Kind::AcrossSessions => "the sessions differ (a: session A, b: session B)",
@@ -299,7 +299,7 @@ fn mismatch_intro(report: &CompareReport) -> String {
     }
 }
 
-fn verdict_line(report: &CompareReport) -> String {
+pub(super) fn verdict_line(report: &CompareReport) -> String {
     match report.verdict {
         Some(v) => format!("verdict: {} (exit {})", v.words(), report.exit_code),
         None => format!("verdict: refused (exit {})", report.exit_code),
@@ -307,7 +307,7 @@ fn verdict_line(report: &CompareReport) -> String {
 }
 
 /// The index of the last leading text column (cell, [adapter,] basis).
-fn text_columns(report: &CompareReport) -> usize {
+pub(super) fn text_columns(report: &CompareReport) -> usize {
     if shows_adapter(report) {
         2
     } else {
@@ -315,185 +315,13 @@ fn text_columns(report: &CompareReport) -> usize {
     }
 }
 
-fn extra_cells(report: &CompareReport) -> Vec<String> {
+pub(super) fn extra_cells(report: &CompareReport) -> Vec<String> {
     let mut out = warning_lines(report);
     if !report.only_in_a.is_empty() {
         out.push(format!("only in A (not compared): {}", report.only_in_a.join(", ")));
     }
     if !report.only_in_b.is_empty() {
         out.push(format!("only in B (not compared): {}", report.only_in_b.join(", ")));
-    }
-    out
-}
-
-/// The terminal table.
-pub fn table(report: &CompareReport) -> String {
-    let mut out = String::new();
-    if !report.mismatches.is_empty() {
-        out.push_str(&mismatch_intro(report));
-        out.push('\n');
-        for m in &report.mismatches {
-            out.push_str(&format!("  - {m}\n"));
-        }
-        out.push('\n');
-    }
-    out.push_str(&title(report));
-    out.push('\n');
-    for line in [versions_line(report), devices_line(report)].into_iter().flatten() {
-        out.push_str(&line);
-        out.push('\n');
-    }
-    if !report.refused {
-        for line in [ratio_line(report), test_line(report), rule_line(report)] {
-            out.push_str(&line);
-            out.push('\n');
-        }
-        out.push('\n');
-        let mut lines = vec![header(report)];
-        lines.extend(report.rows.iter().map(|r| row_cells(report, r)));
-        let columns = lines[0].len();
-        let widths: Vec<usize> =
-            (0..columns).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
-        // Text columns (cell, adapter, basis, verdict) left, numbers right.
-        let text = |i: usize| i <= text_columns(report) || i + 1 >= columns;
-        for line in &lines {
-            let padded: Vec<String> = line
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let pad = " ".repeat(widths[i] - c.chars().count());
-                    if text(i) {
-                        format!("{c}{pad}")
-                    } else {
-                        format!("{pad}{c}")
-                    }
-                })
-                .collect();
-            out.push_str(padded.join("  ").trim_end());
-            out.push('\n');
-        }
-        for line in extra_cells(report).into_iter().chain(super::energy::lines(&report.energy, &report.settings)) {
-            out.push_str(&line);
-            out.push('\n');
-        }
-        out.push('\n');
-    }
-    out.push_str(&verdict_line(report));
-    out.push('\n');
-    out
-}
-
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
-/// Markdown for a pull request.
-pub fn markdown(report: &CompareReport) -> String {
-    let mut out = format!("### decode-baseline compare\n\n{}.\n", title(report));
-    for line in [versions_line(report), devices_line(report)].into_iter().flatten() {
-        out.push_str(&format!("{}.\n", md_escape(&line)));
-    }
-    if !report.mismatches.is_empty() {
-        out.push_str(&format!("\n> **{}**\n>\n", md_escape(&mismatch_intro(report))));
-        for m in &report.mismatches {
-            out.push_str(&format!("> - `{}`: `{}` vs `{}`\n", md_escape(&m.field), md_escape(&m.a), md_escape(&m.b)));
-        }
-    }
-    if !report.refused {
-        out.push_str(&format!(
-            "\n{}.\n{}.\n{}.\n\n",
-            ratio_line(report),
-            md_escape(&test_line(report)),
-            md_escape(&rule_line(report))
-        ));
-        let head = header(report);
-        out.push_str(&format!("| {} |\n", head.join(" | ")));
-        let align: Vec<&str> = (0..head.len())
-            .map(|i| {
-                let text = i <= text_columns(report) || i + 1 >= head.len();
-                if text {
-                    "---"
-                } else {
-                    "---:"
-                }
-            })
-            .collect();
-        out.push_str(&format!("|{}|\n", align.join("|")));
-        for row in &report.rows {
-            let mut cells: Vec<String> = row_cells(report, row).iter().map(|c| md_escape(c)).collect();
-            cells[0] = format!("`{}`", cells[0]);
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
-        }
-        for line in extra_cells(report).into_iter().chain(super::energy::lines(&report.energy, &report.settings)) {
-            out.push_str(&format!("\n{}\n", md_escape(&line)));
-        }
-    }
-    out.push_str(&format!("\n**{}**\n", verdict_line(report)));
-    out
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
-
-/// CSV, one line per time row; numbers unformatted (ns, plain ratios). The energy rows are in
-/// the JSON (and each session's `energy.csv`), not here: they have other columns.
-pub fn csv(report: &CompareReport) -> String {
-    let mut out = String::from(
-        "cell,mode,adapter,basis,against,numerator,denominator,numerator_median_ns,denominator_median_ns,\
-         numerator_requests,denominator_requests,ratio,ci_lower,ci_upper,confidence,rule,error,se,df,p_value,\
-         holm_level,equivalence_p_value,margin,mde,aa_ratios,judged,verdict,reason\n",
-    );
-    let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    for row in &report.rows {
-        let mut f = vec![
-            row.cell.clone(),
-            row.mode.as_str().to_owned(),
-            row.adapter.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
-            serde_json::to_value(row.basis).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
-            row.against.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
-            row.numerator.label.clone(),
-            row.denominator.label.clone(),
-            num(row.numerator.median_ns),
-            num(row.denominator.median_ns),
-            row.numerator.requests.to_string(),
-            row.denominator.requests.to_string(),
-        ];
-        match &row.outcome {
-            RowResult::Compared { decision: d, aa, warnings, .. } => {
-                let enum_word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_owned();
-                let aa_ratios: Vec<String> = aa.iter().filter_map(|r| r.ratio()).map(|x| format!("{x}")).collect();
-                f.extend([
-                    format!("{}", d.ratio),
-                    format!("{}", d.ci.lower),
-                    format!("{}", d.ci.upper),
-                    format!("{}", d.ci.confidence),
-                    enum_word(serde_json::to_value(d.rule).unwrap_or_default()),
-                    enum_word(serde_json::to_value(d.error).unwrap_or_default()),
-                    format!("{}", d.se),
-                    format!("{}", d.df),
-                    format!("{}", d.p_value),
-                    format!("{}", d.holm_level),
-                    format!("{}", d.equivalence_p_value),
-                    format!("{}", d.config.margin),
-                    format!("{}", d.mde),
-                    aa_ratios.join(" "),
-                    row.judged.to_string(),
-                    enum_word(serde_json::to_value(d.verdict).unwrap_or_default()),
-                    warnings.join("; "),
-                ]);
-            }
-            RowResult::NotCompared { reason } => {
-                f.extend(std::iter::repeat_n(String::new(), 14));
-                f.extend([row.judged.to_string(), "not_compared".to_owned(), reason.clone()]);
-            }
-        }
-        out.push_str(&f.iter().map(|s| csv_field(s)).collect::<Vec<_>>().join(","));
-        out.push('\n');
     }
     out
 }

@@ -7,7 +7,9 @@ use std::{
 };
 
 use crate::{
-    energy, host,
+    energy,
+    export::Exporter,
+    host,
     schedule::{self, Schedule},
 };
 use anyhow::Context;
@@ -568,10 +570,12 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<S
         for problem in &report.problems {
             eprintln!("problem: {problem}");
         }
-    } else if show.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", analysis::table(&report, &analysis.body, profiles.as_ref()));
+        let view = crate::report::SessionView { report: &report, profiles: profiles.as_ref(), dir: &session_dir };
+        let exporter: &dyn Exporter<_> = if show.json { &crate::report::Json } else { &crate::report::Table };
+        print!("{}", exporter.export(&view)?);
+    }
+    if !show.quiet && !show.json {
         for problem in &report.problems {
             eprintln!("problem: {problem}");
         }
@@ -989,6 +993,12 @@ mod tests {
         )
     }
 
+    /// `run`'s summary table of a session written by these tests.
+    fn table_of(report: &SessionReport) -> String {
+        let view = crate::report::SessionView { report, profiles: None, dir: Path::new(".") };
+        crate::report::Table.export(&view).unwrap()
+    }
+
     #[test]
     fn an_interleaved_session_with_the_fake_source_records_energy_and_marks_it_fake() {
         let tmp = tempfile::tempdir().unwrap();
@@ -1012,7 +1022,7 @@ mod tests {
         assert!(domain.adapters.contains_key(&Adapter::Stock) && domain.adapters.contains_key(&Adapter::Controlled));
         let paired = &domain.paired[&Adapter::Controlled];
         assert!(paired.throttled_pairs > 0, "every fifth reading is throttled: {paired:?}");
-        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
+        let table = table_of(&report);
         assert!(
             table.contains("energy: FAKE source (DECODE_BASELINE_FAKE_ENERGY=watts=120,throttle_every=5)"),
             "{table}"
@@ -1069,7 +1079,7 @@ mod tests {
             .filter(|q| matches!(q.phase, Some(decode_baseline_wire::report::Phase::Measured) | None))
             .count();
         assert_eq!(paired.pairs, measured, "{paired:?}");
-        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
+        let table = table_of(&report);
         assert!(table.contains("controlled/stock energy"), "{table}");
     }
 
@@ -1083,7 +1093,7 @@ mod tests {
         assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert_eq!(report.quiet_wait_ns, Some(0));
-        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
+        let table = table_of(&report);
         assert!(!table.contains("quiet host"), "{table}");
     }
 
@@ -1096,7 +1106,7 @@ mod tests {
         assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert!(report.workers.iter().all(|w| w.energy.is_none()));
-        let table = analysis::table(&report, &report.analysis.clone().unwrap(), None);
+        let table = table_of(&report);
         let lines: Vec<&str> = table.lines().filter(|l| l.starts_with("energy")).collect();
         assert_eq!(
             lines,

@@ -1,15 +1,25 @@
-//! The human views of a session: the rows every table shows, and the report page
-//! (`index.html`) that `run` and `bench` write into every session folder and `report` rewrites.
+//! The views of a finished session, one exporter per format ([`crate::export::Exporter`] of a
+//! [`SessionView`]): `run`'s summary table, `bench`'s headline table, Markdown, JSON and the
+//! report page (`index.html`) that `run` and `bench` write into every session folder and
+//! `report` rewrites; and the sentences they share.
 
 mod command;
 mod energy;
+mod json;
 mod lines;
 mod page;
 mod rows;
 mod sequential;
+mod table;
+mod view;
 
 pub use command::{run, ReportArgs};
+pub use json::Json;
 pub use lines::{placement_line, replaced_line};
-pub use page::{write_page, PAGE};
-pub use rows::{markdown as rows_markdown, text as rows_text};
+pub use page::{write_page, Html, PAGE};
+pub use rows::{Headline, Markdown};
 pub use sequential::lines as sequential_lines;
+#[cfg(test)]
+pub(crate) use table::table;
+pub use table::Table;
+pub use view::SessionView;

@@ -14,8 +14,10 @@ use std::{fmt::Write as _, io::Write as _, os::unix::fs::PermissionsExt, path::P
 
 use decode_baseline_wire::session::SessionReport;
 
+use super::SessionView;
 use crate::{
     duration::human_ns,
+    export::Exporter,
     noise_profiles::Profiles,
     plot::{esc, Figure},
     session::{BenchRecord, ModelSource, Rows},
@@ -72,6 +74,15 @@ fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> a
     Ok(h)
 }
 
+/// The report page: one self-contained HTML file.
+pub struct Html;
+
+impl Exporter<SessionView<'_>> for Html {
+    fn export(&self, view: &SessionView<'_>) -> anyhow::Result<String> {
+        render(view.report, view.dir, view.profiles)
+    }
+}
+
 /// Writes `index.html` into `dir` atomically (a temp file, then a rename: it is derived data, so
 /// an existing page is replaced), and `energy.csv` beside it when a source produced data; the
 /// verdicts use `profiles` (`noise_profiles::resolve`). Returns the page's path.
@@ -83,7 +94,7 @@ pub fn write_page(
     if let Some(csv) = crate::energy::csv(session) {
         write_derived(dir, crate::energy::CSV_FILE, &csv)?;
     }
-    write_derived(dir, PAGE, &render(session, dir, profiles)?)
+    write_derived(dir, PAGE, &Html.export(&SessionView { report: session, profiles, dir })?)
 }
 
 /// Writes `text` to `dir/name` atomically, replacing what was there (derived data).

@@ -2,10 +2,31 @@
 //! (`bench`) and the Markdown of every row.
 
 use crate::duration::human_ns;
+use crate::export::Exporter;
 use crate::session::Rows;
 
+use super::SessionView;
+
+/// `bench`'s table: the headline rows as llama-bench's pp and tg lines.
+pub struct Headline;
+
+impl Exporter<SessionView<'_>> for Headline {
+    fn export(&self, view: &SessionView<'_>) -> anyhow::Result<String> {
+        Ok(text(&Rows::of(view.report)))
+    }
+}
+
+/// Every row as a Markdown table, then the ratios and agreement.
+pub struct Markdown;
+
+impl Exporter<SessionView<'_>> for Markdown {
+    fn export(&self, view: &SessionView<'_>) -> anyhow::Result<String> {
+        Ok(markdown(&Rows::of(view.report)))
+    }
+}
+
 /// The headline rows as llama-bench's pp and tg lines, for the terminal.
-pub fn text(rows: &Rows) -> String {
+fn text(rows: &Rows) -> String {
     let mut out = format!(
         "\n{:<8} {:<10} {:>12} {:>22} {:>12} {:>11} {:>14} {:>11}\n",
         "context", "adapter", "per token", "95% CI", "tokens/s*", "prefill", "prompt tok/s", "TTFT"
@@ -28,7 +49,7 @@ pub fn text(rows: &Rows) -> String {
 }
 
 /// Every row as a Markdown table.
-pub fn markdown(rows: &Rows) -> String {
+fn markdown(rows: &Rows) -> String {
     let mut out = String::from(
         "| cell | adapter | per token (median) | 95% CI | tokens/s (from median) | p90 | prefill | prompt tokens/s | TTFT |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );

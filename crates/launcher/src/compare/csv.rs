@@ -1,0 +1,80 @@
+//! `compare --format csv`: one line per row (the mismatch list goes to stderr, so stdout stays
+//! one table).
+
+use crate::export::Exporter;
+
+use super::estimate::{CompareReport, RowResult};
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// CSV, one line per time row; numbers unformatted (ns, plain ratios). The energy rows are in
+/// the JSON (and each session's `energy.csv`), not here: they have other columns.
+pub struct Csv;
+
+impl Exporter<CompareReport> for Csv {
+    fn export(&self, report: &CompareReport) -> anyhow::Result<String> {
+        Ok(csv(report))
+    }
+}
+
+fn csv(report: &CompareReport) -> String {
+    let mut out = String::from(
+        "cell,mode,adapter,basis,against,numerator,denominator,numerator_median_ns,denominator_median_ns,\
+         numerator_requests,denominator_requests,ratio,ci_lower,ci_upper,confidence,rule,error,se,df,p_value,\
+         holm_level,equivalence_p_value,margin,mde,aa_ratios,judged,verdict,reason\n",
+    );
+    let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    for row in &report.rows {
+        let mut f = vec![
+            row.cell.clone(),
+            row.mode.as_str().to_owned(),
+            row.adapter.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
+            serde_json::to_value(row.basis).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            row.against.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
+            row.numerator.label.clone(),
+            row.denominator.label.clone(),
+            num(row.numerator.median_ns),
+            num(row.denominator.median_ns),
+            row.numerator.requests.to_string(),
+            row.denominator.requests.to_string(),
+        ];
+        match &row.outcome {
+            RowResult::Compared { decision: d, aa, warnings, .. } => {
+                let enum_word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+                let aa_ratios: Vec<String> = aa.iter().filter_map(|r| r.ratio()).map(|x| format!("{x}")).collect();
+                f.extend([
+                    format!("{}", d.ratio),
+                    format!("{}", d.ci.lower),
+                    format!("{}", d.ci.upper),
+                    format!("{}", d.ci.confidence),
+                    enum_word(serde_json::to_value(d.rule).unwrap_or_default()),
+                    enum_word(serde_json::to_value(d.error).unwrap_or_default()),
+                    format!("{}", d.se),
+                    format!("{}", d.df),
+                    format!("{}", d.p_value),
+                    format!("{}", d.holm_level),
+                    format!("{}", d.equivalence_p_value),
+                    format!("{}", d.config.margin),
+                    format!("{}", d.mde),
+                    aa_ratios.join(" "),
+                    row.judged.to_string(),
+                    enum_word(serde_json::to_value(d.verdict).unwrap_or_default()),
+                    warnings.join("; "),
+                ]);
+            }
+            RowResult::NotCompared { reason } => {
+                f.extend(std::iter::repeat_n(String::new(), 14));
+                f.extend([row.judged.to_string(), "not_compared".to_owned(), reason.clone()]);
+            }
+        }
+        out.push_str(&f.iter().map(|s| csv_field(s)).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}

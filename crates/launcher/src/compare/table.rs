@@ -1,0 +1,74 @@
+//! `compare --format table`: aligned columns for a terminal.
+
+use crate::export::Exporter;
+
+use super::estimate::CompareReport;
+use super::render::{
+    devices_line, extra_cells, header, mismatch_intro, ratio_line, row_cells, rule_line, test_line, text_columns,
+    title, verdict_line, versions_line,
+};
+
+/// The terminal table.
+pub struct Table;
+
+impl Exporter<CompareReport> for Table {
+    fn export(&self, report: &CompareReport) -> anyhow::Result<String> {
+        Ok(table(report))
+    }
+}
+
+fn table(report: &CompareReport) -> String {
+    let mut out = String::new();
+    if !report.mismatches.is_empty() {
+        out.push_str(&mismatch_intro(report));
+        out.push('\n');
+        for m in &report.mismatches {
+            out.push_str(&format!("  - {m}\n"));
+        }
+        out.push('\n');
+    }
+    out.push_str(&title(report));
+    out.push('\n');
+    for line in [versions_line(report), devices_line(report)].into_iter().flatten() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if !report.refused {
+        for line in [ratio_line(report), test_line(report), rule_line(report)] {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push('\n');
+        let mut lines = vec![header(report)];
+        lines.extend(report.rows.iter().map(|r| row_cells(report, r)));
+        let columns = lines[0].len();
+        let widths: Vec<usize> =
+            (0..columns).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
+        // Text columns (cell, adapter, basis, verdict) left, numbers right.
+        let text = |i: usize| i <= text_columns(report) || i + 1 >= columns;
+        for line in &lines {
+            let padded: Vec<String> = line
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let pad = " ".repeat(widths[i] - c.chars().count());
+                    if text(i) {
+                        format!("{c}{pad}")
+                    } else {
+                        format!("{pad}{c}")
+                    }
+                })
+                .collect();
+            out.push_str(padded.join("  ").trim_end());
+            out.push('\n');
+        }
+        for line in extra_cells(report).into_iter().chain(super::energy::lines(&report.energy, &report.settings)) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.push_str(&verdict_line(report));
+    out.push('\n');
+    out
+}

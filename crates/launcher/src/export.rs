@@ -1,0 +1,12 @@
+//! One exporter per format: each view of a finished session or of a comparison is a type of
+//! its own, in a file of its own, that turns the thing shown into text. Computing is
+//! elsewhere (the analysis, `compare`'s estimates); an exporter only words and lays out.
+//!
+//! * a comparison (`compare::CompareReport`): `compare::{Table, Markdown, Csv, Json}`;
+//! * a session ([`crate::report::SessionView`]): `report::{Table, Markdown, Json, Html}`.
+
+/// A view of `T` in one format.
+pub trait Exporter<T: ?Sized> {
+    /// `item` in this format, ready to print or write.
+    fn export(&self, item: &T) -> anyhow::Result<String>;
+}
