@@ -259,6 +259,17 @@ fn a_held_lease_refuses_with_no_wait() {
 }
 
 #[test]
+fn an_unsafe_lease_file_is_bad_input() {
+    // A link where the lease file should be: the user's setup, so exit 2, and nothing created.
+    let s = Scratch::new();
+    std::os::unix::fs::symlink(s.path().join("elsewhere"), s.path().join("lease")).unwrap();
+    let out = run(&mut s.launcher("no_report.sh"));
+    assert_eq!(code(&out), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("lease"), "{}", stderr(&out));
+    assert!(!s.path().join("out").exists(), "nothing may be created");
+}
+
+#[test]
 fn two_launchers_take_turns_and_never_overlap() {
     let s = Scratch::new();
     s.write_job(json!({

@@ -15,6 +15,20 @@ use decode_baseline_wire::ExitCode;
 #[error("{0}")]
 pub struct BadInput(pub String);
 
+/// A command refused before it did anything, with the exit code that says why (a manifest out
+/// of its pin: 6; the lease held with `--no-wait`: 7). Its message is the whole explanation.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Refused {
+    pub code: ExitCode,
+    pub message: String,
+}
+
+/// A [`Refused`] error.
+pub fn refused(code: ExitCode, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Refused { code, message: message.into() })
+}
+
 /// A [`BadInput`] error with `message`.
 pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(BadInput(message.into()))
@@ -38,9 +52,13 @@ macro_rules! ensure_input {
     };
 }
 
-/// The exit code `err` ends its command with: 2 when anything in its chain is bad input, else 9.
+/// The exit code `err` ends its command with: a [`Refused`]'s own code, 2 when anything in its
+/// chain is bad input, else 9.
 pub fn code_of(err: &anyhow::Error) -> ExitCode {
-    use crate::{noise_profiles::ProfileFileError, plot::PlotError};
+    use crate::{launcher::LeaseError, noise_profiles::ProfileFileError, plot::PlotError};
+    if let Some(refused) = err.chain().find_map(|cause| cause.downcast_ref::<Refused>()) {
+        return refused.code;
+    }
     let bad_input = err.chain().any(|cause| {
         cause.is::<BadInput>()
             || cause.is::<crate::session::ReadError>()
@@ -52,6 +70,8 @@ pub fn code_of(err: &anyhow::Error) -> ExitCode {
             // Reading what the user named is their input; writing our own files is not.
             || cause.downcast_ref::<ProfileFileError>().is_some_and(|e| !matches!(e, ProfileFileError::Write { .. }))
             || cause.downcast_ref::<PlotError>().is_some_and(|e| !matches!(e, PlotError::Write { .. }))
+            // A lease file that is not safe to use (a link, a FIFO, another user's file).
+            || cause.downcast_ref::<LeaseError>().is_some_and(|e| !matches!(e, LeaseError::Lock { .. }))
     });
     if bad_input {
         ExitCode::BadInput
@@ -79,5 +99,8 @@ mod tests {
         assert_eq!(code_of(&err), ExitCode::Internal);
         let read = crate::session::load_session(std::path::Path::new("/nonexistent/session.json")).unwrap_err();
         assert_eq!(code_of(&anyhow::Error::new(read)), ExitCode::BadInput, "a session given that cannot be read");
+        let busy = refused(ExitCode::LeaseBusy, "the benchmark lease is held");
+        assert_eq!(code_of(&busy.context("bench")), ExitCode::LeaseBusy);
+        assert_eq!(code_of(&refused(ExitCode::GuardMismatch, "out of its pin")), ExitCode::GuardMismatch);
     }
 }

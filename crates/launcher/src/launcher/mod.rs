@@ -24,4 +24,5 @@ mod supervise;
 pub mod validate;
 mod worker_job;
 
+pub use lease::LeaseError;
 pub use run::{new_session_dir, run, run_session, RunArgs, RunOptions, SessionOutcome};

@@ -121,10 +121,7 @@ impl SessionOutcome {
 pub fn run_session(resolved: session_job::ResolvedJob, options: &RunOptions) -> anyhow::Result<SessionOutcome> {
     // Opened before anything is created: a bad DECODE_BASELINE_FAKE_ENERGY is bad input.
     let mut meter = energy::Meter::from_environment().map_err(crate::exit::bad_input)?;
-    let session = match prepare(resolved, options, meter.is_active())? {
-        Ok(session) => session,
-        Err(code) => return Ok(SessionOutcome::without_report(code)),
-    };
+    let session = prepare(resolved, options, meter.is_active())?;
     if options.dry_run {
         println!("session folder: {}", session.dir.display());
         for p in &session.prepared {
@@ -160,14 +157,11 @@ struct Session {
     sequential: Option<std::cell::RefCell<Sequential>>,
 }
 
-/// Prepares a session; `Err` holds the exit code of a session refused before it started.
+/// Prepares a session; a session refused before it started is an error that carries its exit
+/// code (`exit::code_of`).
 /// `energy`: an energy source is active, so every worker goes through the request gate (an
 /// interleaved group's members do anyway), where the launcher reads energy per request.
-fn prepare(
-    mut resolved: session_job::ResolvedJob,
-    args: &RunOptions,
-    energy: bool,
-) -> anyhow::Result<Result<Session, ExitCode>> {
+fn prepare(mut resolved: session_job::ResolvedJob, args: &RunOptions, energy: bool) -> anyhow::Result<Session> {
     // A full disk can show up as RLIMIT_FSIZE, whose SIGXFSZ would kill the launcher in the
     // middle of writing `session.json` without a word. Ignored, the write fails with EFBIG,
     // the temp is removed and the error is reported. Workers inherit the ignored disposition.
@@ -182,29 +176,23 @@ fn prepare(
                 PinProblem::ManifestPin { .. } | PinProblem::PinRead { .. } | PinProblem::PinFormat { .. }
             ) =>
         {
-            eprintln!("decode-baseline: {err}; run `decode-baseline guard` for every check");
-            return Ok(Err(ExitCode::GuardMismatch));
+            return Err(crate::exit::refused(
+                ExitCode::GuardMismatch,
+                format!("{err}; run `decode-baseline guard` for every check"),
+            ));
         }
         Err(err) => return Err(err.into()),
     };
     let cells = session_job::select_cells(&resolved, &loaded.manifest)?;
     session_job::check_adapters(&resolved, &loaded.manifest)?;
-    let mask = match placement::Mask::resolve(&args.cpus) {
-        Ok(mask) => mask,
-        Err(problem) => {
-            eprintln!("decode-baseline: error: {problem}");
-            return Ok(Err(ExitCode::BadInput));
-        }
-    };
+    let mask = placement::Mask::resolve(&args.cpus).map_err(crate::exit::bad_input)?;
     let sequential = match args.until_decided {
         false => None,
         true if !schedule::interleaves(&resolved.job) => {
-            eprintln!(
-                "decode-baseline: error: session job {}: --until-decided needs order `interleaved` (its looks are paired \
-                 tests)",
+            crate::bad_input!(
+                "session job {}: --until-decided needs order `interleaved` (its looks are paired tests)",
                 resolved.job_path.display()
             );
-            return Ok(Err(ExitCode::BadInput));
         }
         true => {
             let pairs = loaded.manifest.run_policy.measured_requests;
@@ -225,8 +213,7 @@ fn prepare(
     let runs = schedule.runs();
     let repo = repo_root();
     if let Err(problem) = check_memory(&loaded, &schedule, &repo) {
-        eprintln!("decode-baseline: error: session job {}: order: {problem}", resolved.job_path.display());
-        return Ok(Err(ExitCode::BadInput));
+        crate::bad_input!("session job {}: order: {problem}", resolved.job_path.display());
     }
     let programs: BTreeMap<Adapter, Vec<String>> = resolved
         .job
@@ -238,10 +225,7 @@ fn prepare(
             crate::exit::bad_input(format!("session job {}: adapters: {problem}", resolved.job_path.display()))
         })?;
     if !args.dry_run && plan::controlled_needs_probe() && runs.iter().any(|r| r.adapter == Adapter::Controlled) {
-        if let Err(problem) = preflight::probe_controlled(&plan::controlled_program()) {
-            eprintln!("decode-baseline: error: {problem}");
-            return Ok(Err(ExitCode::BadInput));
-        }
+        preflight::probe_controlled(&plan::controlled_program()).map_err(crate::exit::bad_input)?;
     }
     let interrupts = Interrupts::install().context("failed to install the Ctrl-C handler")?;
     let started_utc = utc_now();
@@ -256,8 +240,7 @@ fn prepare(
         match lease::acquire(&id, args.no_wait) {
             Ok(lease) => Some(lease),
             Err(err @ lease::LeaseError::Busy { .. }) => {
-                eprintln!("decode-baseline: {err}");
-                return Ok(Err(ExitCode::LeaseBusy));
+                return Err(crate::exit::refused(ExitCode::LeaseBusy, err.to_string()));
             }
             Err(err) => return Err(err.into()),
         }
@@ -310,7 +293,7 @@ fn prepare(
     for (adapter, argv) in &replaced_programs {
         eprintln!("decode-baseline: {}", crate::report::replaced_line(adapter, argv));
     }
-    Ok(Ok(Session {
+    Ok(Session {
         resolved,
         loaded,
         cells,
@@ -327,7 +310,7 @@ fn prepare(
         cpus: args.cpus.clone(),
         mask,
         sequential,
-    }))
+    })
 }
 
 /// What the workers of a session left, as the launcher recorded it.
@@ -960,8 +943,7 @@ mod tests {
             session_dir: None,
             quiet: true,
         };
-        let session =
-            prepare(resolved, &options, energy).unwrap().unwrap_or_else(|code| panic!("prepare refused with {code:?}"));
+        let session = prepare(resolved, &options, energy).unwrap_or_else(|err| panic!("prepare refused: {err:#}"));
         let fake = FakeWorkers {
             status,
             code_version: decode_baseline_pins::code_version(&session.repo),
