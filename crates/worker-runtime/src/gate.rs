@@ -20,7 +20,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use decode_baseline_wire::outdir::{OutDir, GATE_POLL, GATE_WAKE_TIMEOUT};
 
-use super::{cancel::CancelFlag, run::Interrupt, watchdog::Watchdog};
+use super::{cancel::CancelFlag, interrupt::Interrupt, watchdog::Watchdog};
 
 #[derive(Debug, thiserror::Error)]
 #[error("failed to create {path}")]

@@ -19,6 +19,7 @@ use super::{
     claim::{claim, ClaimError},
     gate::{signal_done, Gate},
     hooks::{HookError, Hooks},
+    interrupt::Interrupt,
     outdir::{self, OutDirError},
     ready::{signal_ready, ReadyError},
     report_write::{write_once, WriteOutcome},
@@ -56,22 +57,6 @@ impl fmt::Display for Refusal {
 }
 
 impl std::error::Error for Refusal {}
-
-/// Why a request stopped before completing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interrupt {
-    Timeout,
-    Cancelled,
-}
-
-impl Interrupt {
-    fn status(self) -> Status {
-        match self {
-            Interrupt::Timeout => Status::Timeout,
-            Interrupt::Cancelled => Status::Cancelled,
-        }
-    }
-}
 
 /// A request that did not produce a record.
 #[derive(Debug)]
