@@ -1,9 +1,17 @@
 //! The architectures, one file each: how that mlx_lm `model_type`'s `ModelArgs` reads
 //! `config.json` (fields, defaults, `__post_init__`, `sanitize`, `make_cache`), resolved into
 //! the one decoder's [`ModelConfig`]. Adding an architecture is a file here and a line in
-//! [`ARCHITECTURES`].
+//! `ARCHITECTURES`.
+//!
+//! Reading a config ([`ModelConfig::load`], [`ModelConfig::parse`]) starts here too: its
+//! `model_type` picks the reader from the table, so the dispatch lives with the table, and
+//! [`crate::config`], which every reader uses, does not depend back on the architectures.
 
-use crate::config::{ConfigError, Fields, ModelConfig};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::config::{field_error, ConfigError, Fields, ModelConfig};
 
 pub mod gemma3;
 pub mod gpt_oss;
@@ -41,4 +49,35 @@ pub fn lookup(model_type: &str) -> Option<Resolve> {
 /// The implemented `model_type`s, in table order.
 pub fn names() -> Vec<&'static str> {
     ARCHITECTURES.iter().map(|(name, _)| *name).collect()
+}
+
+impl ModelConfig {
+    /// Reads `<dir>/config.json`.
+    pub fn load(dir: &Path) -> Result<Self, ConfigError> {
+        let path = dir.join("config.json");
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+        Self::parse(&text, &path)
+    }
+
+    /// Parses a config's text; `path` is only used in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|source| ConfigError::Parse { path: path.to_owned(), source })?;
+        let Value::Object(map) = value else {
+            return Err(field_error(path, "<root>", "expected a JSON object"));
+        };
+        let f = Fields::root(&map, path);
+        let model_type = f.req_str("model_type")?;
+        let resolve = lookup(model_type).ok_or_else(|| ConfigError::UnsupportedModelType {
+            path: path.to_owned(),
+            found: model_type.to_owned(),
+            expected: names().join(", "),
+        })?;
+        // Quantization first: a refusal should name the real obstacle, not a later field.
+        let quantization = f.quantization()?;
+        let mut config = resolve(&f)?;
+        config.model_type = model_type.to_owned();
+        config.quantization = quantization;
+        Ok(config)
+    }
 }

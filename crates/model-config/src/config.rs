@@ -4,7 +4,9 @@
 //! decoder implements.
 //!
 //! What each `model_type` reads, with which defaults, lives in its own file under
-//! [`crate::arch`]; this module holds what they share: typed field access with errors naming the
+//! [`crate::arch`], and so does the entry ([`ModelConfig::load`], [`ModelConfig::parse`]), which
+//! dispatches on `model_type` through that module's table; this module holds what the
+//! architectures share and depends on none of them: typed field access with errors naming the
 //! field, the RoPE scaling kinds of mlx_lm's `initialize_rope`, and the `quantization` block of
 //! mlx_lm's `load_model`. Anything the decoder does not implement (another `model_type`, a RoPE
 //! kind, a quantization setting, a field that changes the computation) is refused with a
@@ -317,37 +319,6 @@ pub struct ModelConfig {
     pub quantization: Option<Quantization>,
 }
 
-impl ModelConfig {
-    /// Reads `<dir>/config.json`.
-    pub fn load(dir: &Path) -> Result<Self, ConfigError> {
-        let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
-        Self::parse(&text, &path)
-    }
-
-    /// Parses a config's text; `path` is only used in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|source| ConfigError::Parse { path: path.to_owned(), source })?;
-        let Value::Object(map) = value else {
-            return Err(field_error(path, "<root>", "expected a JSON object"));
-        };
-        let f = Fields { map: &map, path, prefix: String::new() };
-        let model_type = f.req_str("model_type")?;
-        let resolve = crate::arch::lookup(model_type).ok_or_else(|| ConfigError::UnsupportedModelType {
-            path: path.to_owned(),
-            found: model_type.to_owned(),
-            expected: crate::arch::names().join(", "),
-        })?;
-        // Quantization first: a refusal should name the real obstacle, not a later field.
-        let quantization = f.quantization()?;
-        let mut config = resolve(&f)?;
-        config.model_type = model_type.to_owned();
-        config.quantization = quantization;
-        Ok(config)
-    }
-}
-
 pub(crate) fn field_error(path: &Path, field: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Field { path: path.to_owned(), field: field.to_owned(), reason: reason.into() }
 }
@@ -361,6 +332,11 @@ pub struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
+    /// The fields of the whole config, read from `path` (named in errors).
+    pub(crate) fn root(map: &'a Map<String, Value>, path: &'a Path) -> Self {
+        Fields { map, path, prefix: String::new() }
+    }
+
     /// The full name of a field, for errors.
     pub fn name(&self, field: &str) -> String {
         format!("{}{field}", self.prefix)
@@ -597,7 +573,7 @@ impl<'a> Fields<'a> {
 
     /// mlx_lm reads `quantization`; a legacy `quantization_config` without it names another
     /// method (bitnet, compressed-tensors, modelopt, ...) none of which this crate implements.
-    fn quantization(&self) -> Result<Option<Quantization>, ConfigError> {
+    pub(crate) fn quantization(&self) -> Result<Option<Quantization>, ConfigError> {
         let refuse = |field: &str, found: String| ConfigError::UnsupportedQuantization {
             path: self.path.to_owned(),
             field: field.to_owned(),
