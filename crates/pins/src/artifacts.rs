@@ -8,7 +8,8 @@ use decode_baseline_wire::{manifest::Case, Sha256Digest};
 use crate::{
     confinement::case_dir,
     error::{FieldPath, PinError, PinProblem},
-    file_digest::{check_digest, of_file, DigestIoError},
+    file_digest::{of_file, DigestIoError},
+    file_pin::check_digest,
 };
 
 /// The file names that make up the artifact in `dir`: every top-level entry that is not a

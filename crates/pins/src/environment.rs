@@ -8,7 +8,8 @@ use decode_baseline_wire::{job::EnvironmentPins, manifest::Manifest, Backend};
 
 use crate::{
     error::{FieldPath, PinError, PinProblem},
-    file_digest::{check_digest, of_file, DigestIoError},
+    file_digest::{of_file, DigestIoError},
+    file_pin::check_digest,
     freeze::{freeze_tree, Freeze},
     installed::{lock_path, selected_environment, Installed},
 };

@@ -6,7 +6,7 @@ use std::{fmt, path::PathBuf};
 
 use decode_baseline_wire::{Adapter, Sha256Digest};
 
-use crate::{file_digest::DigestIoError, freeze::TreeError, installed::InstalledError};
+use crate::{file_digest::DigestIoError, freeze::TreeError, installed::InstalledError, pin_file::pin_path};
 
 /// A path to a manifest field, printed as the manifest spells it: `run_policy.warmup_requests`,
 /// `cases["tiny"].files["model.safetensors"]`, `cells[3].prompt`. The empty path is the manifest
@@ -182,7 +182,7 @@ pub enum PinProblem {
     },
     #[error("manifest pin {path}: expected one line `<64 hex>  {expected_name}`, found {line:?}")]
     PinFormat { path: PathBuf, expected_name: String, line: String },
-    #[error("manifest {path} does not match its pin {}: expected sha256 {expected}, found {actual} (edited without `manifest pin`?)", crate::manifest_pin::pin_path(path).display())]
+    #[error("manifest {path} does not match its pin {}: expected sha256 {expected}, found {actual} (edited without `manifest pin`?)", pin_path(path).display())]
     ManifestPin { path: PathBuf, expected: Sha256Digest, actual: Sha256Digest },
 
     // --- structure ---------------------------------------------------------------------------

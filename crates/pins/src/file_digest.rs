@@ -1,14 +1,10 @@
-//! SHA-256 of a file, read in streaming fashion, and the check of a file against its pin.
+//! SHA-256 of a file, read in streaming fashion: a file rule under the pin checks, which
+//! compare it with a pin in `file_pin`.
 
-use std::{
-    io::Read,
-    path::{Path, PathBuf},
-};
+use std::{io::Read, path::Path};
 
 use decode_baseline_wire::Sha256Digest;
 use sha2::{Digest, Sha256};
-
-use crate::error::{FieldPath, PinError, PinProblem};
 
 #[derive(Debug, thiserror::Error)]
 #[error("failed to read {path} for hashing")]
@@ -32,14 +28,4 @@ pub fn of_file(path: &Path) -> Result<Sha256Digest, DigestIoError> {
         hasher.update(&buf[..n]);
     }
     Ok(Sha256Digest::from_bytes(hasher.finalize().into()))
-}
-
-/// The file at `path` against its pinned `expected` digest: `None` when they match, else the
-/// difference (or the read failure) under `field`.
-pub(crate) fn check_digest(field: FieldPath, path: PathBuf, expected: Sha256Digest) -> Option<PinError> {
-    match of_file(&path) {
-        Ok(actual) if actual == expected => None,
-        Ok(actual) => Some(PinError::at(field, PinProblem::Digest { path, expected, actual })),
-        Err(source) => Some(PinError::at(field, PinProblem::Hash { source })),
-    }
 }

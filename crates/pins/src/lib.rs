@@ -13,6 +13,7 @@
 //! * The file rules under them: trees and their freeze ([`freeze`]), which files are an
 //!   adapter's sources ([`sources`]), the installed environment ([`installed`]), a file's digest
 //!   ([`file_digest`]), the repository's code version ([`code_version()`]).
+//! * The manifest pin file's name and line ([`pin_file`]), which [`manifest_pin`] checks.
 //! * Files written exactly once ([`once`]), by the launcher and by workers.
 
 pub mod artifacts;
@@ -21,11 +22,13 @@ pub mod confinement;
 pub mod environment;
 pub mod error;
 pub mod file_digest;
+mod file_pin;
 pub mod freeze;
 pub mod guard;
 pub mod installed;
 pub mod manifest_pin;
 pub mod once;
+pub mod pin_file;
 pub mod sources;
 pub mod structure;
 pub mod worker_sources;
@@ -36,6 +39,7 @@ pub use confinement::{case_dir, check_confinement};
 pub use environment::{check_installed, check_lock, environment_pins, lock_backend, mlx_lm_freeze, selected_pins};
 pub use error::{FieldPath, PinError, PinProblem};
 pub use guard::{guard, EnvironmentCheck, GuardOutcome};
-pub use manifest_pin::{load_manifest, parse_pin, pin_path, pin_text, read_pin, verify_pin};
+pub use manifest_pin::{load_manifest, read_pin, verify_pin};
+pub use pin_file::{parse_pin, pin_path, pin_text};
 pub use structure::{check_continuation_digest, check_policy, check_structure, is_path_safe_id};
 pub use worker_sources::{built_in_sources, check_adapter_sources, check_worker_sources, worker_sources};

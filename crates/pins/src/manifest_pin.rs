@@ -1,24 +1,18 @@
 //! The manifest and its pin: reading `workloads.json` (its version before its fields) and
-//! checking its bytes against `<manifest>.sha256` beside it.
+//! checking its bytes against `<manifest>.sha256` beside it (that file's name and format are
+//! [`crate::pin_file`]'s).
 
-use std::{
-    fs,
-    path::{Path, PathBuf},
-};
+use std::{fs, path::Path};
 
 use decode_baseline_wire::{
     manifest::{Manifest, MANIFEST_SCHEMA_VERSION},
     Sha256Digest,
 };
 
-use crate::error::{PinError, PinProblem};
-
-/// The file name of the manifest's pin, beside the manifest: `<manifest name>.sha256`.
-pub fn pin_path(manifest_path: &Path) -> PathBuf {
-    let mut name = manifest_path.file_name().unwrap_or_default().to_owned();
-    name.push(".sha256");
-    manifest_path.with_file_name(name)
-}
+use crate::{
+    error::{PinError, PinProblem},
+    pin_file::{parse_pin, pin_path},
+};
 
 /// Reads and parses the manifest: an unknown `schema_version` is refused before the fields are
 /// looked at (a newer manifest is a version error, not an unknown-field error); unknown fields
@@ -41,23 +35,6 @@ pub fn load_manifest(path: &Path) -> Result<(Manifest, Vec<u8>), PinError> {
     }
     let manifest = serde_json::from_slice(&bytes).map_err(parse)?;
     Ok((manifest, bytes))
-}
-
-/// The text of a pin file for a manifest with these bytes: `sha256sum` output.
-pub fn pin_text(manifest_path: &Path, manifest_bytes: &[u8]) -> String {
-    let name = manifest_path.file_name().unwrap_or_default().to_string_lossy();
-    format!("{}  {name}\n", Sha256Digest::of_bytes(manifest_bytes))
-}
-
-/// Parses a pin file: exactly one line `<64 lowercase hex><two spaces><manifest file name>`,
-/// with or without a final newline.
-pub fn parse_pin(text: &str, expected_name: &str) -> Option<Sha256Digest> {
-    let line = text.strip_suffix('\n').unwrap_or(text);
-    let (hex, name) = line.split_once("  ")?;
-    if name != expected_name || line.contains('\n') {
-        return None;
-    }
-    hex.parse().ok()
 }
 
 /// The manifest's digest as pinned beside it.
@@ -92,18 +69,23 @@ pub fn verify_pin(manifest_path: &Path, manifest_bytes: &[u8]) -> Result<Sha256D
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pin_file::pin_text;
 
     #[test]
-    fn pin_lines_are_sha256sum_format() {
-        let d = Sha256Digest::of_bytes(b"m");
-        assert_eq!(parse_pin(&format!("{d}  workloads.json\n"), "workloads.json"), Some(d));
-        assert_eq!(parse_pin(&format!("{d}  workloads.json"), "workloads.json"), Some(d));
-        assert_eq!(parse_pin(&format!("{d} workloads.json\n"), "workloads.json"), None);
-        assert_eq!(parse_pin(&format!("{d}  other.json\n"), "workloads.json"), None);
-        assert_eq!(parse_pin(&format!("{d}  workloads.json\n{d}  workloads.json\n"), "workloads.json"), None);
-        assert_eq!(parse_pin("abc  workloads.json\n", "workloads.json"), None);
-        assert_eq!(pin_text(Path::new("/r/workloads.json"), b"m"), format!("{d}  workloads.json\n"));
-        assert_eq!(pin_path(Path::new("/r/workloads.json")), Path::new("/r/workloads.json.sha256"));
+    fn a_manifest_that_does_not_match_its_pin_names_both_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("workloads.json");
+        fs::write(pin_path(&path), pin_text(&path, b"pinned")).unwrap();
+        assert_eq!(verify_pin(&path, b"pinned").unwrap(), Sha256Digest::of_bytes(b"pinned"));
+        let err = verify_pin(&path, b"edited").unwrap_err();
+        let message = format!(
+            "manifest {} does not match its pin {}: expected sha256 {}, found {} (edited without `manifest pin`?)",
+            path.display(),
+            dir.path().join("workloads.json.sha256").display(),
+            Sha256Digest::of_bytes(b"pinned"),
+            Sha256Digest::of_bytes(b"edited"),
+        );
+        assert_eq!(err.to_string(), message);
     }
 
     #[test]

@@ -12,7 +12,8 @@ use decode_baseline_wire::{
 use crate::{
     confinement::{check_resolved, escape},
     error::{FieldPath, PinError, PinProblem},
-    file_digest::{check_digest, of_file},
+    file_digest::of_file,
+    file_pin::check_digest,
     sources::{adapter_sources, check_relative, sources_root},
 };
 
