@@ -26,8 +26,7 @@
 //! indices depends only on ChaCha8 (value-stable by its crate's promise) and on this file.
 
 use super::error::StatsError;
-use super::paired::PairedSample;
-use super::sample::{median_in_place, quantile_sorted, ClusteredSample, Sample};
+use super::sample::{median_in_place, quantile_sorted, ClusteredSample, PairedSample, Sample};
 use decode_baseline_wire::stats::{BootstrapConfig, Interval, Resampling};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -22,79 +22,13 @@
 
 use super::bootstrap::{median_interval, ratio_interval, Source};
 use super::error::StatsError;
-use super::sample::median_in_place;
+use super::sample::PairedSample;
 use decode_baseline_wire::stats::BootstrapConfig;
 use decode_baseline_wire::stats::RatioEstimate;
 
-/// Pair ratios `r_k`, grouped by worker run; at least two pairs in all, every one finite and
-/// positive, no run empty.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PairedSample {
-    runs: Vec<Vec<f64>>,
-}
-
-/// At least this many pairs make a [`PairedSample`].
-pub const MIN_PAIRS: usize = 2;
-
+/// The estimators of a [`PairedSample`]; the type itself, validated like the other samples and
+/// drawn from by the bootstrap, is in `sample`.
 impl PairedSample {
-    /// Validates the pair ratios of each run.
-    pub fn new(runs: Vec<Vec<f64>>) -> Result<Self, StatsError> {
-        let mut seen = 0;
-        for (run, ratios) in runs.iter().enumerate() {
-            if ratios.is_empty() {
-                return Err(StatsError::EmptyRequest { index: run });
-            }
-            for &r in ratios {
-                if !r.is_finite() {
-                    return Err(StatsError::NotFinite { index: seen, value: r });
-                }
-                if r <= 0.0 {
-                    return Err(StatsError::NotPositive { side: "pair ratio", value: r });
-                }
-                seen += 1;
-            }
-        }
-        if seen < MIN_PAIRS {
-            return Err(StatsError::TooFew { what: "pairs", expected: MIN_PAIRS, actual: seen });
-        }
-        Ok(PairedSample { runs })
-    }
-
-    /// The pair ratios of each pair of request medians, `(numerator, denominator)` per pair,
-    /// grouped by run.
-    pub fn from_medians(runs: &[Vec<(f64, f64)>]) -> Result<Self, StatsError> {
-        for run in runs {
-            for &(num, den) in run {
-                for (side, v) in [("numerator", num), ("denominator", den)] {
-                    if !v.is_finite() || v <= 0.0 {
-                        return Err(StatsError::NotPositive { side, value: v });
-                    }
-                }
-            }
-        }
-        Self::new(runs.iter().map(|run| run.iter().map(|&(n, d)| n / d).collect()).collect())
-    }
-
-    /// Number of worker runs.
-    pub fn runs(&self) -> usize {
-        self.runs.len()
-    }
-
-    /// The pair ratios of run `i`.
-    pub fn run(&self, i: usize) -> &[f64] {
-        &self.runs[i]
-    }
-
-    /// Number of pairs.
-    pub fn pairs(&self) -> usize {
-        self.runs.iter().map(Vec::len).sum()
-    }
-
-    /// The median pair ratio.
-    pub fn median(&self) -> f64 {
-        median_in_place(&mut self.runs.concat())
-    }
-
     /// The paired ratio with its interval.
     pub fn estimate(&self, config: &BootstrapConfig) -> Result<RatioEstimate, StatsError> {
         Ok(RatioEstimate { ratio: self.median(), ci: median_interval(Source::Pairs(self), config)? })
@@ -158,17 +92,5 @@ mod tests {
         let (tight, spread) = (tight.estimate(&config).unwrap(), spread.estimate(&config).unwrap());
         assert_eq!(spread.ci.resampling, Resampling::ByRunThenPair);
         assert!(spread.ci.half_width() > 2.0 * tight.ci.half_width(), "{tight:?} {spread:?}");
-    }
-
-    #[test]
-    fn refuses_too_few_pairs_and_bad_values() {
-        assert!(matches!(PairedSample::new(vec![vec![1.0]]), Err(StatsError::TooFew { .. })));
-        assert!(matches!(PairedSample::new(vec![vec![1.0, f64::NAN]]), Err(StatsError::NotFinite { .. })));
-        assert!(matches!(PairedSample::new(vec![vec![1.0, 0.0]]), Err(StatsError::NotPositive { .. })));
-        assert!(matches!(PairedSample::new(vec![vec![1.0, 2.0], vec![]]), Err(StatsError::EmptyRequest { .. })));
-        assert!(matches!(
-            PairedSample::from_medians(&[vec![(1.0, 0.0), (1.0, 1.0)]]),
-            Err(StatsError::NotPositive { .. })
-        ));
     }
 }

@@ -1,5 +1,5 @@
-//! `Sample` and `ClusteredSample`: validated sets of observations, and the order statistics
-//! every other statistic is built on.
+//! `Sample`, `ClusteredSample` and `PairedSample`: validated sets of observations, and the
+//! order statistics every other statistic is built on.
 //!
 //! A `Sample` holds at least two finite `f64` observations (for us: per-token decode times in
 //! nanoseconds); fewer points or a NaN/infinity is a typed error, never a panic. The order of the
@@ -9,6 +9,10 @@
 //! one request are one group. Steps within a request share the request's conditions (cache
 //! state, what else the machine was doing), so they are correlated and the request, not the
 //! step, is the independent unit; the bootstrap resamples whole requests (see `bootstrap`).
+//!
+//! A `PairedSample` holds the pair ratios of an interleaved session, grouped by worker run, all
+//! positive (what a pair ratio is, and its estimators, are in `paired`); the bootstrap draws
+//! whole runs and then pairs within them.
 //!
 //! Quantiles use linear interpolation between order statistics, Hyndman & Fan (1996) type 7,
 //! the default of R's `quantile` and NumPy's `percentile`: for sorted `x[0..n]` and `p` in
@@ -156,6 +160,76 @@ impl ClusteredSample {
     }
 }
 
+/// Pair ratios `r_k`, grouped by worker run; at least two pairs in all, every one finite and
+/// positive, no run empty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairedSample {
+    runs: Vec<Vec<f64>>,
+}
+
+/// At least this many pairs make a [`PairedSample`].
+pub const MIN_PAIRS: usize = 2;
+
+impl PairedSample {
+    /// Validates the pair ratios of each run.
+    pub fn new(runs: Vec<Vec<f64>>) -> Result<Self, StatsError> {
+        let mut seen = 0;
+        for (run, ratios) in runs.iter().enumerate() {
+            if ratios.is_empty() {
+                return Err(StatsError::EmptyRequest { index: run });
+            }
+            for &r in ratios {
+                if !r.is_finite() {
+                    return Err(StatsError::NotFinite { index: seen, value: r });
+                }
+                if r <= 0.0 {
+                    return Err(StatsError::NotPositive { side: "pair ratio", value: r });
+                }
+                seen += 1;
+            }
+        }
+        if seen < MIN_PAIRS {
+            return Err(StatsError::TooFew { what: "pairs", expected: MIN_PAIRS, actual: seen });
+        }
+        Ok(PairedSample { runs })
+    }
+
+    /// The pair ratios of each pair of request medians, `(numerator, denominator)` per pair,
+    /// grouped by run.
+    pub fn from_medians(runs: &[Vec<(f64, f64)>]) -> Result<Self, StatsError> {
+        for run in runs {
+            for &(num, den) in run {
+                for (side, v) in [("numerator", num), ("denominator", den)] {
+                    if !v.is_finite() || v <= 0.0 {
+                        return Err(StatsError::NotPositive { side, value: v });
+                    }
+                }
+            }
+        }
+        Self::new(runs.iter().map(|run| run.iter().map(|&(n, d)| n / d).collect()).collect())
+    }
+
+    /// Number of worker runs.
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The pair ratios of run `i`.
+    pub fn run(&self, i: usize) -> &[f64] {
+        &self.runs[i]
+    }
+
+    /// Number of pairs.
+    pub fn pairs(&self) -> usize {
+        self.runs.iter().map(Vec::len).sum()
+    }
+
+    /// The median pair ratio.
+    pub fn median(&self) -> f64 {
+        median_in_place(&mut self.runs.concat())
+    }
+}
+
 /// Type-7 quantile of already sorted data; `p` clamped to [0, 1]; NaN for no data. The one
 /// quantile of the suite: statistics and figures alike.
 pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
@@ -281,5 +355,17 @@ mod tests {
             ClusteredSample::new(vec![vec![1.0], vec![2.0, f64::INFINITY]]),
             Err(StatsError::NotFinite { index: 2, value: f64::INFINITY })
         );
+    }
+
+    #[test]
+    fn refuses_too_few_pairs_and_bad_values() {
+        assert!(matches!(PairedSample::new(vec![vec![1.0]]), Err(StatsError::TooFew { .. })));
+        assert!(matches!(PairedSample::new(vec![vec![1.0, f64::NAN]]), Err(StatsError::NotFinite { .. })));
+        assert!(matches!(PairedSample::new(vec![vec![1.0, 0.0]]), Err(StatsError::NotPositive { .. })));
+        assert!(matches!(PairedSample::new(vec![vec![1.0, 2.0], vec![]]), Err(StatsError::EmptyRequest { .. })));
+        assert!(matches!(
+            PairedSample::from_medians(&[vec![(1.0, 0.0), (1.0, 1.0)]]),
+            Err(StatsError::NotPositive { .. })
+        ));
     }
 }

@@ -15,8 +15,7 @@
 
 use super::bootstrap::{quotient_interval, Source, Statistic};
 use super::error::StatsError;
-use super::paired::PairedSample;
-use super::sample::ClusteredSample;
+use super::sample::{ClusteredSample, PairedSample};
 use decode_baseline_wire::stats::BootstrapConfig;
 use decode_baseline_wire::stats::RatioEstimate;
 
