@@ -136,7 +136,7 @@ fn resolve_model(args: &BenchArgs, python: &Path) -> anyhow::Result<(PathBuf, Mo
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
         return Ok((dir.clone(), ModelSource::Folder { path: dir }, name));
     }
-    ensure!(
+    crate::ensure_input!(
         hub::is_repo_id(&args.model),
         "MODEL {:?} is neither a model folder nor a Hugging Face repo id (`org/name`)",
         args.model
@@ -220,24 +220,24 @@ fn run_policy(args: &BenchArgs) -> anyhow::Result<RunPolicy> {
 
 fn check_args(args: &BenchArgs, max_positions: Option<u64>) -> anyhow::Result<()> {
     let frozen = RunPolicy::frozen();
-    ensure!(
+    crate::ensure_input!(
         args.new_tokens == frozen.max_new_tokens,
         "--new-tokens {}: the run policy freezes new tokens at {} (req/manifest.md, run_policy.max_new_tokens)",
         args.new_tokens,
         frozen.max_new_tokens
     );
-    ensure!(
+    crate::ensure_input!(
         !args.prompt_lengths.is_empty() || !args.depths.is_empty(),
         "give at least one --prompt-lengths or --depths value"
     );
-    ensure!(!args.modes.is_empty(), "--modes must name at least one mode");
-    ensure!(!args.adapters.is_empty(), "--adapters must name at least one adapter");
+    crate::ensure_input!(!args.modes.is_empty(), "--modes must name at least one mode");
+    crate::ensure_input!(!args.adapters.is_empty(), "--adapters must name at least one adapter");
     for (flag, values) in [("--prompt-lengths", &args.prompt_lengths), ("--depths", &args.depths)] {
         for &length in values.iter() {
-            ensure!(length >= 1, "{flag}: every length must be at least 1, found {length}");
+            crate::ensure_input!(length >= 1, "{flag}: every length must be at least 1, found {length}");
             let last = length as u64 + u64::from(frozen.max_new_tokens);
             if let Some(max) = max_positions {
-                ensure!(
+                crate::ensure_input!(
                     last <= max,
                     "{flag} {length}: a request reaches position {last} ({length} + {} new tokens), past the model's \
                      max_position_embeddings {max} (config.json)",
@@ -284,7 +284,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             adapters.retain(|a| *a != Adapter::Controlled);
         }
     }
-    ensure!(!adapters.is_empty(), "no adapter left to run: {}", notes.join("; "));
+    crate::ensure_input!(!adapters.is_empty(), "no adapter left to run: {}", notes.join("; "));
 
     let id = case_id(&name);
     let lengths: Vec<usize> =

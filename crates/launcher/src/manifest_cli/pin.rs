@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use anyhow::{ensure, Context};
+use anyhow::Context;
 use decode_baseline_pins::{
     environment_pins,
     installed::{mlx_dir_override, selected_environment, venv_dir, Installed, DEFAULT_ENV_NAME},
@@ -17,7 +17,11 @@ use crate::guard::{chain, locate_manifest};
 
 pub fn installed(repo: &Path) -> anyhow::Result<Installed> {
     let venv = venv_dir(repo);
-    ensure!(venv.is_dir(), "no environment at {} (provision it with `python3 tools/env/provision.py`)", venv.display());
+    crate::ensure_input!(
+        venv.is_dir(),
+        "no environment at {} (provision it with `python3 tools/env/provision.py`)",
+        venv.display()
+    );
     Installed::locate(&venv, mlx_dir_override().as_deref())
         .with_context(|| format!("failed to locate the installed environment in {}", venv.display()))
 }
