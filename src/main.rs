@@ -21,7 +21,7 @@ fn main() {
         Ok(code) => code,
         Err(err) => {
             eprintln!("decode-baseline: error: {err:#}");
-            decode_baseline_launcher::exit::code_of(&err)
+            decode_baseline_launcher::exit_code::of(&err)
         }
     };
     std::process::exit(code.code());

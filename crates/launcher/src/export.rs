@@ -3,7 +3,7 @@
 //! elsewhere (the analysis, `compare`'s estimates); an exporter only words and lays out.
 //!
 //! * a comparison (`compare::CompareReport`): `compare::{Table, Markdown, Csv, Json}`;
-//! * a session ([`crate::report::SessionView`]): `report::{Table, Markdown, Json, Html}`.
+//! * a session (`report::SessionView`): `report::{Table, Headline, Markdown, Json, Html}`.
 
 /// A view of `T` in one format.
 pub trait Exporter<T: ?Sized> {

@@ -24,6 +24,7 @@ pub mod conformance;
 pub mod duration;
 pub mod energy;
 pub mod exit;
+pub mod exit_code;
 pub mod export;
 #[cfg(test)]
 mod generated;

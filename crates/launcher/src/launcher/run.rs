@@ -158,7 +158,7 @@ struct Session {
 }
 
 /// Prepares a session; a session refused before it started is an error that carries its exit
-/// code (`exit::code_of`).
+/// code (`exit_code::of`).
 /// `energy`: an energy source is active, so every worker goes through the request gate (an
 /// interleaved group's members do anyway), where the launcher reads energy per request.
 fn prepare(mut resolved: session_job::ResolvedJob, args: &RunOptions, energy: bool) -> anyhow::Result<Session> {
