@@ -147,6 +147,21 @@ struct Rates {
 }
 
 impl Rates {
+    /// The rates of `decisions`, one per synthetic session, of a true ratio `1 + effect`.
+    fn of(decisions: &[Decision], effect: f64) -> Rates {
+        let n = decisions.len() as f64;
+        let share = |keep: &dyn Fn(&Decision) -> bool| decisions.iter().filter(|d| keep(d)).count() as f64 / n;
+        let mut mdes: Vec<f64> = decisions.iter().map(|d| d.mde).collect();
+        mdes.sort_by(f64::total_cmp);
+        Rates {
+            slower: share(&|d| d.verdict == Verdict::Slower),
+            faster: share(&|d| d.verdict == Verdict::Faster),
+            no_difference: share(&|d| d.verdict == Verdict::NoDifference),
+            covered: share(&|d| d.ci.contains(1.0 + effect)),
+            mde_median: mdes[mdes.len() / 2],
+        }
+    }
+
     fn alarms(&self) -> f64 {
         self.slower + self.faster
     }
@@ -158,8 +173,7 @@ fn run_cell(design: &Design, effect: f64, with_profile: bool) -> Rates {
     let mut sessions = Gen::new(design.seed(effect, u64::from(with_profile)));
     let mut aa = Gen::new(design.seed(effect, 0xA_A000 + u64::from(with_profile)));
     let mut profile: Option<NoiseProfile> = None;
-    let (mut slower, mut faster, mut none, mut covered) = (0usize, 0usize, 0usize, 0usize);
-    let mut mdes = Vec::with_capacity(SESSIONS);
+    let mut decisions = Vec::with_capacity(SESSIONS);
     for i in 0..SESSIONS {
         if with_profile && i % PROFILE_SESSIONS == 0 {
             let estimates: Vec<f64> =
@@ -167,25 +181,9 @@ fn run_cell(design: &Design, effect: f64, with_profile: bool) -> Rates {
             profile = Some(NoiseProfile::from_aa_estimates(&estimates, "simulated").unwrap());
         }
         let estimate = sessions.estimate(design, theta, &config);
-        let d = Decision::single(&estimate, profile.as_ref(), 1, &config).unwrap();
-        match d.verdict {
-            Verdict::Slower => slower += 1,
-            Verdict::Faster => faster += 1,
-            Verdict::NoDifference => none += 1,
-            Verdict::Inconclusive => {}
-        }
-        covered += usize::from(d.ci.contains(1.0 + effect));
-        mdes.push(d.mde);
+        decisions.push(Decision::single(&estimate, profile.as_ref(), 1, &config).unwrap());
     }
-    mdes.sort_by(f64::total_cmp);
-    let n = SESSIONS as f64;
-    Rates {
-        slower: slower as f64 / n,
-        faster: faster as f64 / n,
-        no_difference: none as f64 / n,
-        covered: covered as f64 / n,
-        mde_median: mdes[SESSIONS / 2],
-    }
+    Rates::of(&decisions, effect)
 }
 
 /// Three Monte-Carlo standard errors of a rate near `p`.
@@ -315,28 +313,15 @@ fn two_sample_cell(sigma: f64, requests: usize, noise: Noise, effect: f64) -> Ra
     let seed = Design { sigma, pairs: requests, runs: 1, run_sd: 0.0, noise }.seed(effect, 0x2_5A);
     let mut g = Gen::new(seed);
     let draw = |g: &mut Gen| sigma * if noise == Noise::StudentT3 { g.t3() } else { g.normal() };
-    let (mut slower, mut faster, mut none, mut covered) = (0usize, 0usize, 0usize, 0usize);
-    for _ in 0..SESSIONS {
-        let x: Vec<f64> = (0..requests).map(|_| theta + draw(&mut g)).collect();
-        let r: Vec<f64> = (0..requests).map(|_| draw(&mut g)).collect();
-        let estimate = LogEstimate::two_sample(&x, &r, config.trim, Rule::RequestMedians).unwrap();
-        let d = Decision::single(&estimate, None, 1, &config).unwrap();
-        match d.verdict {
-            Verdict::Slower => slower += 1,
-            Verdict::Faster => faster += 1,
-            Verdict::NoDifference => none += 1,
-            Verdict::Inconclusive => {}
-        }
-        covered += usize::from(d.ci.contains(1.0 + effect));
-    }
-    let n = SESSIONS as f64;
-    Rates {
-        slower: slower as f64 / n,
-        faster: faster as f64 / n,
-        no_difference: none as f64 / n,
-        covered: covered as f64 / n,
-        mde_median: 0.0,
-    }
+    let decisions: Vec<Decision> = (0..SESSIONS)
+        .map(|_| {
+            let x: Vec<f64> = (0..requests).map(|_| theta + draw(&mut g)).collect();
+            let r: Vec<f64> = (0..requests).map(|_| draw(&mut g)).collect();
+            let estimate = LogEstimate::two_sample(&x, &r, config.trim, Rule::RequestMedians).unwrap();
+            Decision::single(&estimate, None, 1, &config).unwrap()
+        })
+        .collect();
+    Rates::of(&decisions, effect)
 }
 
 #[test]
