@@ -63,17 +63,8 @@ pub fn environment_check(repo: &Path, skip: bool) -> EnvironmentCheck {
     }
 }
 
-/// An error and its sources, joined by `: `.
-pub fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(next) = source {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        source = next.source();
-    }
-    text
-}
+/// An error and its sources on one line (the same words a worker's report gives them).
+pub use decode_baseline_pins::chain;
 
 pub fn run(args: GuardArgs) -> anyhow::Result<ExitCode> {
     let (repo, manifest_path) = locate_manifest(args.manifest.as_deref())?;

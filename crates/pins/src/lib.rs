@@ -17,6 +17,7 @@
 //! * Files written exactly once ([`once`]), by the launcher and by workers.
 
 pub mod artifacts;
+pub mod chain;
 pub mod code_version;
 pub mod confinement;
 pub mod environment;
@@ -34,6 +35,7 @@ pub mod structure;
 pub mod worker_sources;
 
 pub use artifacts::{artifact_file_names, case_files, check_case};
+pub use chain::chain;
 pub use code_version::code_version;
 pub use confinement::{case_dir, check_confinement};
 pub use environment::{check_installed, check_lock, environment_pins, lock_backend, mlx_lm_freeze, selected_pins};

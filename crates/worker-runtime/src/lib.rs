@@ -6,7 +6,6 @@
 #[cfg(test)]
 mod bounded;
 mod cancel;
-mod chain;
 mod claim;
 mod gate;
 mod hooks;
@@ -22,8 +21,8 @@ mod validate;
 mod watchdog;
 
 pub use cancel::CancelFlag;
-pub use chain::chain;
 pub use claim::{claim, ClaimError};
+pub use decode_baseline_pins::chain;
 pub use gate::{signal_done, DoneError, Gate};
 pub use hooks::{HookError, Hooks};
 pub use interrupt::Interrupt;

@@ -15,7 +15,6 @@ use std::{
 
 use super::{
     cancel::CancelFlag,
-    chain::chain,
     claim::{claim, ClaimError},
     gate::{signal_done, Gate},
     hooks::{HookError, Hooks},
@@ -242,7 +241,7 @@ enum Stop {
     #[error(transparent)]
     Refused(#[from] Refusal),
     /// The driver's [`Driver::LoadError`], written with its sources.
-    #[error("failed to load the model from {model_dir}: {}", chain(.error.as_ref()))]
+    #[error("failed to load the model from {model_dir}: {}", decode_baseline_pins::chain(.error.as_ref()))]
     Load { model_dir: PathBuf, error: Box<dyn std::error::Error> },
     #[error(transparent)]
     Ready(#[from] ReadyError),

@@ -1,4 +1,5 @@
-//! How an error is written on the one line that stderr and a failed report's `error` carry.
+//! How an error is written on one line: the worker's stderr and a failed report's `error`, and
+//! the launcher's messages (the guard's, the manifest tools').
 
 /// An error and its sources, on one line: `error: source: source of source`. A worker's report
 /// has one string for why it failed, so nothing of the chain may be lost.
