@@ -370,8 +370,15 @@ fn compare(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Run {
     Run { code: out.status.code().expect("exited"), stdout: util::stdout(&out), stderr: util::stderr(&out) }
 }
 
+/// The output as JSON; it must also read back as the wire type and write out unchanged, so that a
+/// consumer of `decode_baseline_wire::compare` reads what `compare` prints.
 fn json_of(run: &Run) -> serde_json::Value {
-    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", run.stdout, run.stderr))
+    let value: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", run.stdout, run.stderr));
+    let typed: decode_baseline_wire::compare::CompareReport = serde_json::from_value(value.clone())
+        .unwrap_or_else(|e| panic!("not a wire CompareReport ({e}): {}", run.stdout));
+    assert_eq!(serde_json::to_value(&typed).unwrap(), value, "the wire type does not write back what compare printed");
+    value
 }
 
 fn verdicts(run: &Run) -> Vec<String> {

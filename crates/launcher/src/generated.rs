@@ -1,6 +1,5 @@
 //! The committed files generated from the Rust types, and the one check that they are current:
-//! the JSON Schemas under `schemas/` (the wire formats', [`decode_baseline_wire::schema`], and
-//! `compare --format json`'s, [`crate::compare::schema`]) and the Python kit's
+//! the JSON Schemas under `schemas/` ([`decode_baseline_wire::schema`]) and the Python kit's
 //! `protocol_constants.json` ([`decode_baseline_wire::constants`]).
 //!
 //! `cargo test --release -p decode-baseline-launcher --lib generated` fails when one is stale or missing;
@@ -10,13 +9,10 @@ use std::path::Path;
 
 use decode_baseline_wire::{constants, schema};
 
-use crate::compare::schema::{compare_schema, COMPARE_SCHEMA_FILE};
-
 /// Every generated file: its path relative to the repository, and its text now.
 fn generated() -> Vec<(String, String)> {
     let mut files: Vec<(String, String)> =
         schema::all().into_iter().map(|(name, text)| (format!("schemas/{name}"), text)).collect();
-    files.push((format!("schemas/{COMPARE_SCHEMA_FILE}"), compare_schema()));
     files.push((constants::CONSTANTS_FILE.to_owned(), constants::document()));
     files
 }

@@ -315,7 +315,7 @@ mod tests {
     }
 
     fn entry(placement: &str, pair: &str, repetitions: u32, estimates: Vec<f64>) -> ProfiledDesign {
-        let sd = NoiseProfile::from_aa_estimates(&estimates, "x").unwrap().sd;
+        let sd = crate::stats::profile_of(&estimates, "x").unwrap().sd;
         ProfiledDesign {
             design: design(placement),
             pair: pair.into(),

@@ -1,5 +1,5 @@
-//! decode-baseline's wire formats: the contract described in `req/protocol.md`, `req/manifest.md`
-//! and `req/session.md`, as types. Every format is versioned and rejects unknown fields.
+//! decode-baseline's wire formats: the contract described in `req/protocol.md`, `req/manifest.md`,
+//! `req/session.md` and `req/compare.md` (its JSON output), as types. Every format is versioned and rejects unknown fields.
 //!
 //! Shared by the launcher and every worker, and depending on nothing else of the project. No
 //! file-system or process logic lives here (the pins crate reads and checks files, the worker
@@ -9,7 +9,9 @@
 
 pub mod analysis;
 pub mod backend;
+pub mod compare;
 pub mod constants;
+pub mod decision;
 pub mod digest;
 pub mod energy;
 pub mod exit;

@@ -60,3 +60,28 @@ pub struct Design {
     /// The CPUs the workers got (`run --cpus`), or `unrecorded`.
     pub placement: String,
 }
+
+// `crates/launcher/src/stats/profile.rs` documents how it enters a verdict's error.
+/// The session-to-session spread of one design's estimate on one host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoiseProfile {
+    /// Standard deviation of one session's log estimate over the A/A sessions.
+    pub sd: f64,
+    /// `K`, the A/A sessions it was measured from.
+    pub sessions: usize,
+    /// What it was measured on (host and design), for the output.
+    pub label: String,
+}
+
+impl NoiseProfile {
+    /// The profile's error for an estimate that spans `sessions` sessions, `sd · √sessions`.
+    pub fn se(&self, sessions: usize) -> f64 {
+        self.sd * (sessions as f64).sqrt()
+    }
+
+    /// The degrees of freedom of its t reference, `K − 1`.
+    pub fn df(&self) -> f64 {
+        self.sessions as f64 - 1.0
+    }
+}

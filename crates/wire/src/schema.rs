@@ -1,7 +1,6 @@
 //! JSON Schemas of the wire formats (the worker job and report, the session job, the manifest,
 //! `session.json`), generated from the Rust types, committed under `schemas/` at the repository
-//! root. `compare --format json`'s schema is generated the same way by the binary's own test
-//! (`crates/launcher/src/compare/schema.rs`), because its types live there.
+//! root, and `compare --format json`'s output.
 //!
 //! The launcher's test `generated::committed_files_are_current` (`crates/launcher/src/generated.rs`) fails when a
 //! committed schema differs from what the types generate now; run it with
@@ -22,6 +21,8 @@ pub const MANIFEST_SCHEMA_FILE: &str = "manifest.schema.json";
 pub const NOISE_PROFILE_SCHEMA_FILE: &str = "noise-profile.schema.json";
 /// File name of the `session.json` schema under `schemas/`.
 pub const SESSION_REPORT_SCHEMA_FILE: &str = "session.schema.json";
+/// File name of `compare --format json`'s schema under `schemas/`.
+pub const COMPARE_SCHEMA_FILE: &str = "compare.schema.json";
 
 /// Every key of a closed object is required: workers write one key set for every mode and
 /// status, `null` where a value does not apply (serde alone would accept a missing `Option`).
@@ -114,8 +115,20 @@ fn accepts_null(schema: &serde_json::Value) -> bool {
         || schema.get("anyOf").and_then(serde_json::Value::as_array).is_some_and(|a| a.iter().any(null_type))
 }
 
+/// The JSON Schema of `compare --format json`'s output, as it is written (schemars' serialize
+/// contract): every key is required except `device_differences`, which is left out when empty,
+/// and every object is closed. After a deliberate change, bump
+/// [`crate::compare::COMPARE_SCHEMA_VERSION`] if it is not additive.
+pub fn compare_schema() -> String {
+    let value = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<crate::compare::CompareReport>();
+    render(&value, false)
+}
+
 /// Every schema this crate generates, by file name under `schemas/`.
-pub fn all() -> [(&'static str, String); 6] {
+pub fn all() -> [(&'static str, String); 7] {
     [
         (NOISE_PROFILE_SCHEMA_FILE, noise_profile_schema()),
         (WORKER_JOB_SCHEMA_FILE, worker_job_schema()),
@@ -123,6 +136,7 @@ pub fn all() -> [(&'static str, String); 6] {
         (SESSION_JOB_SCHEMA_FILE, session_job_schema()),
         (MANIFEST_SCHEMA_FILE, manifest_schema()),
         (SESSION_REPORT_SCHEMA_FILE, session_report_schema()),
+        (COMPARE_SCHEMA_FILE, compare_schema()),
     ]
 }
 

@@ -8,7 +8,6 @@
 
 use std::path::PathBuf;
 
-use crate::stats::NoiseProfile;
 use anyhow::Context;
 use decode_baseline_wire::{
     profile::{Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION},
@@ -101,7 +100,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     }
     let (design, pair, repetitions) = design.expect("at least two sessions");
     let profile =
-        NoiseProfile::from_aa_estimates(&estimates, "calibrate").map_err(|e| crate::exit::bad_input(e.to_string()))?;
+        crate::stats::profile_of(&estimates, "calibrate").map_err(|e| crate::exit::bad_input(e.to_string()))?;
     let mut file = match out.is_file() {
         true => profiles::read(&out)?,
         false => NoiseProfileFile {

@@ -21,33 +21,11 @@
 //! Either gives the row a warning; the verdict itself stays the test's (the noise profile,
 //! `crates/launcher/src/stats/profile.rs`, is what puts run-to-run noise into the error).
 
-use crate::stats::{t_quantile, Decision, RatioEstimate};
-use decode_baseline_wire::Adapter;
-use serde::Serialize;
+use crate::stats::{t_quantile, Decision};
+use decode_baseline_wire::{compare::AaResult, Adapter};
 
 use super::{estimate::Settings, rule};
 use crate::session::CellData;
-
-/// One A/A result beside a row.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct AaResult {
-    /// Whose A/A runs, e.g. `controlled`, `A stock`, `controlled-b against controlled`.
-    pub label: String,
-    /// The launcher's A/A ratio (the A/A run's over the others') with its bootstrap interval;
-    /// absent when the session recorded none for this label (the test below still runs).
-    pub recorded: Option<RatioEstimate>,
-    /// Interleaved: the A/A group's paired estimate against the main groups', tested.
-    pub test: Option<Decision>,
-    /// `|ln r_AA|` is beyond the half-width of the row's interval.
-    pub dwarfs_interval: bool,
-}
-
-impl AaResult {
-    /// The A/A ratio: the test's when there is one, else the recorded one.
-    pub fn ratio(&self) -> Option<f64> {
-        self.test.as_ref().map(|t| t.ratio).or(self.recorded.map(|r| r.ratio))
-    }
-}
 
 /// The A/A result of an interleaved row: the recorded paired A/A ratio and the test of the A/A
 /// group against `main`.
@@ -58,7 +36,7 @@ pub fn paired(
     settings: &Settings<'_>,
 ) -> Vec<AaResult> {
     let test = rule::aa_group(cell, adapter, main, settings.config.trim)
-        .and_then(|diff| Decision::single(&diff, None, 1, &settings.config).ok());
+        .and_then(|diff| crate::stats::decide_alone(&diff, None, 1, &settings.config).ok());
     let recorded = cell.paired_aa.get(adapter).copied();
     if test.is_none() && recorded.is_none() {
         return Vec::new();

@@ -6,9 +6,10 @@ use std::{io::Write, path::PathBuf};
 use crate::stats::DecisionConfig;
 use decode_baseline_wire::ExitCode;
 
-use super::{estimate, estimate::CompareReport, render};
+use super::{estimate, render};
 use crate::export::Exporter;
 use crate::session::load_session;
+use decode_baseline_wire::compare::CompareReport;
 
 /// Output formats, one exporter each ([`Format::exporter`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

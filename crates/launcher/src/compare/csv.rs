@@ -3,7 +3,7 @@
 
 use crate::export::Exporter;
 
-use super::estimate::{CompareReport, RowResult};
+use decode_baseline_wire::compare::{CompareReport, RowResult};
 
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {

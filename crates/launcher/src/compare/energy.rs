@@ -12,31 +12,9 @@ use crate::{
     energy::{domains, energy_estimate, energy_ratio},
     stats::{DecisionConfig, LogEstimate},
 };
-use decode_baseline_wire::{energy::EnergyRatio, session::SessionReport, Adapter};
-use serde::Serialize;
+use decode_baseline_wire::{session::SessionReport, Adapter};
 
-use super::estimate::Basis;
-
-/// One energy line of a comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct EnergyRow {
-    pub cell: String,
-    /// The energy domain, as the session recorded it (`nvml:0`, `package-0`, `fake:0`, …).
-    pub domain: String,
-    /// The adapter whose joules per token are compared.
-    pub adapter: Adapter,
-    /// The session's reference adapter it is measured against.
-    pub against: Adapter,
-    /// Within one session `paired` (interleaved) or `ratio_of_medians` (sequential: the two
-    /// adapters' requests, unpaired); `against_reference` across two.
-    pub basis: Basis,
-    /// Whether a session's readings came from the test-only fake source.
-    pub fake: bool,
-    /// The ratio (below 1: less energy per token), its interval and verdict.
-    pub ratio: Option<EnergyRatio>,
-    /// Why there is no ratio.
-    pub reason: Option<String>,
-}
+use decode_baseline_wire::compare::{Basis, EnergyRow};
 
 fn fake(session: &SessionReport) -> bool {
     session.energy.as_ref().is_some_and(|e| e.fake.is_some())

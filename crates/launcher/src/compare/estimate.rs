@@ -12,198 +12,14 @@ use crate::stats::{
     against_yardstick, decide_family, ratio_of_medians, BootstrapConfig, Decision, DecisionConfig, LogEstimate,
     NoiseProfile, RatioEstimate, Resampling, SessionRatio, Verdict,
 };
-use decode_baseline_wire::{session::SessionStatus, Adapter, ExitCode, Mode};
-use serde::Serialize;
+use decode_baseline_wire::Adapter;
 
-use super::{
-    aa::{self, AaResult},
-    energy::{self, EnergyRow},
-    identity::{self, Mismatch},
-    rule, CompareError,
-};
+use super::{aa, energy, identity, rule, CompareError};
 use crate::noise_profiles::Profiles;
 use crate::session::{self as samples, CellData, LoadedSession};
-
-/// The version of the JSON `compare --format json` prints. Version 2 added `basis`, `against`,
-/// `noise`, the `inconclusive` verdict and `raw`. Version 3: the verdict is a test
-/// (`outcome.decision`: rule, error, p-values, Holm level, equivalence, MDE), the bootstrap
-/// ratio is kept for display as `outcome.median_ratio`, the A/A results sit beside each row
-/// (`outcome.aa`) with `outcome.warnings`; `settings` and `judged_rows` replace
-/// `threshold_flag`, and the noise threshold (`comparison`, `threshold`, `noise`) is gone.
-/// Version 4 added `energy`.
-pub const COMPARE_SCHEMA_VERSION: u32 = 4;
-
-/// What a row's ratio rests on, i.e. what it holds constant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Basis {
-    /// One session, sequential order: ratio of the two adapters' pooled medians. The machine is
-    /// held constant only as far as it stayed the same between the two workers' runs.
-    RatioOfMedians,
-    /// One session, interleaved order: the median ratio of adjacent requests. The machine is
-    /// held constant request by request.
-    Paired,
-    /// Two sessions: the adapter's ratio to the reference adapter in B over the same in A. The
-    /// machine is held constant within each session; what moves is the adapter against the
-    /// reference.
-    AgainstReference,
-    /// Two sessions: the adapter's own times, B over A. Holds nothing constant: the machine's
-    /// drift between the sessions is part of it, so its verdict is `inconclusive` unless `--raw`.
-    Raw,
-}
-
-/// What was compared with what.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// Controlled over stock, in one session.
-    WithinSession,
-    /// Session B over session A, per adapter.
-    AcrossSessions,
-}
-
-/// A session as the output names it.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct SessionRef {
-    pub session_id: String,
-    pub path: String,
-    pub status: SessionStatus,
-}
-
-/// One side of a row: its label and per-token median.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Side {
-    /// `controlled`, `stock`, `A` or `B`.
-    pub label: String,
-    /// Per-token median over the measured requests, ns; absent without valid data.
-    pub median_ns: Option<f64>,
-    /// Measured requests behind it.
-    pub requests: usize,
-}
-
-/// How a row ended.
-// A comparison has a handful of rows: boxing the compared variant would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case", tag = "result")]
-pub enum RowResult {
-    Compared {
-        /// The test and its verdict.
-        decision: Decision,
-        /// For display beside it: the median ratio (of pooled medians, of pair ratios, or of
-        /// the two sessions' such ratios) with its bootstrap interval, as `session.json`'s
-        /// analysis records it; absent when it could not be bootstrapped.
-        median_ratio: Option<RatioEstimate>,
-        /// The A/A results recorded for this row's adapters in its cell.
-        aa: Vec<AaResult>,
-        /// Reasons to distrust the verdict (an A/A spread beyond the interval, a session outside
-        /// its noise profile).
-        warnings: Vec<String>,
-    },
-    /// No ratio could be estimated (e.g. a reference-pair cell has one request per adapter).
-    NotCompared { reason: String },
-}
-
-/// One line of the comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Row {
-    pub cell: String,
-    pub mode: Mode,
-    /// The adapter compared: across sessions, the one whose times or ratio are compared; within
-    /// one session, the one measured against the session's reference.
-    pub adapter: Option<Adapter>,
-    /// What the ratio rests on.
-    pub basis: Basis,
-    /// The adapter it is measured against within each session: the reference of
-    /// `against_reference` rows and of every row within one session; absent for raw rows.
-    pub against: Option<Adapter>,
-    /// Whether the row's verdict counts toward the overall verdict: `false` for raw rows across
-    /// sessions without `--raw`, which are shown for context only.
-    pub judged: bool,
-    pub numerator: Side,
-    pub denominator: Side,
-    pub outcome: RowResult,
-}
-
-impl Row {
-    /// The row's test, when it was compared.
-    pub fn decision(&self) -> Option<&Decision> {
-        match &self.outcome {
-            RowResult::Compared { decision, .. } => Some(decision),
-            RowResult::NotCompared { .. } => None,
-        }
-    }
-
-    pub fn verdict(&self) -> Option<Verdict> {
-        self.decision().map(|d| d.verdict)
-    }
-}
-
-/// The MLX versions of two sessions.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Versions {
-    /// Session A's, e.g. `mlx 0.32.2, mlx_lm 0.32.2`.
-    pub a: String,
-    /// Session B's.
-    pub b: String,
-    /// `--across-versions` was given: environment differences are expected, not mismatches.
-    pub across_versions: bool,
-    /// The environment fields that differ (`mlx_version`, `lock_sha256`, …), asked for or not.
-    pub differences: Vec<Mismatch>,
-}
-
-/// Everything `compare` found; printed in each format, and as is for `--format json`.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct CompareReport {
-    /// Equals [`COMPARE_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    pub kind: Kind,
-    pub a: SessionRef,
-    pub b: Option<SessionRef>,
-    /// What differs between the things compared (see `identity`).
-    pub mismatches: Vec<Mismatch>,
-    /// Mismatches were found and `--allow-mismatch` was not given: no rows.
-    pub refused: bool,
-    /// Two sessions: the MLX versions each ran on, and whether the environment difference was
-    /// asked for (`--across-versions`); absent within one session.
-    pub versions: Option<Versions>,
-    /// Two sessions compared with `--across-devices`: their backend and device differences
-    /// (`identity::DEVICE_FIELDS`), named here instead of refusing; empty otherwise.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub device_differences: Vec<Mismatch>,
-    /// The settings of every row's test (`--alpha`, `--margin`, `--floor`).
-    pub settings: DecisionConfig,
-    /// Judged rows compared: the family Holm's procedure ran over.
-    pub judged_rows: usize,
-    /// `--raw`: raw rows across sessions get a verdict too.
-    pub raw: bool,
-    pub rows: Vec<Row>,
-    /// Cells only session A ran (two sessions).
-    pub only_in_a: Vec<String>,
-    /// Cells only session B ran (two sessions).
-    pub only_in_b: Vec<String>,
-    /// Energy per token against the reference (`compare::energy`), where the sessions read an
-    /// energy source; not part of `verdict`.
-    pub energy: Vec<EnergyRow>,
-    /// The overall verdict: `slower` if any row is slower, else `faster` if any is faster, else
-    /// `inconclusive` if any is inconclusive, else `no_difference`; absent when refused.
-    pub verdict: Option<Verdict>,
-    /// The process exit code this report ends with.
-    pub exit_code: i32,
-}
-
-impl CompareReport {
-    /// The exit code: refused, else by the overall verdict (see `req/compare.md`).
-    pub fn exit(&self) -> ExitCode {
-        match (self.refused, self.verdict) {
-            (true, _) => ExitCode::Refused,
-            (false, Some(Verdict::Slower)) => ExitCode::Slower,
-            (false, Some(Verdict::Faster)) => ExitCode::Faster,
-            (false, Some(Verdict::Inconclusive)) => ExitCode::Inconclusive,
-            (false, Some(Verdict::NoDifference) | None) => ExitCode::Ok,
-        }
-    }
-}
+use decode_baseline_wire::compare::{
+    AaResult, Basis, CompareReport, Kind, Mismatch, Row, RowResult, SessionRef, Side, Versions, COMPARE_SCHEMA_VERSION,
+};
 
 fn session_ref(s: &LoadedSession) -> SessionRef {
     SessionRef { session_id: s.report.session_id.clone(), path: s.path.display().to_string(), status: s.report.status }
@@ -247,8 +63,8 @@ fn outcome(
     profile: Option<NoiseProfile>,
     config: &DecisionConfig,
 ) -> RowResult {
-    let decision =
-        estimate.and_then(|e| Decision::untested(&e, profile.as_ref(), sessions, config).map_err(|e| e.to_string()));
+    let decision = estimate
+        .and_then(|e| crate::stats::before_holm(&e, profile.as_ref(), sessions, config).map_err(|e| e.to_string()));
     match decision {
         Ok(decision) => RowResult::Compared { decision, median_ratio, aa, warnings: Vec::new() },
         Err(reason) => RowResult::NotCompared { reason },
@@ -269,7 +85,7 @@ pub fn compare_within(
     settings: &Settings<'_>,
     allow_mismatch: bool,
 ) -> Result<CompareReport, CompareError> {
-    settings.config.validate().map_err(CompareError::Settings)?;
+    crate::stats::validate_decision_config(&settings.config).map_err(CompareError::Settings)?;
     let mismatches = identity::within(&a.report);
     let refused = !mismatches.is_empty() && !allow_mismatch;
     let rows = if refused { Vec::new() } else { within_rows(&samples::cells(&a.report), settings) };
@@ -379,7 +195,7 @@ pub fn compare_across(
     across_placements: bool,
     raw: bool,
 ) -> Result<CompareReport, CompareError> {
-    settings.config.validate().map_err(CompareError::Settings)?;
+    crate::stats::validate_decision_config(&settings.config).map_err(CompareError::Settings)?;
     let cells_a = samples::cells(&a.report);
     let cells_b = samples::cells(&b.report);
     let names_b: BTreeSet<&str> = cells_b.iter().map(|c| c.cell.as_str()).collect();
@@ -396,8 +212,7 @@ pub fn compare_across(
     if across_versions {
         mismatches.retain(|m| !identity::is_environment(m));
     }
-    let device_differences: Vec<identity::Mismatch> =
-        mismatches.iter().filter(|m| identity::is_device(m)).cloned().collect();
+    let device_differences: Vec<Mismatch> = mismatches.iter().filter(|m| identity::is_device(m)).cloned().collect();
     if across_devices {
         mismatches.retain(|m| !identity::is_device(m));
     }

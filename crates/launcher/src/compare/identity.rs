@@ -21,29 +21,13 @@ use std::{
     collections::{BTreeMap, BTreeSet},
 };
 
+use decode_baseline_wire::compare::Mismatch;
 use decode_baseline_wire::{
     manifest::Manifest,
     report::{Identity, Status},
     session::{CaseFiles, SessionReport},
     Adapter, Sha256Digest,
 };
-use serde::Serialize;
-
-/// One thing that differs. In a two-session comparison `a` and `b` are the sessions' values; in
-/// one session they are the controlled and the stock workers' values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Mismatch {
-    /// What differs, e.g. `libmlx_sha256` or `model tiny-qwen3: model.safetensors`.
-    pub field: String,
-    pub a: String,
-    pub b: String,
-}
-
-impl std::fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} vs {}", self.field, self.a, self.b)
-    }
-}
 
 /// The identities of the valid, `ok` worker reports of `adapter` (or of every adapter).
 fn identities<'s>(session: &'s SessionReport, adapter: Option<&Adapter>) -> Vec<&'s Identity> {

@@ -2,7 +2,7 @@
 
 use crate::export::Exporter;
 
-use super::estimate::CompareReport;
+use decode_baseline_wire::compare::CompareReport;
 
 /// The whole comparison as JSON, pretty, one document.
 pub struct Json;

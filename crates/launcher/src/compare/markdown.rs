@@ -2,11 +2,11 @@
 
 use crate::export::Exporter;
 
-use super::estimate::CompareReport;
 use super::render::{
     devices_line, extra_cells, header, mismatch_intro, ratio_line, row_cells, rule_line, test_line, text_columns,
     title, verdict_line, versions_line,
 };
+use decode_baseline_wire::compare::CompareReport;
 
 fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")

@@ -15,14 +15,16 @@ mod json;
 mod markdown;
 mod render;
 mod rule;
-#[cfg(test)]
-pub(crate) mod schema;
 mod table;
 
 pub use command::{run, CompareArgs, Format};
 pub use csv::Csv;
+pub use decode_baseline_wire::compare::{
+    AaResult, Basis, CompareReport, EnergyRow, Kind, Mismatch, Row, RowResult, SessionRef, Side, Versions,
+    COMPARE_SCHEMA_VERSION,
+};
 pub use error::CompareError;
-pub use estimate::{compare_within, within_rows, Row, RowResult, Settings};
+pub use estimate::{compare_within, within_rows, Settings};
 pub use json::Json;
 pub use markdown::Markdown;
 pub use render::{error_words, profile_lines};

@@ -8,7 +8,7 @@ use crate::stats::ErrorSource;
 
 use crate::duration::human_ns;
 
-use super::estimate::{Basis, CompareReport, Kind, Row, RowResult};
+use decode_baseline_wire::compare::{Basis, CompareReport, Kind, Row, RowResult};
 
 /// What a row's ratio rests on, in a few words.
 fn basis_cell(row: &Row) -> String {

@@ -7,7 +7,7 @@
 
 use decode_baseline_wire::energy::EnergyRatio;
 
-use crate::stats::{Decision, DecisionConfig, LogEstimate, PairBlocks, StatsError};
+use crate::stats::{DecisionConfig, LogEstimate, PairBlocks, StatsError};
 
 /// The paired estimate of the pair log ratios in request order (at least two pairs, one block;
 /// a last unpaired pair is left out, as for time): what [`paired_energy_ratio`] tests, and
@@ -27,7 +27,7 @@ pub fn paired_energy_ratio(log_ratios: &[f64], config: &DecisionConfig) -> Resul
 
 /// `estimate` tested (a family of one) and written as an energy ratio.
 pub fn energy_ratio(estimate: &LogEstimate, config: &DecisionConfig) -> Result<EnergyRatio, StatsError> {
-    let decision = Decision::single(estimate, None, 1, config)?;
+    let decision = crate::stats::decide_alone(estimate, None, 1, config)?;
     Ok(EnergyRatio {
         ratio: decision.ratio,
         lower: decision.ci.lower,

@@ -31,156 +31,40 @@
 //! With `SE = 0` (identical data) the tests are decided by the estimate alone: significant when
 //! `e ≠ 0`, equivalent when `|e| < δ`.
 
-use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::error::StatsError;
 use super::holm::holm;
-use super::log_estimate::{LogEstimate, Rule};
-use super::profile::{NoiseProfile, OUTSIDE_PROFILE};
-use super::verdict::Verdict;
+use super::log_estimate::LogEstimate;
+use super::profile::OUTSIDE_PROFILE;
+use decode_baseline_wire::{
+    decision::{Decision, DecisionConfig, ErrorSource, RatioInterval},
+    profile::NoiseProfile,
+    stats::Verdict,
+};
 
-/// Default false-alarm rate of a comparison, two-sided.
-pub const DEFAULT_TEST_ALPHA: f64 = 0.05;
-/// Default equivalence margin: ±3 %.
-pub const DEFAULT_MARGIN: f64 = 0.03;
-/// Power at which the smallest detectable difference is stated.
-pub const DEFAULT_POWER: f64 = 0.8;
-
-/// The settings of a verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DecisionConfig {
-    /// False-alarm rate of the whole comparison, two-sided (Holm across its rows).
-    pub alpha: f64,
-    /// Equivalence margin, a fraction: "no difference" means within `±margin` (in log terms,
-    /// `|ln ratio| < ln(1 + margin)`).
-    pub margin: f64,
-    /// Practical floor, a fraction: significant differences smaller than it do not count.
-    pub floor: Option<f64>,
-    /// Power at which the smallest detectable difference is stated.
-    pub power: f64,
-    /// Trimming fraction of the trimmed means.
-    pub trim: f64,
-}
-
-impl Default for DecisionConfig {
-    fn default() -> Self {
-        DecisionConfig {
-            alpha: DEFAULT_TEST_ALPHA,
-            margin: DEFAULT_MARGIN,
-            floor: None,
-            power: DEFAULT_POWER,
-            trim: super::trimmed::DEFAULT_TRIM,
+/// Checks every setting of `config`, naming the field.
+pub fn validate(config: &DecisionConfig) -> Result<(), StatsError> {
+    let bad =
+        |field, expected, actual: f64| Err(StatsError::InvalidSetting { field, expected, actual: actual.to_string() });
+    if !(config.alpha > 0.0 && config.alpha < 0.5) {
+        return bad("alpha", "a fraction strictly between 0 and 0.5", config.alpha);
+    }
+    if !(config.margin > 0.0 && config.margin < 1.0) {
+        return bad("margin", "a fraction strictly between 0 and 1", config.margin);
+    }
+    if let Some(floor) = config.floor {
+        if !(0.0..1.0).contains(&floor) {
+            return bad("floor", "a fraction in [0, 1)", floor);
         }
     }
-}
-
-impl DecisionConfig {
-    /// Checks every setting, naming the field.
-    pub fn validate(&self) -> Result<(), StatsError> {
-        let bad = |field, expected, actual: f64| {
-            Err(StatsError::InvalidSetting { field, expected, actual: actual.to_string() })
-        };
-        if !(self.alpha > 0.0 && self.alpha < 0.5) {
-            return bad("alpha", "a fraction strictly between 0 and 0.5", self.alpha);
-        }
-        if !(self.margin > 0.0 && self.margin < 1.0) {
-            return bad("margin", "a fraction strictly between 0 and 1", self.margin);
-        }
-        if let Some(floor) = self.floor {
-            if !(0.0..1.0).contains(&floor) {
-                return bad("floor", "a fraction in [0, 1)", floor);
-            }
-        }
-        if !(self.power > 0.5 && self.power < 1.0) {
-            return bad("power", "a fraction strictly between 0.5 and 1", self.power);
-        }
-        if !(0.0..0.5).contains(&self.trim) {
-            return bad("trim", "a fraction in [0, 0.5)", self.trim);
-        }
-        Ok(())
+    if !(config.power > 0.5 && config.power < 1.0) {
+        return bad("power", "a fraction strictly between 0.5 and 1", config.power);
     }
-}
-
-/// Whose error a verdict used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorSource {
-    /// The row's own error, from its data alone.
-    Own,
-    /// A host noise profile's, larger than the row's own.
-    Profile,
-}
-
-/// A t-interval of a ratio.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RatioInterval {
-    pub lower: f64,
-    pub upper: f64,
-    /// `1 − α`.
-    pub confidence: f64,
-}
-
-impl RatioInterval {
-    /// Whether `x` lies in the closed interval.
-    pub fn contains(&self, x: f64) -> bool {
-        self.lower <= x && x <= self.upper
+    if !(0.0..0.5).contains(&config.trim) {
+        return bad("trim", "a fraction in [0, 0.5)", config.trim);
     }
-}
-
-/// One row's test and verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Decision {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// How the estimate was made.
-    pub rule: Rule,
-    /// Whose error was used.
-    pub error: ErrorSource,
-    /// `exp(log_estimate)`: below 1, the numerator is faster.
-    pub ratio: f64,
-    /// The `1 − α` t-interval of the ratio.
-    pub ci: RatioInterval,
-    /// The log ratio.
-    pub log_estimate: f64,
-    /// The error used.
-    pub se: f64,
-    /// The row's own error.
-    pub own_se: f64,
-    /// Degrees of freedom of the t reference.
-    pub df: f64,
-    /// Two-sided p-value of "no difference at all".
-    pub p_value: f64,
-    /// The level Holm held this row to (`α / (m − i + 1)`).
-    pub holm_level: f64,
-    /// Significant after Holm.
-    pub significant: bool,
-    /// TOST p-value against the margin.
-    pub equivalence_p_value: f64,
-    /// Shown to lie within the margin.
-    pub equivalent: bool,
-    /// Significant, but smaller than the practical floor.
-    pub below_floor: bool,
-    /// The smallest difference detectable at the stated power, a fraction.
-    pub mde: f64,
-    /// The settings.
-    pub config: DecisionConfig,
-    /// Independent units behind the estimate (blocks, runs, or requests).
-    pub units: usize,
-    /// Request pairs used (0 without pairs).
-    pub pairs: usize,
-    /// Lag-1 autocorrelation of the blocks that inflated the error, if any.
-    pub serial_correlation: Option<f64>,
-    /// Whether the error holds run-to-run effects (several runs, or a noise profile).
-    pub run_effects_measured: bool,
-    /// The noise profile, if one was given.
-    pub profile: Option<NoiseProfile>,
-    /// The own error is more than `OUTSIDE_PROFILE` times the profile's: the session is unlike
-    /// the ones profiled.
-    pub outside_profile: bool,
+    Ok(())
 }
 
 fn t_dist(df: f64) -> StudentsT {
@@ -192,90 +76,88 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
     t_dist(df).inverse_cdf(p)
 }
 
-impl Decision {
-    /// Tests `estimate` alone (a family of one). `sessions` is how many sessions the estimate
-    /// spans (1 or 2), for the profile's error.
-    pub fn single(
-        estimate: &LogEstimate,
-        profile: Option<&NoiseProfile>,
-        sessions: usize,
-        config: &DecisionConfig,
-    ) -> Result<Self, StatsError> {
-        let mut one = [Self::untested(estimate, profile, sessions, config)?];
-        decide_family(&mut one);
-        let [d] = one;
-        Ok(d)
-    }
+/// Tests `estimate` alone (a family of one). `sessions` is how many sessions the estimate spans
+/// (1 or 2), for the profile's error.
+pub fn decide_alone(
+    estimate: &LogEstimate,
+    profile: Option<&NoiseProfile>,
+    sessions: usize,
+    config: &DecisionConfig,
+) -> Result<Decision, StatsError> {
+    let mut one = [before_holm(estimate, profile, sessions, config)?];
+    decide_family(&mut one);
+    let [d] = one;
+    Ok(d)
+}
 
-    /// Everything but the Holm step: call [`decide_family`] over the comparison's rows.
-    pub fn untested(
-        estimate: &LogEstimate,
-        profile: Option<&NoiseProfile>,
-        sessions: usize,
-        config: &DecisionConfig,
-    ) -> Result<Self, StatsError> {
-        config.validate()?;
-        // NaN fails every comparison, so it is refused too.
-        let valid = estimate.estimate.is_finite() && estimate.se >= 0.0 && estimate.df > 0.0;
-        if !valid {
-            return Err(StatsError::InvalidSetting {
-                field: "estimate",
-                expected: "a finite log ratio with a non-negative error on positive degrees of freedom",
-                actual: format!("{} ± {} on {}", estimate.estimate, estimate.se, estimate.df),
-            });
-        }
-        let (se, df, error, outside) = match profile {
-            Some(p) => {
-                // The profile's spread holds the serial correlation already: the own error it is
-                // held against is the one before that inflation.
-                let (pse, own) = (p.se(sessions), estimate.se_uncorrelated);
-                let error = if pse >= own { ErrorSource::Profile } else { ErrorSource::Own };
-                (pse.max(own), p.df(), error, own > OUTSIDE_PROFILE * pse)
-            }
-            None => (estimate.se, estimate.df, ErrorSource::Own, false),
-        };
-        let e = estimate.estimate;
-        let t = t_dist(df);
-        let delta = (1.0 + config.margin).ln();
-        let (p_value, equivalence_p_value) = if se > 0.0 {
-            let p = 2.0 * t.sf(e.abs() / se);
-            let eq = t.sf((e + delta) / se).max(t.cdf((e - delta) / se));
-            (p.min(1.0), eq)
-        } else {
-            (if e == 0.0 { 1.0 } else { 0.0 }, if e.abs() < delta { 0.0 } else { 1.0 })
-        };
-        let crit = t.inverse_cdf(1.0 - config.alpha / 2.0);
-        let mde = ((crit + t.inverse_cdf(config.power)) * se).exp() - 1.0;
-        Ok(Decision {
-            verdict: Verdict::Inconclusive,
-            rule: estimate.rule,
-            error,
-            ratio: e.exp(),
-            ci: RatioInterval {
-                lower: (e - crit * se).exp(),
-                upper: (e + crit * se).exp(),
-                confidence: 1.0 - config.alpha,
-            },
-            log_estimate: e,
-            se,
-            own_se: if profile.is_some() { estimate.se_uncorrelated } else { estimate.se },
-            df,
-            p_value,
-            holm_level: config.alpha,
-            significant: false,
-            equivalence_p_value,
-            equivalent: equivalence_p_value < config.alpha,
-            below_floor: false,
-            mde,
-            config: *config,
-            units: estimate.units,
-            pairs: estimate.pairs,
-            serial_correlation: estimate.serial_correlation,
-            run_effects_measured: estimate.run_effects_measured || profile.is_some(),
-            profile: profile.cloned(),
-            outside_profile: outside,
-        })
+/// Everything but the Holm step: call [`decide_family`] over the comparison's rows.
+pub fn before_holm(
+    estimate: &LogEstimate,
+    profile: Option<&NoiseProfile>,
+    sessions: usize,
+    config: &DecisionConfig,
+) -> Result<Decision, StatsError> {
+    validate(config)?;
+    // NaN fails every comparison, so it is refused too.
+    let valid = estimate.estimate.is_finite() && estimate.se >= 0.0 && estimate.df > 0.0;
+    if !valid {
+        return Err(StatsError::InvalidSetting {
+            field: "estimate",
+            expected: "a finite log ratio with a non-negative error on positive degrees of freedom",
+            actual: format!("{} ± {} on {}", estimate.estimate, estimate.se, estimate.df),
+        });
     }
+    let (se, df, error, outside) = match profile {
+        Some(p) => {
+            // The profile's spread holds the serial correlation already: the own error it is
+            // held against is the one before that inflation.
+            let (pse, own) = (p.se(sessions), estimate.se_uncorrelated);
+            let error = if pse >= own { ErrorSource::Profile } else { ErrorSource::Own };
+            (pse.max(own), p.df(), error, own > OUTSIDE_PROFILE * pse)
+        }
+        None => (estimate.se, estimate.df, ErrorSource::Own, false),
+    };
+    let e = estimate.estimate;
+    let t = t_dist(df);
+    let delta = (1.0 + config.margin).ln();
+    let (p_value, equivalence_p_value) = if se > 0.0 {
+        let p = 2.0 * t.sf(e.abs() / se);
+        let eq = t.sf((e + delta) / se).max(t.cdf((e - delta) / se));
+        (p.min(1.0), eq)
+    } else {
+        (if e == 0.0 { 1.0 } else { 0.0 }, if e.abs() < delta { 0.0 } else { 1.0 })
+    };
+    let crit = t.inverse_cdf(1.0 - config.alpha / 2.0);
+    let mde = ((crit + t.inverse_cdf(config.power)) * se).exp() - 1.0;
+    Ok(Decision {
+        verdict: Verdict::Inconclusive,
+        rule: estimate.rule,
+        error,
+        ratio: e.exp(),
+        ci: RatioInterval {
+            lower: (e - crit * se).exp(),
+            upper: (e + crit * se).exp(),
+            confidence: 1.0 - config.alpha,
+        },
+        log_estimate: e,
+        se,
+        own_se: if profile.is_some() { estimate.se_uncorrelated } else { estimate.se },
+        df,
+        p_value,
+        holm_level: config.alpha,
+        significant: false,
+        equivalence_p_value,
+        equivalent: equivalence_p_value < config.alpha,
+        below_floor: false,
+        mde,
+        config: *config,
+        units: estimate.units,
+        pairs: estimate.pairs,
+        serial_correlation: estimate.serial_correlation,
+        run_effects_measured: estimate.run_effects_measured || profile.is_some(),
+        profile: profile.cloned(),
+        outside_profile: outside,
+    })
 }
 
 /// Holm across `rows` (one comparison's judged rows, all with the same settings), then each
@@ -305,6 +187,7 @@ pub fn decide_family(rows: &mut [Decision]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use decode_baseline_wire::decision::Rule;
 
     fn estimate(e: f64, se: f64, df: f64) -> LogEstimate {
         LogEstimate {
@@ -321,7 +204,7 @@ mod tests {
     }
 
     fn verdict(e: f64, se: f64, config: &DecisionConfig) -> Decision {
-        Decision::single(&estimate(e, se, 1e6), None, 1, config).unwrap()
+        decide_alone(&estimate(e, se, 1e6), None, 1, config).unwrap()
     }
 
     #[test]
@@ -349,7 +232,7 @@ mod tests {
     fn interval_p_value_and_mde_by_hand() {
         // e = 0.1, SE = 0.04, ν = 10: t_{0.975,10} = 2.228139, t_{0.8,10} = 0.879058, found
         // independently by Simpson integration of the t₁₀ density and bisection.
-        let d = Decision::single(&estimate(0.1, 0.04, 10.0), None, 1, &DecisionConfig::default()).unwrap();
+        let d = decide_alone(&estimate(0.1, 0.04, 10.0), None, 1, &DecisionConfig::default()).unwrap();
         let crit = 2.228_138_851_986_27;
         assert!((d.ci.lower - (0.1 - crit * 0.04f64).exp()).abs() < 1e-9, "{:?}", d.ci);
         assert!((d.mde - ((crit + 0.879_057_828_6) * 0.04f64).exp() + 1.0).abs() < 1e-8, "{}", d.mde);
@@ -364,8 +247,8 @@ mod tests {
         // Two rows at p ≈ 0.04 each: alone each is significant, together Holm asks p ≤ 0.025.
         let se = 0.05 / 2.054; // z = 2.054 → p = 0.04
         let mut rows = [
-            Decision::untested(&estimate(0.05, se, 1e6), None, 1, &c).unwrap(),
-            Decision::untested(&estimate(0.05, se, 1e6), None, 1, &c).unwrap(),
+            before_holm(&estimate(0.05, se, 1e6), None, 1, &c).unwrap(),
+            before_holm(&estimate(0.05, se, 1e6), None, 1, &c).unwrap(),
         ];
         decide_family(&mut rows);
         assert!(rows.iter().all(|r| r.verdict == Verdict::Inconclusive && !r.significant), "{rows:?}");
@@ -376,13 +259,13 @@ mod tests {
     fn a_profile_larger_than_the_own_error_is_used_on_k_minus_1_df() {
         let p = NoiseProfile { sd: 0.02, sessions: 20, label: "test".into() };
         let c = DecisionConfig::default();
-        let d = Decision::single(&estimate(0.05, 0.01, 100.0), Some(&p), 1, &c).unwrap();
+        let d = decide_alone(&estimate(0.05, 0.01, 100.0), Some(&p), 1, &c).unwrap();
         assert_eq!((d.error, d.se, d.df, d.own_se), (ErrorSource::Profile, 0.02, 19.0, 0.01));
         // Across two sessions the profile error is √2 larger.
-        let d2 = Decision::single(&estimate(0.05, 0.01, 100.0), Some(&p), 2, &c).unwrap();
+        let d2 = decide_alone(&estimate(0.05, 0.01, 100.0), Some(&p), 2, &c).unwrap();
         assert!((d2.se - 0.02 * 2f64.sqrt()).abs() < 1e-15);
         // Own error larger: it is used, still on K − 1 df; far outside the profile is flagged.
-        let own = Decision::single(&estimate(0.05, 0.07, 100.0), Some(&p), 1, &c).unwrap();
+        let own = decide_alone(&estimate(0.05, 0.07, 100.0), Some(&p), 1, &c).unwrap();
         assert_eq!((own.error, own.se, own.df, own.outside_profile), (ErrorSource::Own, 0.07, 19.0, true));
     }
 
@@ -395,10 +278,10 @@ mod tests {
             (DecisionConfig { floor: Some(1.5), ..Default::default() }, "floor"),
             (DecisionConfig { power: 0.3, ..Default::default() }, "power"),
         ] {
-            let err = Decision::single(&e, None, 1, &config).unwrap_err();
+            let err = decide_alone(&e, None, 1, &config).unwrap_err();
             assert!(matches!(err, StatsError::InvalidSetting { field: f, .. } if f == field), "{err}");
         }
-        let identical = Decision::single(&estimate(0.0, 0.0, 5.0), None, 1, &DecisionConfig::default()).unwrap();
+        let identical = decide_alone(&estimate(0.0, 0.0, 5.0), None, 1, &DecisionConfig::default()).unwrap();
         assert_eq!((identical.verdict, identical.p_value), (Verdict::NoDifference, 1.0));
     }
 }

@@ -22,41 +22,10 @@
 //! - **`session_difference`**, two sessions: `e_B − e_A` of the two sessions' estimates (each by
 //!   one of the rules above), error `√(SE_A² + SE_B²)`, Welch–Satterthwaite degrees of freedom.
 
-use serde::Serialize;
-
 use super::blocks::PairBlocks;
 use super::error::StatsError;
 use super::trimmed::{serial_inflation, welch_df, yuen_welch, TrimmedMean};
-
-/// Which rule produced an estimate (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Rule {
-    /// One interleaved run: trimmed mean of the A B / B A blocks, Yuen's error.
-    PairedBlocks,
-    /// Several interleaved runs: mean of the runs' trimmed means, error from the run means.
-    PairedRunMeans,
-    /// Sequential session: Yuen's two-sample test on per-request log medians.
-    RequestMedians,
-    /// Two sessions: the difference of their estimates.
-    SessionDifference,
-    /// Two sessions, raw times: Yuen's two-sample test on the adapter's per-request log medians
-    /// in B against A.
-    RawRequestMedians,
-}
-
-impl Rule {
-    /// The rule in a few words, for the table.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Rule::PairedBlocks => "paired t on A B / B A blocks (20 % trimmed mean, Yuen's error)",
-            Rule::PairedRunMeans => "paired t on run means (each run's 20 % trimmed mean of its blocks)",
-            Rule::RequestMedians => "Yuen–Welch t on per-request log medians (sequential: no pairs)",
-            Rule::SessionDifference => "difference of the two sessions' estimates, Welch t",
-            Rule::RawRequestMedians => "Yuen–Welch t on the adapter's per-request log medians, B against A",
-        }
-    }
-}
+pub use decode_baseline_wire::decision::Rule;
 
 /// A log ratio with its own error.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -29,10 +29,11 @@ mod simulation;
 
 pub use blocks::PairBlocks;
 pub use bootstrap::validate as validate_bootstrap;
-pub use decision::{
-    decide_family, t_quantile, Decision, DecisionConfig, ErrorSource, RatioInterval, DEFAULT_MARGIN, DEFAULT_POWER,
-    DEFAULT_TEST_ALPHA,
+pub use decision::{before_holm, decide_alone, decide_family, t_quantile, validate as validate_decision_config};
+pub use decode_baseline_wire::decision::{
+    Decision, DecisionConfig, ErrorSource, RatioInterval, DEFAULT_MARGIN, DEFAULT_POWER, DEFAULT_TEST_ALPHA,
 };
+pub use decode_baseline_wire::profile::NoiseProfile;
 pub use decode_baseline_wire::stats::{
     BootstrapConfig, Drift, DriftConfig, Interval, RatioEstimate, Resampling, StabilityWarning, Summary, TukeyOutliers,
     WarningKind, DEFAULT_ALPHA, DEFAULT_CONFIDENCE, DEFAULT_DRIFT_THRESHOLD, DEFAULT_RESAMPLES, DEFAULT_SEED,
@@ -43,7 +44,7 @@ pub use holm::holm;
 pub use log_estimate::{LogEstimate, Rule};
 pub use outliers::{tukey_outliers, MILD_IQR, SEVERE_IQR};
 pub use pocock::{crossing_probability, pocock, PocockBoundary, MAX_LOOKS};
-pub use profile::{NoiseProfile, MIN_PROFILE_SESSIONS, OUTSIDE_PROFILE};
+pub use profile::{profile_of, MIN_PROFILE_SESSIONS, OUTSIDE_PROFILE};
 pub use ratio::ratio_of_medians;
 pub use sample::{quantile_sorted, ClusteredSample, PairedSample, Sample, MIN_CLUSTERS, MIN_OBSERVATIONS, MIN_PAIRS};
 pub use summary::{summarize, summarize_requests, MAX_STABLE_CI_HALF_WIDTH, MAX_STABLE_CV, MIN_STABLE_UNITS};

@@ -19,9 +19,8 @@
 //! outside the profile (`SE_own > OUTSIDE_PROFILE · SE_profile`) says the session is not like
 //! the ones profiled; the output suggests recalibrating.
 
-use serde::{Deserialize, Serialize};
-
 use super::error::StatsError;
+use decode_baseline_wire::profile::NoiseProfile;
 use statrs::statistics::Statistics;
 
 /// Fewest A/A sessions a profile is made from (its t reference then has one degree of freedom;
@@ -31,43 +30,19 @@ pub const MIN_PROFILE_SESSIONS: usize = 2;
 /// An own error this many times the profile's marks a session unlike the ones profiled.
 pub const OUTSIDE_PROFILE: f64 = 3.0;
 
-/// The session-to-session spread of one design's estimate on one host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NoiseProfile {
-    /// Standard deviation of one session's log estimate over the A/A sessions.
-    pub sd: f64,
-    /// `K`, the A/A sessions it was measured from.
-    pub sessions: usize,
-    /// What it was measured on (host and design), for the output.
-    pub label: String,
-}
-
-impl NoiseProfile {
-    /// The profile of `estimates`, the log estimates of `K ≥ 2` A/A sessions.
-    pub fn from_aa_estimates(estimates: &[f64], label: impl Into<String>) -> Result<Self, StatsError> {
-        if estimates.len() < MIN_PROFILE_SESSIONS {
-            return Err(StatsError::TooFew {
-                what: "A/A sessions for a noise profile",
-                expected: MIN_PROFILE_SESSIONS,
-                actual: estimates.len(),
-            });
-        }
-        if let Some((index, &value)) = estimates.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(StatsError::NotFinite { index, value });
-        }
-        Ok(NoiseProfile { sd: estimates.std_dev(), sessions: estimates.len(), label: label.into() })
+/// The profile of `estimates`, the log estimates of `K ≥ 2` A/A sessions.
+pub fn profile_of(estimates: &[f64], label: impl Into<String>) -> Result<NoiseProfile, StatsError> {
+    if estimates.len() < MIN_PROFILE_SESSIONS {
+        return Err(StatsError::TooFew {
+            what: "A/A sessions for a noise profile",
+            expected: MIN_PROFILE_SESSIONS,
+            actual: estimates.len(),
+        });
     }
-
-    /// The profile's error for an estimate that spans `sessions` sessions, `sd · √sessions`.
-    pub fn se(&self, sessions: usize) -> f64 {
-        self.sd * (sessions as f64).sqrt()
+    if let Some((index, &value)) = estimates.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(StatsError::NotFinite { index, value });
     }
-
-    /// The degrees of freedom of its t reference, `K − 1`.
-    pub fn df(&self) -> f64 {
-        self.sessions as f64 - 1.0
-    }
+    Ok(NoiseProfile { sd: estimates.std_dev(), sessions: estimates.len(), label: label.into() })
 }
 
 #[cfg(test)]
@@ -77,12 +52,12 @@ mod tests {
     #[test]
     fn profile_is_the_sample_sd_of_the_aa_estimates() {
         // 2 4 4 4 5 5 7 9 → s = √(32/7).
-        let p = NoiseProfile::from_aa_estimates(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0], "host x").unwrap();
+        let p = profile_of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0], "host x").unwrap();
         assert!((p.sd - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
         assert_eq!((p.sessions, p.df()), (8, 7.0));
         assert!((p.se(2) - p.sd * 2f64.sqrt()).abs() < 1e-15);
         assert_eq!(
-            NoiseProfile::from_aa_estimates(&[0.1], "x").unwrap_err().to_string(),
+            profile_of(&[0.1], "x").unwrap_err().to_string(),
             "too few A/A sessions for a noise profile: expected at least 2, got 1"
         );
     }

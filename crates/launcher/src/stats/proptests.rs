@@ -103,13 +103,13 @@ proptest! {
     ) {
         let config = DecisionConfig::default();
         let same: Vec<(f64, f64)> = pairs.iter().map(|&(x, _)| (x, x)).collect();
-        let aa = Decision::single(
+        let aa = crate::stats::decide_alone(
             &LogEstimate::paired(&PairBlocks::from_pair_medians(&[same]).unwrap(), config.trim).unwrap(),
             None, 1, &config,
         ).unwrap();
         prop_assert!(!matches!(aa.verdict, Verdict::Faster | Verdict::Slower), "{:?}", aa);
         let swapped: Vec<(f64, f64)> = pairs.iter().map(|&(x, r)| (r, x)).collect();
-        let test = |p: Vec<(f64, f64)>| Decision::single(
+        let test = |p: Vec<(f64, f64)>| crate::stats::decide_alone(
             &LogEstimate::paired(&PairBlocks::from_pair_medians(&[p]).unwrap(), config.trim).unwrap(),
             None, 1, &config,
         ).unwrap();

@@ -21,10 +21,8 @@
 use rand_chacha::{rand_core::RngCore, rand_core::SeedableRng, ChaCha8Rng};
 
 use super::blocks::PairBlocks;
-use super::decision::{Decision, DecisionConfig};
 use super::log_estimate::LogEstimate;
-use super::profile::NoiseProfile;
-use super::verdict::Verdict;
+use super::{Decision, DecisionConfig, NoiseProfile, Verdict};
 
 /// Sessions per cell.
 const SESSIONS: usize = 2000;
@@ -178,10 +176,10 @@ fn run_cell(design: &Design, effect: f64, with_profile: bool) -> Rates {
         if with_profile && i % PROFILE_SESSIONS == 0 {
             let estimates: Vec<f64> =
                 (0..PROFILE_SESSIONS).map(|_| aa.estimate(design, 0.0, &config).estimate).collect();
-            profile = Some(NoiseProfile::from_aa_estimates(&estimates, "simulated").unwrap());
+            profile = Some(crate::stats::profile_of(&estimates, "simulated").unwrap());
         }
         let estimate = sessions.estimate(design, theta, &config);
-        decisions.push(Decision::single(&estimate, profile.as_ref(), 1, &config).unwrap());
+        decisions.push(crate::stats::decide_alone(&estimate, profile.as_ref(), 1, &config).unwrap());
     }
     Rates::of(&decisions, effect)
 }
@@ -318,7 +316,7 @@ fn two_sample_cell(sigma: f64, requests: usize, noise: Noise, effect: f64) -> Ra
             let x: Vec<f64> = (0..requests).map(|_| theta + draw(&mut g)).collect();
             let r: Vec<f64> = (0..requests).map(|_| draw(&mut g)).collect();
             let estimate = LogEstimate::two_sample(&x, &r, config.trim, Rule::RequestMedians).unwrap();
-            Decision::single(&estimate, None, 1, &config).unwrap()
+            crate::stats::decide_alone(&estimate, None, 1, &config).unwrap()
         })
         .collect();
     Rates::of(&decisions, effect)

@@ -26,8 +26,7 @@
 
 use super::error::StatsError;
 
-/// The default trimming fraction, 20 % from each end (Wilcox's recommendation for Yuen's test).
-pub const DEFAULT_TRIM: f64 = 0.2;
+pub use decode_baseline_wire::decision::DEFAULT_TRIM;
 
 /// The largest lag-1 autocorrelation [`serial_inflation`] uses (a factor of 9 at most).
 pub const MAX_SERIAL_CORRELATION: f64 = 0.8;
