@@ -121,7 +121,7 @@ fn a_worker_deaf_to_sigterm_fails_the_sigterm_scenarios() {
         }
     }
     assert_eq!(summary, "17 scenarios, 14 passed, 3 failed");
-    assert_eq!(out.status.code(), Some(1), "{}", util::stderr(&out));
+    assert_eq!(out.status.code(), Some(15), "{}", util::stderr(&out));
 }
 
 #[test]

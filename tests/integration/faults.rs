@@ -647,7 +647,7 @@ fn a_worker_printing_megabytes_does_not_block_the_launcher() {
 fn a_clock_that_does_not_move_forward_fails_validation() {
     let s = Scratch::new(Adapter::Stock, 1);
     let status = s.run(None, Some("clock_stalls.sh"));
-    assert_eq!(status.code(), Some(1), "validation failed; {}", s.launcher_stderr());
+    assert_eq!(status.code(), Some(14), "validation failed; {}", s.launcher_stderr());
     let session = assert_promises(&s.the_session_dir(), false);
     assert_eq!(session["status"], "validation_failed");
     let errors: Vec<String> = the_worker(&session)["validation_errors"]
@@ -695,7 +695,7 @@ fn a_report_with_a_forged_source_digest_fails_validation_naming_the_field() {
     let forged = util::repo_root().join("tests/fixtures/workers/forged_sources.py");
     let command = format!("{} {}", util::venv_python().display(), forged.display());
     let status = wait_bounded(s.launcher_replacing(None, Some(&command)).spawn().unwrap(), BOUND);
-    assert_eq!(status.code(), Some(1), "validation failed; {}", s.launcher_stderr());
+    assert_eq!(status.code(), Some(14), "validation failed; {}", s.launcher_stderr());
     let session = assert_promises(&s.the_session_dir(), false);
     assert_eq!(session["status"], "validation_failed");
     let worker = the_worker(&session);

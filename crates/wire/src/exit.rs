@@ -6,8 +6,8 @@
 pub enum ExitCode {
     /// Worker: every request done, report written. Launcher: session ok. Guard: all checks pass.
     Ok = 0,
-    /// Worker: failed or refused (bad folder, existing claim, validation, report refused).
-    /// Launcher: a report or agreement check failed validation.
+    /// Worker: failed or refused (bad folder, existing claim, validation, report refused). A
+    /// worker's code only: the commands of the suite never end with it.
     Failed = 1,
     /// Bad input: an unreadable or invalid job, manifest or flag (launcher, guard, compare).
     BadInput = 2,
@@ -42,6 +42,11 @@ pub enum ExitCode {
     /// straddles an edge of the noise band, or the run-to-run noise was not bounded (one worker
     /// run per side and no A/A pair), so neither a difference nor its absence is shown.
     Inconclusive = 13,
+    /// `run` (and `bench`, `calibrate`, which run sessions): the session ran, but a worker's
+    /// report failed validation or the adapters' argmax streams disagree.
+    ValidationFailed = 14,
+    /// `conformance`: at least one scenario did not end as the protocol requires.
+    ScenarioFailed = 15,
 }
 
 impl ExitCode {

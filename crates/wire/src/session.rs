@@ -120,7 +120,7 @@ impl SessionStatus {
     pub fn exit_code(self) -> ExitCode {
         match self {
             SessionStatus::Ok => ExitCode::Ok,
-            SessionStatus::ValidationFailed => ExitCode::Failed,
+            SessionStatus::ValidationFailed => ExitCode::ValidationFailed,
             SessionStatus::WorkerFailed | SessionStatus::Incomplete => ExitCode::WorkerFailed,
             SessionStatus::Timeout => ExitCode::Timeout,
             SessionStatus::Cancelled => ExitCode::Cancelled,

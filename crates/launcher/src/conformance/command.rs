@@ -73,7 +73,7 @@ pub fn run(args: ConformanceArgs) -> anyhow::Result<ExitCode> {
     if args.keep.is_some() {
         eprintln!("decode-baseline: scenario folders kept in {}", scratch.display());
     }
-    Ok(if tally.failed == 0 { ExitCode::Ok } else { ExitCode::Failed })
+    Ok(if tally.failed == 0 { ExitCode::Ok } else { ExitCode::ScenarioFailed })
 }
 
 /// One line per scenario, written as soon as it is known (a full run takes minutes).
