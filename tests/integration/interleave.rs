@@ -4,7 +4,7 @@
 use std::{
     path::{Path, PathBuf},
     process::Command,
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, Instant},
 };
 
 use decode_baseline_wire::{
@@ -78,62 +78,80 @@ impl Scratch {
     }
 }
 
-fn mtime(path: &Path) -> SystemTime {
-    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).modified().unwrap()
-}
-
-/// One request as the gate saw it: when the launcher created its `request-<i>-granted` and when
-/// the worker created its `request-<i>-done` (the files' modification times).
-struct Gated {
+/// One request as the gate recorded it: the `seq` and `after` lines the launcher wrote into its
+/// `request-<i>-granted`, and what the worker wrote into its `request-<i>-done`.
+struct Grant {
     who: String,
-    granted: SystemTime,
-    done: SystemTime,
+    seq: u64,
+    after: Option<u64>,
+    done: String,
 }
 
-/// The gate stamps of every request of one worker folder.
-fn gate_stamps(dir: &Path, requests: u32) -> Vec<Gated> {
+/// A file's text, or the test fails naming it.
+fn text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The number after `key ` on `line`, or the test fails saying what it found.
+fn number(path: &Path, line: Option<&str>, key: &str) -> u64 {
+    line.and_then(|l| l.strip_prefix(key))
+        .and_then(|rest| rest.strip_prefix(' '))
+        .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|digits| digits.parse().ok())
+        .unwrap_or_else(|| panic!("{}: expected a line `{key} <n>`, found {line:?}", path.display()))
+}
+
+/// The gate's record of every request of one worker folder, read independently of the launcher:
+/// a grant file is `seq <n>` and, from the second grant of a group on, `after <m>`, each a line.
+fn grants(dir: &Path, requests: u32) -> Vec<Grant> {
     let worker = dir.file_name().unwrap().to_string_lossy().into_owned();
     (0..requests)
-        .map(|i| Gated {
-            who: format!("{worker} request {i}"),
-            granted: mtime(&dir.join(format!("request-{i}-granted"))),
-            done: mtime(&dir.join(format!("request-{i}-done"))),
+        .map(|i| {
+            let granted = dir.join(format!("request-{i}-granted"));
+            let content = text(&granted);
+            assert!(content.ends_with('\n'), "{}: expected whole lines, found {content:?}", granted.display());
+            let lines: Vec<&str> = content.lines().collect();
+            assert!(
+                (1..=2).contains(&lines.len()),
+                "{}: expected `seq <n>` and at most `after <m>`, found {content:?}",
+                granted.display()
+            );
+            Grant {
+                who: format!("{worker} request {i}"),
+                seq: number(&granted, lines.first().copied(), "seq"),
+                after: lines.get(1).map(|&line| number(&granted, Some(line), "after")),
+                done: text(&dir.join(format!("request-{i}-done"))),
+            }
         })
         .collect()
 }
 
-/// Checks that the requests of `sequence` ran one at a time in exactly that order.
+/// Checks from the grants' and done files' contents alone that the requests of a group ran one
+/// at a time in exactly the order `expected` (the names of the requests).
 ///
-/// The protocol records no grant sequence: the grant files are empty, each worker's report and
-/// energy records are its own, with times relative to its own requests. What orders requests
-/// across workers is the file clock, which is coarse (the kernel's tick: 4 ms on the machine
-/// this was written on), so two stamps can be equal without being simultaneous. The check is a
-/// chain: each request's grant strictly before its done (a request here takes longer than one
-/// tick, 12 to 28 ms, so equal stamps mean the clock cannot tell them apart and the test says
-/// so rather than passing), and the next request's grant not before that done (the launcher
-/// grants within microseconds of seeing it, often in the same tick, so equality is allowed
-/// there). Together the grants rise strictly along the expected order: a request granted out
-/// of turn or while another ran breaks the chain by at least a request's length.
-fn assert_one_at_a_time_in_order(context: &str, sequence: &[&Gated]) {
-    for r in sequence {
-        assert!(
-            r.granted < r.done,
-            "{context}: {} was granted and done at the same file-clock stamp {:?}: the clock is too coarse \
-             for requests this short, so their order cannot be checked",
-            r.who,
-            r.done
+/// The launcher numbers the grants of a group 0, 1, …, and writes into grant n the `seq` it read
+/// from the done file of grant n-1; a worker writes its done file only after its request is
+/// complete, copying its grant's `seq`. So grant n saying `after n-1` proves that request n-1 was
+/// complete before request n was granted, without a clock.
+fn assert_one_at_a_time_in_order(context: &str, mut recorded: Vec<Grant>, expected: &[String]) {
+    recorded.sort_by_key(|g| g.seq);
+    let seqs: Vec<u64> = recorded.iter().map(|g| g.seq).collect();
+    let all: Vec<u64> = (0..expected.len() as u64).collect();
+    assert_eq!(seqs, all, "{context}: expected the grants' seqs 0..{} once each, found {seqs:?}", expected.len());
+    let order: Vec<&str> = recorded.iter().map(|g| g.who.as_str()).collect();
+    assert_eq!(order, expected, "{context}: expected the grants in the order {expected:?}, found {order:?}");
+    for g in &recorded {
+        let want = format!("seq {}\n", g.seq);
+        assert_eq!(
+            g.done, want,
+            "{context}: {} was granted as seq {}: expected its done file {want:?}, found {:?}",
+            g.who, g.seq, g.done
         );
-    }
-    for w in sequence.windows(2) {
-        let (prev, next) = (w[0], w[1]);
-        assert!(
-            next.granted >= prev.done,
-            "{context}: {} was granted ({:?}) before {} was done ({:?}): expected the order {}",
-            next.who,
-            next.granted,
-            prev.who,
-            prev.done,
-            sequence.iter().map(|r| r.who.as_str()).collect::<Vec<_>>().join(", ")
+        let after = g.seq.checked_sub(1);
+        assert_eq!(
+            g.after, after,
+            "{context}: {} (seq {}): expected `after` {after:?} (the done seq of the grant before), found {:?}",
+            g.who, g.seq, g.after
         );
     }
 }
@@ -213,11 +231,13 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
                 let fifo = dir.join(name).join(format!("{adapter}-{repetition}/gate"));
                 assert!(std::fs::symlink_metadata(&fifo).is_err(), "{} was left behind", fifo.display());
             }
-            let a = gate_stamps(&dir.join(name).join(format!("{first}-{repetition}")), requests);
-            let b = gate_stamps(&dir.join(name).join(format!("{second}-{repetition}")), requests);
-            let sequence: Vec<&Gated> =
-                (0..requests as usize).flat_map(|k| if k % 2 == 0 { [&a[k], &b[k]] } else { [&b[k], &a[k]] }).collect();
-            assert_one_at_a_time_in_order(&format!("{name} repetition {repetition}"), &sequence);
+            let mut recorded = grants(&dir.join(name).join(format!("{first}-{repetition}")), requests);
+            recorded.extend(grants(&dir.join(name).join(format!("{second}-{repetition}")), requests));
+            let expected: Vec<String> = (0..requests)
+                .flat_map(|k| if k % 2 == 0 { [first, second] } else { [second, first] }.map(|a| (a, k)))
+                .map(|(adapter, k)| format!("{adapter}-{repetition} request {k}"))
+                .collect();
+            assert_one_at_a_time_in_order(&format!("{name} repetition {repetition}"), recorded, &expected);
         }
         if cell["mode"] != "reference_pair" {
             let paired = &cell["paired"]["controlled"];

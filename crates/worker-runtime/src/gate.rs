@@ -3,7 +3,7 @@
 //! With `job.gate` set, the launcher starts the workers of a cell together and lets one request
 //! run at a time, alternating the adapters. Before request `i` a worker waits until
 //! `request-<i>-granted` exists in its folder; after the request's record is complete it creates
-//! `request-<i>-done`. The wait lies outside every timed interval (a request's clock starts
+//! `request-<i>-done`, carrying the grant's `seq <n>` line back to the launcher. The wait lies outside every timed interval (a request's clock starts
 //! after it) and pauses the job deadline: the deadline bounds the worker's own work, the
 //! launcher bounds the wait. The worker sleeps in the wake-up FIFO `gate` of its folder, which the
 //! launcher writes a byte to after each grant, looking at cancellation every
@@ -57,9 +57,17 @@ impl Gate {
         Gate { fifo }
     }
 
-    /// Waits for the grant of request `index`, the deadline paused; `Err(Cancelled)` if a
-    /// cancellation arrives first. A deadline that fired before the wait is reported as such.
-    pub fn wait(&self, out: &OutDir, index: u32, cancel: &CancelFlag, watchdog: &Watchdog) -> Result<(), Interrupt> {
+    /// Waits for the grant of request `index`, the deadline paused, and returns the grant's
+    /// sequence number (`None` when its file has none or cannot be read: the done file is then
+    /// left empty); `Err(Cancelled)` if a cancellation arrives first. A deadline that fired
+    /// before the wait is reported as such.
+    pub fn wait(
+        &self,
+        out: &OutDir,
+        index: u32,
+        cancel: &CancelFlag,
+        watchdog: &Watchdog,
+    ) -> Result<Option<u64>, Interrupt> {
         let granted = out.granted(index);
         watchdog.pause();
         let result = loop {
@@ -70,7 +78,7 @@ impl Gate {
                 break Err(Interrupt::Timeout);
             }
             if granted.exists() {
-                break Ok(());
+                break Ok(std::fs::read(&granted).ok().and_then(|content| grant_seq(&content)));
             }
             self.sleep();
         };
@@ -105,10 +113,23 @@ impl Drop for Gate {
     }
 }
 
-/// Tells the launcher that request `index` is complete.
-pub fn signal_done(out: &OutDir, index: u32) -> Result<(), DoneError> {
+/// The sequence number a grant file carries: its first complete line `seq <n>` (decimal digits
+/// only; the launcher writes the file whole). Anything else carries none.
+fn grant_seq(content: &[u8]) -> Option<u64> {
+    let (line, _) = std::str::from_utf8(content).ok()?.split_once('\n')?;
+    let digits = line.strip_prefix("seq ")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Tells the launcher that request `index` is complete, copying its grant's `seq` line (`None`:
+/// an empty done file).
+pub fn signal_done(out: &OutDir, index: u32, seq: Option<u64>) -> Result<(), DoneError> {
     let path = out.done(index);
-    decode_baseline_pins::once::create_new(&path, b"").map_err(|source| DoneError { path, source })
+    let content = seq.map(|seq| format!("seq {seq}\n")).unwrap_or_default();
+    decode_baseline_pins::once::create_new(&path, content.as_bytes()).map_err(|source| DoneError { path, source })
 }
 
 #[cfg(test)]
@@ -123,7 +144,13 @@ mod tests {
     }
 
     /// `gate.wait(out, index, ..)` under the bound, with its own watchdog (stopped after).
-    fn bounded_wait(what: &str, gate: Gate, out: &OutDir, index: u32, cancel: &CancelFlag) -> Result<(), Interrupt> {
+    fn bounded_wait(
+        what: &str,
+        gate: Gate,
+        out: &OutDir,
+        index: u32,
+        cancel: &CancelFlag,
+    ) -> Result<Option<u64>, Interrupt> {
         let (out, cancel) = (out.clone(), cancel.clone());
         within(what, move || {
             let watchdog = dog();
@@ -134,17 +161,52 @@ mod tests {
     }
 
     #[test]
-    fn the_grant_releases_the_wait_and_done_is_created_once() {
+    fn the_grant_releases_the_wait_with_its_seq_and_done_carries_it_once() {
         let tmp = tempfile::tempdir().unwrap();
         let out = crate::outdir::open(tmp.path()).unwrap();
         let cancel = CancelFlag::new();
-        std::fs::write(out.granted(3), b"").unwrap();
+        std::fs::write(out.granted(3), b"seq 7\nafter 6\n").unwrap();
         let gate = Gate::open(&out);
-        assert_eq!(bounded_wait("a granted request's wait", gate, &out, 3, &cancel), Ok(()));
-        signal_done(&out, 3).unwrap();
-        assert!(out.done(3).exists());
+        assert_eq!(bounded_wait("a granted request's wait", gate, &out, 3, &cancel), Ok(Some(7)));
+        signal_done(&out, 3, Some(7)).unwrap();
+        assert_eq!(std::fs::read_to_string(out.done(3)).unwrap(), "seq 7\n");
         // A second done for the same request is refused, never overwritten.
-        assert!(signal_done(&out, 3).is_err());
+        assert!(signal_done(&out, 3, Some(8)).is_err());
+        assert_eq!(std::fs::read_to_string(out.done(3)).unwrap(), "seq 7\n");
+    }
+
+    #[test]
+    fn a_grant_without_a_seq_still_releases_the_wait_and_done_is_left_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = crate::outdir::open(tmp.path()).unwrap();
+        let cancel = CancelFlag::new();
+        std::fs::write(out.granted(0), b"").unwrap();
+        std::fs::write(out.granted(1), b"seq x\n").unwrap();
+        let gate = Gate::open(&out);
+        assert_eq!(bounded_wait("an empty grant's wait", gate, &out, 0, &cancel), Ok(None));
+        let gate = Gate::open(&out);
+        assert_eq!(bounded_wait("a garbled grant's wait", gate, &out, 1, &cancel), Ok(None));
+        signal_done(&out, 0, None).unwrap();
+        assert_eq!(std::fs::read(out.done(0)).unwrap(), b"");
+    }
+
+    #[test]
+    fn only_a_complete_seq_line_first_in_a_grant_is_read() {
+        assert_eq!(grant_seq(b"seq 0\n"), Some(0));
+        assert_eq!(grant_seq(b"seq 12\nafter 11\n"), Some(12));
+        for garbage in [
+            &b""[..],
+            b"seq 3",
+            b"seq \n",
+            b"seq -1\n",
+            b"seq +1\n",
+            b"seq 3 \n",
+            b"seq 18446744073709551616\n",
+            b"after 2\nseq 3\n",
+            b"\xff\n",
+        ] {
+            assert_eq!(grant_seq(garbage), None, "{:?}", String::from_utf8_lossy(garbage));
+        }
     }
 
     #[test]
@@ -158,7 +220,7 @@ mod tests {
             let out = out.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(50));
-                std::fs::write(out.granted(0), b"").unwrap();
+                std::fs::write(out.granted(0), b"seq 0\n").unwrap();
                 let mut fifo = std::fs::OpenOptions::new()
                     .write(true)
                     .custom_flags(nix::libc::O_NONBLOCK)
@@ -175,7 +237,7 @@ mod tests {
             watchdog.stop();
             (result, started.elapsed(), gate)
         });
-        assert_eq!(result, Ok(()));
+        assert_eq!(result, Ok(Some(0)));
         // Woken by the byte, not by the end of a full wait after it.
         assert!(elapsed < Duration::from_millis(50) + GATE_WAKE_TIMEOUT * 10, "{elapsed:?}");
         launcher.join().unwrap();

@@ -416,10 +416,11 @@ impl Worker {
         let (job, out, cancel, hooks) = (&self.job, &self.out, &self.cancel, &self.hooks);
         for spec in request_plan(job) {
             let ctx = RequestContext { index: spec.index, cancel, watchdog, hooks, slowdown: &self.slowdown };
-            let gate = || wake.map_or(Ok(()), |gate| gate.wait(out, spec.index, cancel, watchdog));
-            if let Err(interrupt) = ctx.check().and_then(|()| gate()) {
-                return Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
-            }
+            let gate = || wake.map_or(Ok(None), |gate| gate.wait(out, spec.index, cancel, watchdog));
+            let seq = match ctx.check().and_then(|()| gate()) {
+                Ok(seq) => seq,
+                Err(interrupt) => return Some((interrupt.status(), Some(stop_message(interrupt, spec.index)))),
+            };
             if hooks.is_armed() {
                 hooks.reach(Site::RequestLoop, Some(spec.index), cancel, Some(watchdog));
                 hooks.reach(Site::Stall, Some(spec.index), cancel, Some(watchdog));
@@ -428,7 +429,7 @@ impl Worker {
                 Ok(record) => {
                     lock(&self.slot).report.requests.push(record);
                     if job.gate {
-                        if let Err(err) = signal_done(out, spec.index) {
+                        if let Err(err) = signal_done(out, spec.index, seq) {
                             let message = format!("request {}: {err}: {}", spec.index, err_source(&err));
                             return Some((Status::Failed, Some(message)));
                         }

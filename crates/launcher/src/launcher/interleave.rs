@@ -10,8 +10,15 @@
 //! early (crashed, refused, killed) drops out and the others go on alone. Each member is still
 //! supervised as in the sequential orders: its own ready timeout, run limit, Ctrl-C and
 //! escalation (`supervise::Supervised`).
+//!
+//! Each grant file carries the grant's sequence number in the group and the one the launcher
+//! read from the previous grant's done file (`seq <n>`, `after <m>`): a chain of file contents
+//! that proves the order of the requests without a clock.
 
-use std::path::Path;
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
 
 use crate::energy::GroupRecorder;
 use decode_baseline_wire::outdir::OutDir;
@@ -50,6 +57,47 @@ pub fn grant_order(requests: &[u32], alternate: bool) -> Vec<(usize, u32)> {
         order.extend(members.into_iter().filter(|&m| k < requests[m]).map(|m| (m, k)));
     }
     order
+}
+
+/// How long the launcher waits for a done file it has seen to carry its `seq` line before it
+/// goes on without one. The worker creates the file and then writes it, and the launcher wakes on
+/// the creation, so it can read it empty for a moment; only a worker that leaves it empty (the
+/// protocol allows that) waits out the whole grace, outside every measured interval.
+pub const DONE_GRACE: Duration = Duration::from_millis(100);
+
+/// The content of `request-<i>-granted` (`req/protocol.md` §4.4): the grant's sequence number in
+/// its group and, when the previous grant's done file carried one, that file's `seq`.
+pub fn grant_text(seq: u64, after: Option<u64>) -> String {
+    match after {
+        Some(after) => format!("seq {seq}\nafter {after}\n"),
+        None => format!("seq {seq}\n"),
+    }
+}
+
+/// The `seq` a done file carries: its first complete line `seq <n>` (decimal digits only).
+/// Anything else (empty, partial, garbage, not UTF-8) carries none.
+pub fn done_seq(content: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(content).ok()?;
+    let (line, _) = text.split_once('\n')?;
+    let digits = line.strip_prefix("seq ")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Writes the grant of request `k` to the member in `dir` whole (`.request-<k>-granted.<pid>`
+/// hard-linked to the name), so that a worker that sees the file reads its content; one that
+/// exists already grants as well. A grant that cannot be written leaves the worker waiting
+/// until its run limit ends it; the record says why.
+fn grant(dir: &OutDir, k: u32, text: &str) {
+    let path = dir.granted(k);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = path.with_file_name(format!(".{name}.{}", std::process::id()));
+    match decode_baseline_pins::once::link_new(&temp, &path, text.as_bytes()) {
+        Ok(_) => wake(dir),
+        Err(err) => eprintln!("decode-baseline: failed to grant request {k}: {}", decode_baseline_pins::chain(&err)),
+    }
 }
 
 /// The member's wake-up FIFO, if it made one (`req/protocol.md` §4.4); anything else at that
@@ -104,6 +152,9 @@ pub fn supervise_group(
     let order = grant_order(&members.iter().map(|m| m.requests).collect::<Vec<_>>(), alternate);
     let mut next = 0;
     let mut outstanding: Option<(usize, u32)> = None;
+    // The next grant's sequence number, the `seq` read from the last done file, and when the
+    // outstanding request's done file was first seen.
+    let (mut seq, mut after, mut done_seen): (u64, Option<u64>, Option<Instant>) = (0, None, None);
     loop {
         for (i, worker) in running.iter_mut().enumerate() {
             if let Some(outcome) = worker.poll(interrupts)? {
@@ -116,13 +167,20 @@ pub fn supervise_group(
         on_tick();
         energy.tick();
         if let Some((m, k)) = outstanding {
-            if dirs[m].done(k).exists() {
-                energy.done(m, k);
-                on_request(m);
-                outstanding = None;
+            let done = dirs[m].done(k);
+            if done.exists() {
+                let first_seen = *done_seen.get_or_insert_with(|| {
+                    energy.done(m, k);
+                    on_request(m);
+                    Instant::now()
+                });
+                let read = std::fs::read(&done).ok().and_then(|content| done_seq(&content));
+                if read.is_some() || outcomes[m].is_some() || first_seen.elapsed() >= DONE_GRACE {
+                    (after, outstanding, done_seen) = (read, None, None);
+                }
             } else if outcomes[m].is_some() {
                 energy.abandoned(m);
-                outstanding = None;
+                (after, outstanding) = (None, None);
             }
         }
         let everyone_ready = running.iter().zip(&outcomes).all(|(w, o)| w.is_ready() || o.is_some());
@@ -132,24 +190,14 @@ pub fn supervise_group(
                 if outcomes[m].is_some() {
                     continue;
                 }
-                // A grant that cannot be written leaves the worker waiting until its run limit
-                // ends it; the record says why. One that exists already grants as well.
                 energy.before_grant(m, k);
-                match decode_baseline_pins::once::create_new(&dirs[m].granted(k), b"") {
-                    Ok(()) => wake(&dirs[m]),
-                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => wake(&dirs[m]),
-                    Err(err) => {
-                        eprintln!(
-                            "decode-baseline: failed to grant request {k} in {}: {err}",
-                            members[m].out_dir.display()
-                        )
-                    }
-                }
-                outstanding = Some((m, k));
+                grant(&dirs[m], k, &grant_text(seq, after));
+                (seq, after, outstanding) = (seq + 1, None, Some((m, k)));
                 break;
             }
         }
-        gate_wait.wait(outstanding.is_some());
+        // Blocked while the request runs; looking every tick while a seen done file fills.
+        gate_wait.wait(outstanding.is_some() && done_seen.is_none());
     }
     dirs.iter().for_each(remove_fifo);
     Ok(outcomes.into_iter().map(|o| o.expect("every member ended")).collect())
@@ -185,6 +233,54 @@ mod tests {
         wake(&out);
         remove_fifo(&out);
         assert_eq!(std::fs::read(out.gate()).unwrap(), b"not a fifo");
+    }
+
+    #[test]
+    fn a_grant_carries_its_seq_and_the_previous_done_seq() {
+        assert_eq!(grant_text(0, None), "seq 0\n");
+        assert_eq!(grant_text(5, Some(4)), "seq 5\nafter 4\n");
+        assert_eq!(grant_text(12, Some(3)), "seq 12\nafter 3\n");
+        // What a worker copies back is what the launcher reads.
+        assert_eq!(done_seq(grant_text(7, Some(6)).as_bytes()), Some(7));
+    }
+
+    #[test]
+    fn only_a_complete_seq_line_first_in_a_done_file_is_read() {
+        assert_eq!(done_seq(b"seq 3\n"), Some(3));
+        assert_eq!(done_seq(b"seq 0\nafter 9\n"), Some(0));
+        assert_eq!(done_seq(b"seq 18446744073709551615\n"), Some(u64::MAX));
+        for garbage in [
+            &b""[..],
+            b"\n",
+            b"seq 3",                      // not yet complete
+            b"seq \n",                     // no number
+            b"seq -1\n",                   // not a sequence number
+            b"seq +1\n",                   // not decimal digits only
+            b"seq 3 \n",                   // trailing text
+            b"seq 18446744073709551616\n", // too large
+            b"SEQ 3\n",
+            b"after 2\nseq 3\n", // not the first line
+            b"\xff\xfe\n",
+            b"done\n",
+        ] {
+            assert_eq!(done_seq(garbage), None, "{:?}", String::from_utf8_lossy(garbage));
+        }
+    }
+
+    #[test]
+    fn a_grant_is_written_whole_once_and_leaves_no_temp() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = OutDir::at(tmp.path());
+        grant(&out, 2, "seq 4\nafter 3\n");
+        assert_eq!(std::fs::read_to_string(out.granted(2)).unwrap(), "seq 4\nafter 3\n");
+        // An existing grant is left as it is, and no temp file stays behind.
+        grant(&out, 2, "seq 9\n");
+        assert_eq!(std::fs::read_to_string(out.granted(2)).unwrap(), "seq 4\nafter 3\n");
+        let names: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["request-2-granted"]);
     }
 
     #[test]

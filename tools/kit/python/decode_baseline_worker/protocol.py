@@ -331,7 +331,8 @@ class Gate:
         return self._fd is not None
 
     def wait(self, out, index, cancel, watchdog):
-        """Waits until <out>/request-<index>-granted exists, the deadline paused; raises
+        """Waits until <out>/request-<index>-granted exists, the deadline paused, and returns
+        the grant's sequence number (None when its file has none or cannot be read); raises
         Interrupted on cancellation or an already fired deadline."""
         granted = out / f"{REQUEST_FILE_PREFIX}{index}-granted"
         watchdog.pause()
@@ -342,7 +343,7 @@ class Gate:
                 if watchdog.fired():
                     raise Interrupted("timeout")
                 if granted.exists():
-                    return
+                    return _grant_seq(granted)
                 self._sleep()
         finally:
             watchdog.resume()
@@ -366,10 +367,27 @@ class Gate:
             self._path.unlink(missing_ok=True)
 
 
-def signal_done(out, index):
-    """Creates <out>/request-<index>-done (exclusive: never overwritten)."""
+def _grant_seq(path):
+    """The first complete line `seq <n>` of a grant file (decimal digits only), else None."""
+    try:
+        first, newline, _ = path.read_bytes().decode("utf-8").partition("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    digits = first[len("seq "):] if first.startswith("seq ") else ""
+    if not newline or not digits or not all("0" <= c <= "9" for c in digits) or int(digits) >= 2**64:
+        return None
+    return int(digits)
+
+
+def signal_done(out, index, seq=None):
+    """Creates <out>/request-<index>-done (exclusive: never overwritten), carrying the grant's
+    `seq <n>` line back to the launcher; empty when seq is None."""
     fd = os.open(out / f"{REQUEST_FILE_PREFIX}{index}-done", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    os.close(fd)
+    try:
+        if seq is not None:
+            os.write(fd, f"seq {seq}\n".encode())
+    finally:
+        os.close(fd)
 
 
 class PollContext:

@@ -191,10 +191,11 @@ def _run_requests(job, run_request, out, slot, gate, stops):
     cancel, watchdog, hooks, slowdown = stops
     for index, phase, last in request_plan(job):
         ctx = proto.PollContext(index, cancel, watchdog, hooks, slowdown)
+        seq = None
         try:
             ctx.check()
             if gate is not None:
-                gate.wait(out, index, cancel, watchdog)
+                seq = gate.wait(out, index, cancel, watchdog)
             if hooks.armed:
                 hooks.reach("request_loop", index, cancel, watchdog)
                 hooks.reach("stall", index, cancel, watchdog)
@@ -208,7 +209,7 @@ def _run_requests(job, run_request, out, slot, gate, stops):
         slot.add_request({"index": index, "phase": phase, **record})
         if gate is not None:
             try:
-                proto.signal_done(out, index)
+                proto.signal_done(out, index, seq)
             except OSError as err:
                 return ("failed", f"request {index}: failed to create its done file: {err!r}")
         if last:
