@@ -5,12 +5,15 @@
 //! - [`create_new`]: the file itself is created exclusively (`O_CREAT|O_EXCL`), then filled and
 //!   synced. Its existence is what counts, so a second writer always finds it; a reader may see
 //!   it empty or partial for a moment. Used for `worker-claim` and `worker-ready` (the `{utc,
-//!   pid}` markers), `request-<i>-done` and `request-<i>-granted` (empty), each worker folder's
-//!   `job.json` and the session folder's `launcher.json` (written before any reader starts).
+//!   pid}` markers), `request-<i>-done` (its `seq` line: the launcher re-reads a done file
+//!   until the line is complete, `crates/launcher/src/launcher/interleave.rs`), each worker
+//!   folder's `job.json` and the session folder's `launcher.json` (written before any reader
+//!   starts).
 //! - [`link_new`]: the bytes go to a temp file beside the target (create-new), synced, then
 //!   hard-linked to the target, which fails if it exists; the temp is removed in every outcome.
 //!   A reader sees the whole file or none. Used for `report.json` (temp `report.json.tmp.<pid>`,
-//!   `req/protocol.md`), `session.json` (temp `.session.json.<pid>`) and `bench`'s
+//!   `req/protocol.md`), `request-<i>-granted` (temp `.request-<i>-granted.<pid>`: a waiting
+//!   worker reads the grant's `seq` as soon as the file exists), `session.json` (temp `.session.json.<pid>`) and `bench`'s
 //!   `bench.json` and `bench-job.json` (temp `.<name>.<pid>`).
 
 use std::{

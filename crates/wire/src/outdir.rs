@@ -22,6 +22,24 @@ pub const REPORT_TEMP_PREFIX: &str = "report.json.tmp.";
 /// start) and `request-<i>-done` (the worker finished it).
 pub const REQUEST_FILE_PREFIX: &str = "request-";
 
+/// The line of a gate file that carries a grant's sequence number in its group: `seq <n>\n`
+/// (`req/protocol.md` §4.4). The launcher writes it first in `request-<i>-granted`, a worker
+/// copies it into `request-<i>-done`.
+pub fn seq_line(seq: u64) -> String {
+    format!("seq {seq}\n")
+}
+
+/// The sequence number a gate file carries: its first complete line `seq <n>` (decimal digits
+/// only). Anything else (empty, partial, garbage, not UTF-8) carries none.
+pub fn read_seq(content: &[u8]) -> Option<u64> {
+    let (line, _) = std::str::from_utf8(content).ok()?.split_once('\n')?;
+    let digits = line.strip_prefix("seq ")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// The worker's wake-up FIFO of the request gate (created by the worker, removed at its end).
 pub const GATE_FIFO: &str = "gate";
 
@@ -86,5 +104,33 @@ impl OutDir {
     /// This process's temp file for the report.
     pub fn report_temp(&self, pid: u32) -> PathBuf {
         self.path.join(format!("{REPORT_TEMP_PREFIX}{pid}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_complete_seq_line_first_in_a_gate_file_is_read() {
+        assert_eq!(read_seq(seq_line(3).as_bytes()), Some(3));
+        assert_eq!(read_seq(b"seq 0\nafter 9\n"), Some(0));
+        assert_eq!(read_seq(b"seq 18446744073709551615\n"), Some(u64::MAX));
+        for garbage in [
+            &b""[..],
+            b"\n",
+            b"seq 3",                      // not yet complete
+            b"seq \n",                     // no number
+            b"seq -1\n",                   // not a sequence number
+            b"seq +1\n",                   // not decimal digits only
+            b"seq 3 \n",                   // trailing text
+            b"seq 18446744073709551616\n", // too large
+            b"SEQ 3\n",
+            b"after 2\nseq 3\n", // not the first line
+            b"\xff\xfe\n",
+            b"done\n",
+        ] {
+            assert_eq!(read_seq(garbage), None, "{:?}", String::from_utf8_lossy(garbage));
+        }
     }
 }

@@ -18,7 +18,7 @@ use std::{
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use decode_baseline_wire::outdir::{OutDir, GATE_POLL, GATE_WAKE_TIMEOUT};
+use decode_baseline_wire::outdir::{read_seq, seq_line, OutDir, GATE_POLL, GATE_WAKE_TIMEOUT};
 
 use super::{cancel::CancelFlag, interrupt::Interrupt, watchdog::Watchdog};
 
@@ -78,7 +78,7 @@ impl Gate {
                 break Err(Interrupt::Timeout);
             }
             if granted.exists() {
-                break Ok(std::fs::read(&granted).ok().and_then(|content| grant_seq(&content)));
+                break Ok(std::fs::read(&granted).ok().and_then(|content| read_seq(&content)));
             }
             self.sleep();
         };
@@ -113,22 +113,11 @@ impl Drop for Gate {
     }
 }
 
-/// The sequence number a grant file carries: its first complete line `seq <n>` (decimal digits
-/// only; the launcher writes the file whole). Anything else carries none.
-fn grant_seq(content: &[u8]) -> Option<u64> {
-    let (line, _) = std::str::from_utf8(content).ok()?.split_once('\n')?;
-    let digits = line.strip_prefix("seq ")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
 /// Tells the launcher that request `index` is complete, copying its grant's `seq` line (`None`:
 /// an empty done file).
 pub fn signal_done(out: &OutDir, index: u32, seq: Option<u64>) -> Result<(), DoneError> {
     let path = out.done(index);
-    let content = seq.map(|seq| format!("seq {seq}\n")).unwrap_or_default();
+    let content = seq.map(seq_line).unwrap_or_default();
     decode_baseline_pins::once::create_new(&path, content.as_bytes()).map_err(|source| DoneError { path, source })
 }
 
@@ -188,25 +177,6 @@ mod tests {
         assert_eq!(bounded_wait("a garbled grant's wait", gate, &out, 1, &cancel), Ok(None));
         signal_done(&out, 0, None).unwrap();
         assert_eq!(std::fs::read(out.done(0)).unwrap(), b"");
-    }
-
-    #[test]
-    fn only_a_complete_seq_line_first_in_a_grant_is_read() {
-        assert_eq!(grant_seq(b"seq 0\n"), Some(0));
-        assert_eq!(grant_seq(b"seq 12\nafter 11\n"), Some(12));
-        for garbage in [
-            &b""[..],
-            b"seq 3",
-            b"seq \n",
-            b"seq -1\n",
-            b"seq +1\n",
-            b"seq 3 \n",
-            b"seq 18446744073709551616\n",
-            b"after 2\nseq 3\n",
-            b"\xff\n",
-        ] {
-            assert_eq!(grant_seq(garbage), None, "{:?}", String::from_utf8_lossy(garbage));
-        }
     }
 
     #[test]

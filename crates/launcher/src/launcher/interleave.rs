@@ -21,7 +21,7 @@ use std::{
 };
 
 use crate::energy::GroupRecorder;
-use decode_baseline_wire::outdir::OutDir;
+use decode_baseline_wire::outdir::{read_seq, seq_line, OutDir};
 
 use super::{
     gate_wait::GateWait,
@@ -69,21 +69,9 @@ pub const DONE_GRACE: Duration = Duration::from_millis(100);
 /// its group and, when the previous grant's done file carried one, that file's `seq`.
 pub fn grant_text(seq: u64, after: Option<u64>) -> String {
     match after {
-        Some(after) => format!("seq {seq}\nafter {after}\n"),
-        None => format!("seq {seq}\n"),
+        Some(after) => format!("{}after {after}\n", seq_line(seq)),
+        None => seq_line(seq),
     }
-}
-
-/// The `seq` a done file carries: its first complete line `seq <n>` (decimal digits only).
-/// Anything else (empty, partial, garbage, not UTF-8) carries none.
-pub fn done_seq(content: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(content).ok()?;
-    let (line, _) = text.split_once('\n')?;
-    let digits = line.strip_prefix("seq ")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
 }
 
 /// Writes the grant of request `k` to the member in `dir` whole (`.request-<k>-granted.<pid>`
@@ -174,7 +162,7 @@ pub fn supervise_group(
                     on_request(m);
                     Instant::now()
                 });
-                let read = std::fs::read(&done).ok().and_then(|content| done_seq(&content));
+                let read = std::fs::read(&done).ok().and_then(|content| read_seq(&content));
                 if read.is_some() || outcomes[m].is_some() || first_seen.elapsed() >= DONE_GRACE {
                     (after, outstanding, done_seen) = (read, None, None);
                 }
@@ -236,35 +224,12 @@ mod tests {
     }
 
     #[test]
-    fn a_grant_carries_its_seq_and_the_previous_done_seq() {
+    fn a_grant_carries_its_seq_and_the_previous_read_seq() {
         assert_eq!(grant_text(0, None), "seq 0\n");
         assert_eq!(grant_text(5, Some(4)), "seq 5\nafter 4\n");
         assert_eq!(grant_text(12, Some(3)), "seq 12\nafter 3\n");
         // What a worker copies back is what the launcher reads.
-        assert_eq!(done_seq(grant_text(7, Some(6)).as_bytes()), Some(7));
-    }
-
-    #[test]
-    fn only_a_complete_seq_line_first_in_a_done_file_is_read() {
-        assert_eq!(done_seq(b"seq 3\n"), Some(3));
-        assert_eq!(done_seq(b"seq 0\nafter 9\n"), Some(0));
-        assert_eq!(done_seq(b"seq 18446744073709551615\n"), Some(u64::MAX));
-        for garbage in [
-            &b""[..],
-            b"\n",
-            b"seq 3",                      // not yet complete
-            b"seq \n",                     // no number
-            b"seq -1\n",                   // not a sequence number
-            b"seq +1\n",                   // not decimal digits only
-            b"seq 3 \n",                   // trailing text
-            b"seq 18446744073709551616\n", // too large
-            b"SEQ 3\n",
-            b"after 2\nseq 3\n", // not the first line
-            b"\xff\xfe\n",
-            b"done\n",
-        ] {
-            assert_eq!(done_seq(garbage), None, "{:?}", String::from_utf8_lossy(garbage));
-        }
+        assert_eq!(read_seq(grant_text(7, Some(6)).as_bytes()), Some(7));
     }
 
     #[test]
