@@ -9,7 +9,8 @@
 //! * [`stats`], [`host`], [`energy`]: what the analysis measures and computes.
 //! * [`session`]: the one reader of `session.json` and its typed views; [`noise_profiles`]: the
 //!   host noise profiles the verdicts use.
-//! * [`compare`], [`report`], [`plot`], [`calibrate`]: what reads a finished session.
+//! * [`compare`], [`report`], [`plot`], [`calibrate`]: what reads a finished session;
+//!   [`decomposition`]: every headline ratio taken apart (synchronous design, placement, rest).
 //! * [`mod@bench`]: one model in one command, on top of the launcher.
 //! * [`conformance`]: the worker protocol checked from outside.
 //! * [`guard`], [`manifest_cli`]: the manifest and its pins.
@@ -21,6 +22,7 @@ pub mod bench;
 pub mod calibrate;
 pub mod compare;
 pub mod conformance;
+pub mod decomposition;
 pub mod duration;
 pub mod energy;
 pub mod exit;

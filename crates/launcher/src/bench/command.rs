@@ -104,9 +104,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub quiet_wait: u64,
     /// The CPUs the workers may run on (see `run --cpus`): `first` (the default), `all`, or a
-    /// list such as `0`, `0,1`, `0-3`.
-    #[arg(long, value_name = "LIST", default_value = "first", value_parser = launcher::placement::Cpus::parse)]
-    pub cpus: launcher::placement::Cpus,
+    /// list such as `0`, `0,1`, `0-3`. Given more than once, one session per placement, one
+    /// after the other, and a table of how each headline ratio and its parts move between them
+    /// (e.g. `--cpus 0 --cpus all`: one CPU against every CPU).
+    #[arg(long, value_name = "LIST", default_value = "first", value_parser = launcher::placement::Cpus::parse, action = clap::ArgAction::Append)]
+    pub cpus: Vec<launcher::placement::Cpus>,
     /// Where the session folder is created.
     #[arg(short = 'o', long, default_value = "out")]
     pub output_root: PathBuf,
@@ -332,10 +334,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
 
-    let session_dir = launcher::new_session_dir(&args.output_root)?;
-    let manifest_path = session_dir.join(MANIFEST_NAME);
-    let bytes = manifest_cli::write_manifest(&manifest_path, &manifest)?;
-    manifest_cli::write_atomically(&pin_path(&manifest_path), pin_text(&manifest_path, &bytes).as_bytes())?;
     let record = BenchRecord {
         schema_version: BENCH_RECORD_SCHEMA_VERSION,
         model: args.model.clone(),
@@ -351,12 +349,66 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         prompt_source: derived.prompt_source.clone(),
         notes: notes.clone(),
     };
-    write_json(&session_dir.join(BENCH_RECORD), &record)?;
+    eprintln!(
+        "bench: {} ({} {}), {} cells, {} placement(s)",
+        record.model,
+        derived.case.architecture,
+        derived.case.dtype,
+        cells.len(),
+        args.cpus.len()
+    );
+    for note in &notes {
+        eprintln!("bench: note: {note}");
+    }
+    // One session per placement, one after the other, each in its own folder.
+    let mut sessions = Vec::new();
+    let mut code = ExitCode::Ok;
+    for cpus in &args.cpus {
+        let (outcome, session_dir) = placement_session(&args, cpus, &manifest, &record)?;
+        // The table only for a session whose `session.json` was written (its page and figures too).
+        let written = outcome.report.filter(|_| outcome.code != ExitCode::OutputFailed);
+        if let Some(report) = written.as_ref().filter(|_| args.format != OutputFormat::Json) {
+            let view = crate::report::SessionView { report, profiles: None, dir: &session_dir };
+            let exporter: &dyn Exporter<_> =
+                if args.format == OutputFormat::Markdown { &crate::report::Markdown } else { &crate::report::Headline };
+            print!("{}", exporter.export(&view)?);
+            for note in &notes {
+                println!("note: {note}");
+            }
+            println!("report page: {}", session_dir.join(crate::report::PAGE).display());
+        }
+        if code == ExitCode::Ok {
+            code = outcome.code;
+        }
+        sessions.extend(written.map(|report| (cpus.to_string(), report)));
+    }
+    if sessions.len() > 1 && args.format != OutputFormat::Json {
+        print!("{}", crate::decomposition::placement_table(&sessions, &crate::stats::DecisionConfig::default()));
+    }
+    if args.format != OutputFormat::Json {
+        println!("bench to table: {:.1} s", started.elapsed().as_secs_f64());
+    }
+    Ok(code)
+}
+
+/// Writes the manifest, its pin, the bench record and the job into a new session folder and runs
+/// the session with the workers on `cpus`, in this process.
+fn placement_session(
+    args: &BenchArgs,
+    cpus: &launcher::placement::Cpus,
+    manifest: &Manifest,
+    record: &BenchRecord,
+) -> anyhow::Result<(launcher::SessionOutcome, PathBuf)> {
+    let session_dir = launcher::new_session_dir(&args.output_root)?;
+    let manifest_path = session_dir.join(MANIFEST_NAME);
+    let bytes = manifest_cli::write_manifest(&manifest_path, manifest)?;
+    manifest_cli::write_atomically(&pin_path(&manifest_path), pin_text(&manifest_path, &bytes).as_bytes())?;
+    write_json(&session_dir.join(BENCH_RECORD), record)?;
     let job = SessionJob {
         schema_version: SESSION_JOB_SCHEMA_VERSION,
         manifest: Some(PathBuf::from(MANIFEST_NAME)),
         cells: None,
-        adapters,
+        adapters: record.adapters.clone(),
         reference: None,
         output_root: session_dir.parent().context("the session folder has no parent")?.to_owned(),
         repetitions: args.repetitions,
@@ -365,18 +417,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let job_path = session_dir.join("bench-job.json");
     write_json(&job_path, &job)?;
-    eprintln!(
-        "bench: {} ({} {}), {} cells, session folder {}",
-        record.model,
-        derived.case.architecture,
-        derived.case.dtype,
-        cells.len(),
-        session_dir.display()
-    );
-    for note in &notes {
-        eprintln!("bench: note: {note}");
-    }
-
+    eprintln!("bench: --cpus {cpus}: session folder {}", session_dir.display());
     // The job written above is the session's record; the session runs from the job in hand, in
     // this process, and hands its report back.
     let resolved = launcher::session_job::resolve(job, &job_path)?;
@@ -389,26 +430,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             session_dir: Some(session_dir.clone()),
             quiet: args.format == OutputFormat::Markdown,
             quiet_wait: args.quiet_wait,
-            cpus: args.cpus.clone(),
+            cpus: cpus.clone(),
             noise_profile: None,
             until_decided: false,
             budget: None,
         },
     )?;
-    // The table only for a session whose `session.json` was written (its page and figures too).
-    let written = outcome.report.as_ref().filter(|_| outcome.code != ExitCode::OutputFailed);
-    if let Some(report) = written.filter(|_| args.format != OutputFormat::Json) {
-        let view = crate::report::SessionView { report, profiles: None, dir: &session_dir };
-        let exporter: &dyn Exporter<_> =
-            if args.format == OutputFormat::Markdown { &crate::report::Markdown } else { &crate::report::Headline };
-        print!("{}", exporter.export(&view)?);
-        for note in &notes {
-            println!("note: {note}");
-        }
-        println!("report page: {}", session_dir.join(crate::report::PAGE).display());
-        println!("bench to table: {:.1} s", started.elapsed().as_secs_f64());
-    }
-    Ok(outcome.code)
+    Ok((outcome, session_dir))
 }
 
 /// Writes `value` as `path` in the new session folder, once ([`once::link_new`]).

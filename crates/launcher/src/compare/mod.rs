@@ -14,7 +14,7 @@ mod identity;
 mod json;
 mod markdown;
 mod render;
-mod rule;
+pub(crate) mod rule;
 mod table;
 
 pub use command::{run, CompareArgs, Format};

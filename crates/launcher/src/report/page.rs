@@ -63,6 +63,7 @@ fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> a
     );
     model_section(&mut h, bench.as_ref());
     summary_section(&mut h, &rows, &tested);
+    decomposition_section(&mut h, session, &settings.config);
     test_section(&mut h, session, &tested);
     warnings_section(&mut h, session, &rows, &tested);
     agreement_section(&mut h, &rows);
@@ -276,6 +277,32 @@ fn summary_section(h: &mut String, rows: &Rows, tested: &[crate::compare::Row]) 
         h.push_str("</tbody>\n</table>\n</div>\n");
     }
     h.push_str("</section>\n");
+}
+
+/// Every headline ratio taken apart (`crate::decomposition`): a table of the ratio, the same
+/// synchronous work (fixed-continuation), the headline-only part, and the adapter's host
+/// overhead in the headline cell where its worker records it.
+fn decomposition_section(h: &mut String, session: &SessionReport, config: &crate::stats::DecisionConfig) {
+    let parts = crate::decomposition::of_session(session, config);
+    if parts.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"decomposition\">\n<h2>Where each headline ratio comes from</h2>\n<div class=\"scroll\">\n<table id=\"decomposition-table\">\n<thead><tr><th>cells</th><th>adapter/reference</th><th>headline</th><th>same synchronous work (fixed-continuation)</th><th>headline-only part (look-ahead, sampling, streaming)</th><th>host overhead (headline)</th></tr></thead>\n<tbody>\n");
+    for p in &parts {
+        let _ = writeln!(
+            h,
+            "<tr data-cell=\"{0}\"><td>{0}</td><td>{1}/{2}</td><td class=\"l\">{3}</td><td class=\"l\">{4}</td><td class=\"l\">{5}</td><td>{6}</td></tr>",
+            esc(&p.cells),
+            esc(p.adapter.as_str()),
+            esc(p.reference.as_str()),
+            esc(&crate::decomposition::words(&p.headline)),
+            esc(&crate::decomposition::words(&p.fixed)),
+            esc(&crate::decomposition::words(&p.headline_only)),
+            p.split.map_or("-".into(), |s| format!("{:.1} %", 100.0 * s.host_overhead)),
+        );
+    }
+    h.push_str("</tbody>\n</table>\n</div>\n");
+    let _ = writeln!(h, "<p>{}</p>\n</section>", esc(crate::decomposition::EXPLANATION));
 }
 
 /// How the verdicts were reached beyond each row's rule: the noise profiles the rows used (or

@@ -124,6 +124,14 @@ pub(crate) fn table(
         out.push_str(&line);
         out.push('\n');
     }
+    let parts = crate::decomposition::of_session(report, &settings.config);
+    if !parts.is_empty() {
+        out.push_str(&format!("\n{}\n", crate::decomposition::EXPLANATION));
+        for line in crate::decomposition::lines(&parts) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
     // Energy rows (when a source produced data) and the one line about the sources.
     out.push_str(&crate::energy::table(report));
     out.push_str(&format!(

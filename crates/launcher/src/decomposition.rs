@@ -1,0 +1,360 @@
+//! Every headline ratio taken apart: how much of an adapter's headline ratio against the
+//! reference is the synchronous design, how much the CPU placement, and how much is left.
+//!
+//! For one case and prompt with a headline and a fixed-continuation cell (`bench` runs both by
+//! default), with `R_H` and `R_F` the adapter's per-token ratio against the reference in each
+//! (each estimated and tested as `compare` does, `compare::rule::within`):
+//!
+//! `ln R_H = ln R_F + (ln R_H − ln R_F)`.
+//!
+//! - **`ln R_F`, the same synchronous work.** In fixed-continuation both loops are fed the same
+//!   tokens and each step is timed from the start of its forward to its logits evaluated, so no
+//!   loop can build step n+1 while step n evaluates: what differs is the graph each builds and
+//!   evaluates and the host work around it. This is what is left for the graphs to explain
+//!   (`decode-baseline graph`).
+//! - **`ln R_H − ln R_F`, the headline-only part.** In headline, stock's `generate_step` builds
+//!   step n+1 while step n evaluates (the look-ahead) and the loops also sample, stream and
+//!   detokenize; a synchronous loop does not overlap. This term is the synchronous design's share
+//!   (with the per-step work outside the forward). Its error is `√(SE_H² + SE_F²)` (two cells,
+//!   independent pairs), tested like a row of `compare` (Welch t at `α`, equivalence within the
+//!   margin).
+//! - **The placement.** The headline-only part depends on how many CPUs the loops get: with one,
+//!   stock's look-ahead has no second CPU to build on. `bench --cpus 0 --cpus all` runs a session
+//!   per placement and [`placement_effect`] tests the headline ratio of one against the other
+//!   (the difference of the two sessions' estimates, as `compare`'s `against_reference` rows).
+//!
+//! Beside each: the adapter's graph build and evaluation medians and host overhead in the
+//! headline cell where its worker records them (the controlled loop does; stock, unmodified
+//! mlx_lm, cannot separate its evaluation from its build, so none is shown for it).
+//!
+//! Each test stands alone at `α` (these are explanations beside the verdict, not the verdict:
+//! the family `compare` and `run` judge is the rows of `compare`).
+
+use decode_baseline_wire::{
+    analysis::AdapterStats,
+    decision::{Decision, DecisionConfig},
+    session::SessionReport,
+    Adapter, Mode,
+};
+
+use crate::{
+    compare::rule,
+    session,
+    stats::{decide_alone, LogEstimate},
+};
+
+/// What the parts mean, once, above the lines of the table and under the page's table.
+pub const EXPLANATION: &str = "where each headline ratio comes from: headline = same synchronous work \
+    (fixed-continuation: no loop overlaps build and evaluation; what is left for the graphs and the host work \
+    around them) × headline-only part (stock's look-ahead builds step n+1 while step n evaluates; sampling and \
+    streaming too): the synchronous design's share; each part tested alone at α 5 %, ±3 % equivalence";
+
+/// One adapter's headline ratio against the reference in one case and prompt, taken apart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decomposition {
+    /// `<case>.<prompt>`, the name of the cells without their mode.
+    pub cells: String,
+    pub adapter: Adapter,
+    pub reference: Adapter,
+    /// `R_H` tested, or why it could not be.
+    pub headline: Result<Decision, String>,
+    /// `R_F` tested: the same synchronous work.
+    pub fixed: Result<Decision, String>,
+    /// `R_H / R_F` tested: the headline-only part (look-ahead, sampling, streaming).
+    pub headline_only: Result<Decision, String>,
+    /// The adapter's graph build and evaluation in the headline cell, where recorded.
+    pub split: Option<Split>,
+}
+
+/// Where an adapter's headline step goes, from its own records.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Split {
+    pub build_median_ns: f64,
+    pub eval_median_ns: f64,
+    /// The step's share outside MLX evaluation.
+    pub host_overhead: f64,
+}
+
+impl Split {
+    fn of(stats: &AdapterStats) -> Option<Split> {
+        Some(Split {
+            build_median_ns: stats.build_median_ns?,
+            eval_median_ns: stats.eval_median_ns?,
+            host_overhead: stats.host_overhead?,
+        })
+    }
+}
+
+/// `<case>.<prompt>` of a cell named `<case>.<prompt>.<mode>`.
+fn stem(cell: &str) -> &str {
+    cell.rsplit_once('.').map_or(cell, |(stem, _)| stem)
+}
+
+fn tested(
+    estimate: &Result<LogEstimate, String>,
+    sessions: usize,
+    config: &DecisionConfig,
+) -> Result<Decision, String> {
+    let estimate = estimate.as_ref().map_err(Clone::clone)?;
+    decide_alone(estimate, None, sessions, config).map_err(|e| e.to_string())
+}
+
+/// The decompositions of `session`: per case and prompt with a headline and a fixed-continuation
+/// cell (without the latter there is nothing to take apart), per adapter other than the
+/// reference, in the order the cells ran.
+pub fn of_session(session: &SessionReport, config: &DecisionConfig) -> Vec<Decomposition> {
+    let cells = session::cells(session);
+    let find = |stem_of: &str, mode: Mode| cells.iter().find(|c| c.mode == mode && stem(&c.cell) == stem_of);
+    let mut out = Vec::new();
+    for headline in cells.iter().filter(|c| c.mode == Mode::Headline) {
+        let name = stem(&headline.cell);
+        let Some(fixed) = find(name, Mode::FixedContinuation) else { continue };
+        let stats = session.analysis.as_ref().and_then(|a| a.cells.iter().find(|c| c.cell == headline.cell));
+        for adapter in headline.adapters.keys().filter(|a| **a != headline.reference) {
+            let h = rule::within(headline, adapter, config.trim);
+            let f = rule::within(fixed, adapter, config.trim);
+            let only = match (&h, &f) {
+                (Ok(h), Ok(f)) => Ok(LogEstimate::difference(h, f)),
+                (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+            };
+            out.push(Decomposition {
+                cells: name.to_owned(),
+                adapter: adapter.clone(),
+                reference: headline.reference.clone(),
+                headline: tested(&h, 1, config),
+                fixed: tested(&f, 1, config),
+                headline_only: tested(&only, 1, config),
+                split: stats.and_then(|c| c.adapters.get(adapter)).and_then(Split::of),
+            });
+        }
+    }
+    out
+}
+
+/// How the headline ratio of `adapter` in the cells `stem_of` moves from session `a` to session
+/// `b` (two placements of the same case): `ln R_H(b) − ln R_H(a)`, tested.
+pub fn placement_effect(
+    a: &SessionReport,
+    b: &SessionReport,
+    cells: &str,
+    adapter: &Adapter,
+    config: &DecisionConfig,
+) -> Result<Decision, String> {
+    let headline = |s: &SessionReport| {
+        session::cells(s)
+            .into_iter()
+            .find(|c| c.mode == Mode::Headline && stem(&c.cell) == cells)
+            .ok_or_else(|| format!("session {} has no headline cell {cells}", s.session_id))
+    };
+    let (ca, cb) = (headline(a)?, headline(b)?);
+    tested(&rule::against_reference(&cb, &ca, adapter, config.trim), 2, config)
+}
+
+/// A tested ratio in a few words: `1.087 [1.076, 1.102] slower`.
+pub fn words(decision: &Result<Decision, String>) -> String {
+    match decision {
+        Ok(d) => format!("{:.3} [{:.3}, {:.3}] {}", d.ratio, d.ci.lower, d.ci.upper, d.verdict.words()),
+        Err(reason) => format!("not tested: {reason}"),
+    }
+}
+
+/// The lines of the table: per decomposition, the headline ratio as the product of its two
+/// parts (the split of each step is on the adapter's own line of the table).
+pub fn lines(parts: &[Decomposition]) -> Vec<String> {
+    parts
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}/{} headline {} = same synchronous work (fixed-continuation) {} × headline-only part \
+                 (look-ahead, sampling, streaming) {}",
+                p.cells,
+                p.adapter.as_str(),
+                p.reference.as_str(),
+                words(&p.headline),
+                words(&p.fixed),
+                words(&p.headline_only)
+            )
+        })
+        .collect()
+}
+
+/// The sessions of one case at several placements (`bench --cpus A --cpus B …`, each with the
+/// placement as given), side by side: per case and prompt and adapter, each placement's
+/// headline ratio and its two parts, then the headline ratio at each later placement against the
+/// first, tested ([`placement_effect`]).
+pub fn placement_table(sessions: &[(String, SessionReport)], config: &DecisionConfig) -> String {
+    let Some((first_cpus, first)) = sessions.first() else { return String::new() };
+    let mut out = format!(
+        "\nby placement ({}):\n",
+        sessions.iter().map(|(c, _)| format!("--cpus {c}")).collect::<Vec<_>>().join(", ")
+    );
+    let parts: Vec<(&str, Vec<Decomposition>)> =
+        sessions.iter().map(|(cpus, s)| (cpus.as_str(), of_session(s, config))).collect();
+    // Every case, prompt and adapter any placement took apart, in the order first seen.
+    let mut keys: Vec<(&str, &Adapter, &Adapter)> = Vec::new();
+    for p in parts.iter().flat_map(|(_, of)| of) {
+        if !keys.contains(&(p.cells.as_str(), &p.adapter, &p.reference)) {
+            keys.push((p.cells.as_str(), &p.adapter, &p.reference));
+        }
+    }
+    if keys.is_empty() {
+        out.push_str("  nothing to take apart: no placement has valid headline and fixed-continuation runs of an adapter and the reference\n");
+    }
+    for (cells, adapter, reference) in keys {
+        out.push_str(&format!("{cells} {}/{}\n", adapter.as_str(), reference.as_str()));
+        for (cpus, of_placement) in &parts {
+            match of_placement.iter().find(|q| q.cells == cells && q.adapter == *adapter) {
+                Some(q) => out.push_str(&format!(
+                    "  --cpus {cpus:<6} headline {} = same synchronous work {} × headline-only part {}\n",
+                    words(&q.headline),
+                    words(&q.fixed),
+                    words(&q.headline_only)
+                )),
+                None => out.push_str(&format!(
+                    "  --cpus {cpus:<6} no valid runs to take apart (see its session's problems)\n"
+                )),
+            }
+        }
+        for (cpus, session) in &sessions[1..] {
+            out.push_str(&format!(
+                "  placement: headline ratio at --cpus {cpus} over --cpus {first_cpus}: {}\n",
+                words(&placement_effect(first, session, cells, adapter, config))
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use decode_baseline_wire::{session::WorkerOrder, stats::Verdict};
+
+    /// The recorded session (controlled and stock, headline, fixed-continuation and
+    /// reference-pair cells of the fixture) made interleaved, each controlled step given the
+    /// stock step of the same request and index times `headline` or `fixed`, with a ±1.5 %
+    /// spread that repeats every seven steps.
+    fn session(headline: f64, fixed: f64) -> SessionReport {
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let mut s = session::load_session(&path).unwrap().report;
+        s.job.order = WorkerOrder::Interleaved;
+        let stock: Vec<(String, Vec<Vec<u64>>)> = s
+            .workers
+            .iter()
+            .filter(|w| w.adapter == Adapter::Stock)
+            .map(|w| {
+                let steps = w.report.as_ref().unwrap().requests.iter();
+                (w.cell.clone(), steps.map(|q| q.steps.iter().map(|st| st.dur_ns).collect()).collect())
+            })
+            .collect();
+        for w in s.workers.iter_mut().filter(|w| w.adapter == Adapter::Controlled) {
+            let factor = if w.cell.ends_with(".headline") { headline } else { fixed };
+            let (_, reference) = stock.iter().find(|(c, _)| *c == w.cell).unwrap();
+            for (q, durs) in w.report.as_mut().unwrap().requests.iter_mut().zip(reference) {
+                for (i, (step, d)) in q.steps.iter_mut().zip(durs).enumerate() {
+                    let spread = 1.0 + 0.005 * ((i * 5 + q.index as usize) % 7) as f64 - 0.015;
+                    step.dur_ns = (*d as f64 * factor * spread) as u64;
+                }
+            }
+        }
+        // The recorded analysis predates the host overhead: give the controlled worker a split,
+        // another one in each cell.
+        for (i, cell) in s.analysis.as_mut().unwrap().cells.iter_mut().enumerate() {
+            let Some(stats) = cell.adapters.get_mut(&Adapter::Controlled) else { continue };
+            let k = if cell.mode == Mode::Headline { 1.0 } else { 2.0 + i as f64 };
+            (stats.build_median_ns, stats.eval_median_ns) = (Some(150_000.0 * k), Some(3_000_000.0 * k));
+            stats.host_overhead = Some(0.05 * k);
+        }
+        s
+    }
+
+    #[test]
+    fn a_headline_ratio_splits_into_the_fixed_continuation_ratio_and_the_headline_only_part() {
+        let config = DecisionConfig::default();
+        let parts = of_session(&session(1.10, 1.0), &config);
+        assert_eq!(parts.len(), 1, "one case and prompt, one adapter besides the reference: {parts:?}");
+        let p = &parts[0];
+        assert_eq!(
+            (p.cells.as_str(), &p.adapter, &p.reference),
+            ("tiny-qwen3.tiny-qwen3-L16", &Adapter::Controlled, &Adapter::Stock)
+        );
+        let (h, f, only) = (p.headline.as_ref().unwrap(), p.fixed.as_ref().unwrap(), p.headline_only.as_ref().unwrap());
+        assert!((h.ratio - 1.10).abs() < 0.01 && h.verdict == Verdict::Slower, "{h:?}");
+        assert!((f.ratio - 1.0).abs() < 0.01 && f.verdict == Verdict::NoDifference, "{f:?}");
+        // The identity holds on the estimates, and the part is tested with both errors.
+        assert!((only.log_estimate - (h.log_estimate - f.log_estimate)).abs() < 1e-12, "{only:?}");
+        assert!((only.se - (h.se.powi(2) + f.se.powi(2)).sqrt()).abs() < 1e-12, "{only:?}");
+        assert_eq!(only.verdict, Verdict::Slower);
+        let text = lines(&parts);
+        assert!(text[0].starts_with("tiny-qwen3.tiny-qwen3-L16 controlled/stock headline 1.1"), "{text:?}");
+        assert!(text[0].contains(&format!("same synchronous work (fixed-continuation) {:.3}", f.ratio)), "{text:?}");
+        assert!(text[0].contains("no difference × headline-only part"), "{text:?}");
+        assert_eq!(text.len(), 1, "{text:?}");
+        // The split is the headline cell's, as the launcher's analysis recorded it.
+        assert_eq!(
+            p.split,
+            Some(Split { build_median_ns: 150_000.0, eval_median_ns: 3_000_000.0, host_overhead: 0.05 })
+        );
+    }
+
+    #[test]
+    fn a_ratio_that_is_all_synchronous_work_leaves_no_headline_only_part() {
+        let parts = of_session(&session(0.9, 0.9), &DecisionConfig::default());
+        let only = parts[0].headline_only.as_ref().unwrap();
+        assert!((only.ratio - 1.0).abs() < 0.005, "{only:?}");
+        assert_eq!(only.verdict, Verdict::NoDifference, "{only:?}");
+        assert_eq!(parts[0].fixed.as_ref().unwrap().verdict, Verdict::Faster);
+    }
+
+    #[test]
+    fn without_a_fixed_continuation_cell_there_is_nothing_to_take_apart() {
+        let mut s = session(1.1, 1.0);
+        assert_eq!(of_session(&s, &DecisionConfig::default()).len(), 1);
+        s.workers.retain(|w| !w.cell.ends_with(".fixed_continuation"));
+        assert_eq!(of_session(&s, &DecisionConfig::default()), Vec::new());
+    }
+
+    fn failed_only() -> SessionReport {
+        let mut s = session(1.0, 1.0);
+        s.workers.clear();
+        s
+    }
+
+    #[test]
+    fn the_placement_effect_is_the_difference_of_two_sessions_headline_ratios() {
+        let config = DecisionConfig::default();
+        let (one, all) = (session(0.92, 1.0), session(1.07, 1.0));
+        let cells = "tiny-qwen3.tiny-qwen3-L16";
+        let effect = placement_effect(&one, &all, cells, &Adapter::Controlled, &config).unwrap();
+        assert!((effect.ratio - 1.07 / 0.92).abs() < 0.01, "{effect:?}");
+        assert_eq!(effect.verdict, Verdict::Slower);
+        let same = placement_effect(&one, &one, cells, &Adapter::Controlled, &config).unwrap();
+        assert_eq!((same.ratio, same.verdict), (1.0, Verdict::NoDifference));
+        assert!(placement_effect(&one, &all, "nope", &Adapter::Controlled, &config)
+            .unwrap_err()
+            .contains("no headline cell nope"));
+        // Bench's table: each placement's parts, then the effect.
+        let mut failed = one.clone();
+        failed.workers.clear();
+        let table = placement_table(&[("0".into(), one), ("all".into(), all), ("1".into(), failed)], &config);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[1], "by placement (--cpus 0, --cpus all, --cpus 1):", "{table}");
+        assert_eq!(lines[2], format!("{cells} controlled/stock"), "{table}");
+        assert!(
+            lines[3].starts_with("  --cpus 0      headline 0.92")
+                && lines[4].starts_with("  --cpus all    headline 1.07"),
+            "{table}"
+        );
+        assert_eq!(lines[5], "  --cpus 1      no valid runs to take apart (see its session's problems)", "{table}");
+        assert!(lines[6].starts_with("  placement: headline ratio at --cpus all over --cpus 0: 1.16"), "{table}");
+        assert!(lines[6].ends_with("slower"), "{table}");
+        assert!(
+            lines[7].starts_with("  placement: headline ratio at --cpus 1 over --cpus 0: not tested: session"),
+            "{table}"
+        );
+        assert!(
+            placement_table(&[], &config).is_empty()
+                && placement_table(&[("1".into(), failed_only())], &config).contains("nothing to take apart"),
+        );
+    }
+}
