@@ -127,7 +127,7 @@ impl Driver for ControlledDriver {
                 Ok(record)
             }
             Err(RunError::Aborted { reason, .. }) => Err(RequestError::Interrupted(reason)),
-            Err(RunError::Failed(e)) => Err(RequestError::Failed(chain(&e))),
+            Err(RunError::Failed(e)) => Err(RequestError::Failed(Box::new(e))),
         }
     }
 }

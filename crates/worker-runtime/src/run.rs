@@ -60,8 +60,10 @@ impl std::error::Error for Refusal {}
 /// A request that did not produce a record.
 #[derive(Debug)]
 pub enum RequestError {
+    /// Stopped at a poll site: cancelled, or the deadline fired.
     Interrupted(Interrupt),
-    Failed(String),
+    /// The driver could not complete it; the report's error is the error's chain of causes.
+    Failed(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl From<Interrupt> for RequestError {
@@ -438,8 +440,11 @@ impl Worker {
                 Err(RequestError::Interrupted(interrupt)) => {
                     return Some((interrupt.status(), Some(stop_message(interrupt, spec.index))));
                 }
-                Err(RequestError::Failed(message)) => {
-                    return Some((Status::Failed, Some(format!("request {} failed: {message}", spec.index))));
+                Err(RequestError::Failed(err)) => {
+                    return Some((
+                        Status::Failed,
+                        Some(format!("request {} failed: {}", spec.index, crate::chain(err.as_ref()))),
+                    ));
                 }
             }
             if spec.last {
@@ -491,22 +496,23 @@ mod tests {
     }
 
     /// A driver with no model: validates nothing, polls before each of its fake forwards;
-    /// its load fails when `load_fails` is set.
+    /// its load fails when `load_fails` is set, and request `fails_at` fails.
     struct Fake {
         polls: u32,
         load_fails: bool,
+        fails_at: Option<u32>,
     }
 
     impl Fake {
         fn new() -> Self {
-            Fake { polls: 0, load_fails: false }
+            Fake { polls: 0, load_fails: false, fails_at: None }
         }
     }
 
-    /// A load error with a source, as a real driver's is.
+    /// A driver error with a source, as a real driver's is.
     #[derive(Debug, thiserror::Error)]
     #[error("failed to read the weights")]
-    struct FakeLoadError {
+    struct FakeError {
         #[source]
         source: std::io::Error,
     }
@@ -534,11 +540,11 @@ mod tests {
             })
         }
 
-        type LoadError = FakeLoadError;
+        type LoadError = FakeError;
 
-        fn load(&mut self, _: &WorkerJob) -> Result<(), FakeLoadError> {
+        fn load(&mut self, _: &WorkerJob) -> Result<(), FakeError> {
             if self.load_fails {
-                Err(FakeLoadError { source: std::io::Error::other("disk on fire") })
+                Err(FakeError { source: std::io::Error::other("disk on fire") })
             } else {
                 Ok(())
             }
@@ -552,6 +558,10 @@ mod tests {
         ) -> Result<RequestRecord, RequestError> {
             ctx.poll(Site::BeforePrefillChunk)?;
             ctx.poll(Site::BeforeSeedForward)?;
+            if self.fails_at == Some(spec.index) {
+                let source = std::io::Error::other("out of memory");
+                return Err(RequestError::Failed(Box::new(FakeError { source })));
+            }
             let l = job.prompt_ids.len() as u32;
             let mut steps = Vec::new();
             for s in 1..job.run_policy.max_new_tokens {
@@ -664,6 +674,19 @@ mod tests {
             Some("failed to load the model from /m: failed to read the weights: disk on fire")
         );
         assert!(!tmp.path().join("worker-ready").exists());
+    }
+
+    #[test]
+    fn a_failed_request_ends_the_run_failed_with_the_whole_chain_and_keeps_the_requests_before_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("job.json"), small_job().to_string()).unwrap();
+        let fake = Fake { fails_at: Some(1), ..Fake::new() };
+        assert_eq!(run_bounded(tmp.path(), fake).0, ExitCode::Failed);
+        let report: WorkerReport =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
+        assert_eq!(report.status, Status::Failed);
+        assert_eq!(report.error.as_deref(), Some("request 1 failed: failed to read the weights: out of memory"));
+        assert_eq!(report.requests.iter().map(|r| r.index).collect::<Vec<_>>(), [0]);
     }
 
     #[test]
