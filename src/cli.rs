@@ -44,6 +44,16 @@ pub enum Command {
     /// Run K short A/A yardstick sessions and write this host's noise profile, which `compare`
     /// and `run` then use for sessions of the same design.
     Calibrate(launcher::calibrate::CalibrateArgs),
+    /// One decode step's MLX graph, the controlled loop's beside mlx_lm's: primitive counts,
+    /// the primitives one side has and the other lacks, bytes (controlled feature only).
+    Graph {
+        /// The model folder (config.json and model*.safetensors).
+        #[arg(long, value_name = "DIR")]
+        case: PathBuf,
+        /// The position of the token the step feeds (the cache holds one fewer before it).
+        #[arg(long, default_value_t = 17, value_parser = clap::value_parser!(u32).range(3..))]
+        position: u32,
+    },
     /// Run as a worker on a launcher-created folder (used by the launcher).
     #[command(hide = true)]
     Worker {
@@ -70,7 +80,12 @@ pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
     }
     if matches!(
         cli.command,
-        Command::Run(_) | Command::Bench(_) | Command::Conformance(_) | Command::Env | Command::Calibrate(_)
+        Command::Run(_)
+            | Command::Bench(_)
+            | Command::Conformance(_)
+            | Command::Env
+            | Command::Calibrate(_)
+            | Command::Graph { .. }
     ) {
         let checkout = Checkout::current();
         checkout.check(&std::env::current_exe()?)?;
@@ -92,6 +107,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Conformance(args) => launcher::conformance::run(args),
         Command::Env => environment(),
         Command::Calibrate(args) => launcher::calibrate::run(args),
+        Command::Graph { case, position } => graph(&case, position),
         Command::Worker { out_dir, as_adapter } => worker(&out_dir, as_adapter.unwrap_or(Adapter::Controlled)),
     }
 }
@@ -118,5 +134,24 @@ fn environment() -> anyhow::Result<ExitCode> {
 
 #[cfg(not(feature = "controlled"))]
 fn environment() -> anyhow::Result<ExitCode> {
+    anyhow::bail!("this build links no MLX: rebuild with the default `controlled` feature")
+}
+
+/// `graph`: the controlled loop's step graph beside mlx_lm's, run from the served checkout with
+/// its environment's Python (`tools/graph/stock_step.py`). Exit 0 whatever the graphs hold:
+/// the test that fails on a controlled excess is the controlled crate's `graph_tests`.
+#[cfg(feature = "controlled")]
+fn graph(case: &std::path::Path, position: u32) -> anyhow::Result<ExitCode> {
+    use decode_baseline_pins::installed::{repo_root, venv_dir};
+    let repo = repo_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    let python = venv_dir(&repo).join("bin/python");
+    let comparison = decode_baseline_controlled::graph::Comparison::of(&repo, &python, case, position)
+        .map_err(|e| anyhow::anyhow!(e).context(format!("compare the step graphs of {}", case.display())))?;
+    print!("{}", comparison.render());
+    Ok(ExitCode::Ok)
+}
+
+#[cfg(not(feature = "controlled"))]
+fn graph(_case: &std::path::Path, _position: u32) -> anyhow::Result<ExitCode> {
     anyhow::bail!("this build links no MLX: rebuild with the default `controlled` feature")
 }

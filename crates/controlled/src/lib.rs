@@ -2,11 +2,13 @@
 //!
 //! [`config`] reads a model folder's `config.json`, [`weights`] its safetensors, [`model`] is
 //! the decoder written after mlx_lm's, [`decode`] the controlled loop and [`contract`] the
-//! per-step invariants it keeps, [`worker`] the driver the shared protocol runtime runs.
+//! per-step invariants it keeps, [`graph`] one step's MLX graph beside mlx_lm's, [`worker`] the
+//! driver the shared protocol runtime runs.
 
 pub use decode_baseline_model_config::{arch, config};
 pub mod contract;
 pub mod decode;
+pub mod graph;
 pub mod identity;
 pub mod model;
 pub mod weights;
@@ -14,6 +16,8 @@ pub mod worker;
 
 #[cfg(test)]
 mod gather_qmm_tests;
+#[cfg(test)]
+mod graph_tests;
 #[cfg(test)]
 mod reference_server;
 #[cfg(test)]
