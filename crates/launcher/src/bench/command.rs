@@ -463,6 +463,28 @@ mod tests {
     }
 
     #[test]
+    fn cpus_given_twice_are_two_placements_and_by_default_one() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let cpus = |extra: &[&str]| {
+            Cli::parse_from([&["bench", "model"], extra].concat())
+                .bench
+                .cpus
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(cpus(&[]), ["first"]);
+        assert_eq!(cpus(&["--cpus", "0", "--cpus", "all"]), ["0", "all"]);
+        assert_eq!(cpus(&["--cpus", "0,1"]), ["0-1"], "a list is one placement, written as a range");
+        assert!(Cli::try_parse_from(["bench", "model", "--cpus", "x"]).is_err());
+    }
+
+    #[test]
     fn the_run_policy_takes_the_request_counts_and_refuses_zero_naming_the_flag() {
         use clap::Parser;
         #[derive(Parser)]
