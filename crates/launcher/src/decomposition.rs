@@ -131,7 +131,7 @@ pub fn of_session(session: &SessionReport, config: &DecisionConfig) -> Vec<Decom
     out
 }
 
-/// How the headline ratio of `adapter` in the cells `stem_of` moves from session `a` to session
+/// How the headline ratio of `adapter` in the cells `cells` moves from session `a` to session
 /// `b` (two placements of the same case): `ln R_H(b) − ln R_H(a)`, tested.
 pub fn placement_effect(
     a: &SessionReport,
