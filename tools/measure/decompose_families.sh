@@ -1,0 +1,29 @@
+#!/bin/sh
+# One bench per architecture family at held-out dimensions (tools/graph/make_heldout.py), each
+# at one CPU and at every CPU, so that every headline ratio is printed taken apart (the same
+# synchronous work, the headline-only part, the placement's effect: req/bench.md, "Where each
+# headline ratio comes from") with its argmax agreement (req/findings.md §27).
+#
+# usage: tools/measure/decompose_families.sh OUT [KIND:VARIANT ...]   (after a release build)
+# default families: qwen3:float32 llama:bfloat16 gemma3_text:q3g32 phi3:mixed_3_6
+#                   qwen3_moe:q4g32 gpt_oss:bfloat16
+set -e
+out=${1:?usage: decompose_families.sh OUT [KIND:VARIANT ...]}
+shift
+[ $# -gt 0 ] || set -- qwen3:float32 llama:bfloat16 gemma3_text:q3g32 phi3:mixed_3_6 qwen3_moe:q4g32 gpt_oss:bfloat16
+mkdir -p "$out"
+for family in "$@"; do
+    kind=${family%%:*}
+    variant=${family#*:}
+    model="$out/models/$kind-$variant"
+    if [ ! -f "$model/config.json" ]; then
+        mkdir -p "$model"
+        .venv/bin/python tools/graph/make_heldout.py "$kind" --variant "$variant" --out "$model"
+        cp fixtures/tiny-qwen3/tokenizer*.json "$model/"
+    fi
+    echo "== $kind $variant"
+    ./target/release/decode-baseline bench "$model" -p 16 --cpus 0 --cpus all -o "$out/sessions" \
+        >"$out/$kind-$variant.txt" 2>"$out/$kind-$variant.err" || echo "exit $? (see $out/$kind-$variant.err)"
+    sed -n '/^where each headline ratio/,/^energy/p;/^by placement/,$p' "$out/$kind-$variant.txt" | grep -v '^energy'
+    grep -h "argmax controlled/stock\|reference streams" "$out/$kind-$variant.txt" | sort -u
+done
