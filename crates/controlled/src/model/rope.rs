@@ -5,10 +5,10 @@
 //! constant is rounded to f32 exactly where Python would round it.
 
 use mlx_rs::error::Exception;
-use mlx_rs::ops::indexing::{Ellipsis, TryIndexOp};
-use mlx_rs::ops::{arange, clip, concatenate, logical_and, select};
-use mlx_rs::{Array, Dtype};
+use mlx_rs::ops::{arange, clip, logical_and, select};
+use mlx_rs::{Array, Dtype, Stream};
 
+use super::layers::finish;
 use crate::config::{Rope as RopeConfig, RopeScaling};
 
 /// A configured rotary embedding over the first `dims` features.
@@ -19,7 +19,37 @@ pub struct Rope {
     scale: f32,
     freqs: Option<Array>,
     /// SuScaled/Yarn: the rotated features are multiplied by this first (`x.at[..., :dims]`).
-    input_scale: Option<f32>,
+    input_scale: Option<InputScale>,
+}
+
+/// The input scale as mlx_lm's Python float meets `x`: Python makes it an array born in `x`'s
+/// dtype (a leaf of the graph), so it is made here once per floating dtype at load and
+/// evaluated (a leaf too), not cast in every step (an `AsType` node mlx_lm's step lacks).
+struct InputScale {
+    value: f32,
+    by_dtype: Vec<(Dtype, Array)>,
+}
+
+impl InputScale {
+    fn new(value: f32) -> Result<Self, Exception> {
+        let by_dtype = [Dtype::Float32, Dtype::Bfloat16, Dtype::Float16]
+            .into_iter()
+            .map(|dtype| {
+                let s = Array::from_f32(value).as_dtype(dtype)?;
+                s.eval()?;
+                Ok((dtype, s))
+            })
+            .collect::<Result<_, Exception>>()?;
+        Ok(InputScale { value, by_dtype })
+    }
+
+    /// The scale in `dtype`; a dtype not made at load (no model's activations) is cast here.
+    fn like(&self, dtype: Dtype) -> Result<Array, Exception> {
+        match self.by_dtype.iter().find(|(d, _)| *d == dtype) {
+            Some((_, s)) => Ok(s.clone()),
+            None => Array::from_f32(self.value).as_dtype(dtype),
+        }
+    }
 }
 
 fn f(v: f64) -> Array {
@@ -37,6 +67,7 @@ impl Rope {
         let (dims, base) = (config.dims, config.base);
         let precomputed = |freqs: Array, input_scale: Option<f32>| -> Result<Rope, Exception> {
             freqs.eval()?;
+            let input_scale = input_scale.map(InputScale::new).transpose()?;
             Ok(Rope { dims, traditional: config.traditional, base: None, scale: 1.0, freqs: Some(freqs), input_scale })
         };
         match &config.scaling {
@@ -89,9 +120,9 @@ impl Rope {
     /// `mx.fast.rope(x, dims, traditional, base, scale, offset, freqs)`, after the input scale.
     pub fn forward(&self, x: &Array, offset: i32) -> Result<Array, Exception> {
         let scaled;
-        let x = match self.input_scale {
+        let x = match &self.input_scale {
             Some(s) => {
-                scaled = multiply_leading(x, self.dims, s)?;
+                scaled = multiply_leading(x, self.dims, &s.like(x.dtype())?)?;
                 &scaled
             }
             None => x,
@@ -104,15 +135,35 @@ impl Rope {
     }
 }
 
-/// `x.at[..., :dims].multiply(s)`: the scalar in `x`'s dtype times the first `dims` features,
-/// the rest unchanged (the same products as mlx's scatter).
-fn multiply_leading(x: &Array, dims: i32, s: f32) -> Result<Array, Exception> {
-    let s = Array::from_f32(s).as_dtype(x.dtype())?;
-    if dims == x.dim(-1) {
-        return x.multiply(&s);
+/// `x.at[..., :dims].multiply(s)` as mlx's Python binding builds it: one `slice_update_prod`
+/// of `x` by the scalar `s` (already in `x`'s dtype) over the first `dims` features of the last
+/// axis, which mlx broadcasts to the slice (a `Broadcast` and a `SliceUpdate Prod` node, the
+/// same products as a multiply of the slice).
+fn multiply_leading(x: &Array, dims: i32, s: &Array) -> Result<Array, Exception> {
+    let start = vec![0; x.ndim()];
+    let mut stop = x.shape().to_vec();
+    let last = stop.len() - 1;
+    stop[last] = dims.min(stop[last]);
+    let strides = vec![1; x.ndim()];
+    let stream = Stream::thread_local_or_default();
+    // SAFETY: every pointer is valid for the call and the three index vectors have x's rank;
+    // `res` is owned by the returned Array on success and freed on failure (`finish`).
+    unsafe {
+        let mut res = mlx_sys::mlx_array_new();
+        let rc = mlx_sys::mlx_slice_update_prod(
+            &mut res,
+            x.as_ptr(),
+            s.as_ptr(),
+            start.as_ptr(),
+            start.len(),
+            stop.as_ptr(),
+            stop.len(),
+            strides.as_ptr(),
+            strides.len(),
+            stream.as_ptr(),
+        );
+        finish(rc, res, "slice_update_prod")
     }
-    let head = x.try_index((Ellipsis, ..dims))?.multiply(&s)?;
-    concatenate(&[head, x.try_index((Ellipsis, dims..))?], -1)
 }
 
 /// mlx_lm `Llama3RoPE.__init__`, op for op.
