@@ -92,6 +92,10 @@ pub struct Model {
     layers: Vec<Block>,
     norm: Array,
     head: Head,
+    /// gemma3's embedding scale, `mx.array(hidden_size ** 0.5, mx.bfloat16)`: a constant born
+    /// bfloat16 in mlx_lm (a leaf of its graph), so made once here and evaluated, and the step
+    /// casts it only to h's dtype as mlx_lm does (no float32 → bfloat16 `AsType` per step).
+    embed_scale: Option<Array>,
 }
 
 fn sdpa_mask(mask: &Mask) -> Option<ScaledDotProductAttentionMask<'_>> {
@@ -343,7 +347,14 @@ impl Model {
         } else {
             Head::Own(Linear::load(w, c.head_prefix, c.vocab_size, d, false, q)?)
         };
-        Ok(Model { config, embed_tokens, layers, norm, head })
+        let embed_scale = if c.embed_scale {
+            let s = Array::from_f32((c.hidden_size as f64).sqrt() as f32).as_dtype(Dtype::Bfloat16)?;
+            s.eval()?;
+            Some(s)
+        } else {
+            None
+        };
+        Ok(Model { config, embed_tokens, layers, norm, head, embed_scale })
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -361,11 +372,9 @@ impl Model {
     pub fn hidden(&self, ids: &Array, cache: &mut [LayerCache]) -> Result<Array, Exception> {
         let c = &self.config;
         let mut h = self.embed_tokens.forward(ids)?;
-        if c.embed_scale {
+        if let Some(s) = &self.embed_scale {
             // h *= mx.array(hidden_size ** 0.5, mx.bfloat16).astype(h.dtype)
-            let s =
-                Array::from_f32((c.hidden_size as f64).sqrt() as f32).as_dtype(Dtype::Bfloat16)?.as_dtype(h.dtype())?;
-            h = h.multiply(&s)?;
+            h = h.multiply(s.as_dtype(h.dtype())?)?;
         }
         let l = h.dim(1);
         let full = cache[c.masks.full].make_mask(l, None)?;
