@@ -223,13 +223,14 @@ impl Block {
 }
 
 /// ministral3's `_get_llama_4_attn_scale(L, offset).astype(dtype)`:
-/// `1 + beta * log(1 + floor((arange(L) + offset) / original_max_position_embeddings))`, `[L, 1]`.
+/// `1 + beta * log(1 + floor((arange(L) + offset) / original_max_position_embeddings))`, `[L, 1]`
+/// by `scaling[:, None]` (an `ExpandDims`, as mlx_lm's; once per step here as there).
 fn llama4_attn_scale(s: Llama4Scaling, l: i32, offset: i32, dtype: Dtype) -> Result<Array, Exception> {
     let one = || Array::from_f32(1.0);
     let positions = arange::<_, i32>(0, l, 1)?.add(Array::from_int(offset))?;
     let floor = positions.divide(Array::from_f32(s.original_max_position_embeddings as f32))?.floor()?;
     let scaling = one().add(Array::from_f32(s.beta as f32).multiply(one().add(&floor)?.log()?)?)?;
-    scaling.reshape(&[l, 1])?.as_dtype(dtype)
+    scaling.expand_dims(1)?.as_dtype(dtype)
 }
 
 impl Model {
