@@ -31,6 +31,7 @@ use mlx_rs::error::Exception;
 use mlx_rs::ops::indexing::argmax_axis;
 use mlx_rs::Array;
 
+use crate::compiled::CompiledSteps;
 use crate::contract::{top2, Boundary, Checker, ContractViolation};
 use crate::model::{LayerCache, Model};
 
@@ -100,6 +101,47 @@ pub struct DecodeRun {
     pub first_token_tie: Option<bool>,
 }
 
+/// Which step function the loop runs after the prompt forward.
+pub enum Stepper<'a> {
+    /// The model's forward, built op by op each step.
+    Eager,
+    /// The same forward under MLX's `compile`, one trace per position, kept in the given
+    /// [`CompiledSteps`] across requests ([`crate::compiled`]).
+    Compiled(&'a mut CompiledSteps),
+}
+
+/// One request, in the job's mode.
+#[derive(Debug, Clone, Copy)]
+pub enum Request<'a> {
+    /// [`run_headline`].
+    Headline { prompt: &'a [u32], max_new_tokens: usize, stop: &'a [u32] },
+    /// [`run_reference`].
+    Reference { prompt: &'a [u32], max_new_tokens: usize, stop: &'a [u32] },
+    /// [`run_fixed`].
+    Fixed { prompt: &'a [u32], continuation: &'a [u32] },
+}
+
+/// One request of any mode on either step function.
+pub fn run_request<E>(
+    model: &Model,
+    request: Request<'_>,
+    options: Options,
+    stepper: Stepper<'_>,
+    poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
+) -> Result<DecodeRun, RunError<E>> {
+    match request {
+        Request::Headline { prompt, max_new_tokens, stop } | Request::Reference { prompt, max_new_tokens, stop } => {
+            let steps = max_new_tokens.checked_sub(1).ok_or(DecodeError::NoTokens)?;
+            let margins = matches!(request, Request::Reference { .. });
+            run(model, prompt, Feed::Greedy { steps, stop }, margins, options, stepper, poll)
+        }
+        Request::Fixed { prompt, continuation } => {
+            check_ids(model, "continuation", continuation)?;
+            run(model, prompt, Feed::Fixed(continuation), true, options, stepper, poll)
+        }
+    }
+}
+
 enum Feed<'a> {
     Greedy { steps: usize, stop: &'a [u32] },
     Fixed(&'a [u32]),
@@ -115,8 +157,7 @@ pub fn run_headline<E>(
     options: Options,
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
-    let steps = max_new_tokens.checked_sub(1).ok_or(DecodeError::NoTokens)?;
-    run(model, prompt, Feed::Greedy { steps, stop }, false, options, poll)
+    run_request(model, Request::Headline { prompt, max_new_tokens, stop }, options, Stepper::Eager, poll)
 }
 
 /// Reference-pair: as headline, with the top-2 margin and tie flag of every step.
@@ -128,8 +169,7 @@ pub fn run_reference<E>(
     options: Options,
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
-    let steps = max_new_tokens.checked_sub(1).ok_or(DecodeError::NoTokens)?;
-    run(model, prompt, Feed::Greedy { steps, stop }, true, options, poll)
+    run_request(model, Request::Reference { prompt, max_new_tokens, stop }, options, Stepper::Eager, poll)
 }
 
 /// Fixed-continuation: the prompt forward, then one step per `continuation` token fed whatever
@@ -141,8 +181,7 @@ pub fn run_fixed<E>(
     options: Options,
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
-    check_ids(model, "continuation", continuation)?;
-    run(model, prompt, Feed::Fixed(continuation), true, options, poll)
+    run_request(model, Request::Fixed { prompt, continuation }, options, Stepper::Eager, poll)
 }
 
 fn check_ids(model: &Model, what: &'static str, ids: &[u32]) -> Result<(), DecodeError> {
@@ -163,8 +202,12 @@ fn ns(from: Instant, to: Instant) -> u64 {
 
 /// `eval` on the step's outputs and every cache buffer. `token` is `None` when the argmax is not
 /// part of the loop (fixed-continuation feeds its own tokens): then it stays outside the interval.
-fn eval_step(token: Option<&Array>, logits: &Array, cache: &[LayerCache]) -> Result<(), Exception> {
-    mlx_rs::transforms::eval(token.into_iter().chain([logits]).chain(cache.iter().flat_map(LayerCache::state)))
+fn eval_step<'a>(
+    token: Option<&'a Array>,
+    logits: &'a Array,
+    buffers: impl Iterator<Item = &'a Array>,
+) -> Result<(), Exception> {
+    mlx_rs::transforms::eval(token.into_iter().chain([logits]).chain(buffers))
 }
 
 /// The argmax of `logits`: the one evaluated inside the step when the loop needs it, else
@@ -186,6 +229,7 @@ fn run<E>(
     feed: Feed<'_>,
     margins: bool,
     options: Options,
+    mut stepper: Stepper<'_>,
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
     if prompt.is_empty() {
@@ -214,7 +258,7 @@ fn run<E>(
     let sample_in_loop = matches!(feed, Feed::Greedy { .. });
     let logits = model.forward_last(&prompt_ids, &mut cache).map_err(mlx("prompt forward"))?;
     let timed = sample_in_loop.then(|| argmax_axis(&logits, -1, false)).transpose().map_err(mlx("prompt argmax"))?;
-    eval_step(timed.as_ref(), &logits, &cache).map_err(mlx("prompt eval"))?;
+    eval_step(timed.as_ref(), &logits, cache.iter().flat_map(LayerCache::state)).map_err(mlx("prompt eval"))?;
     let t1 = Instant::now();
     let mut token = settle_argmax(timed, &logits).map_err(mlx("prompt argmax"))?;
     let first_token = token
@@ -243,6 +287,12 @@ fn run<E>(
         (first_token_margin, first_token_tie) = (Some(top.margin()), Some(top.tie()));
     }
 
+    // The compiled step's cache buffers, carried from step to step (the caches lag, see
+    // `crate::compiled`); empty for the eager step, which keeps them in `cache`.
+    let mut state: Vec<Array> = match stepper {
+        Stepper::Eager => Vec::new(),
+        Stepper::Compiled(_) => cache.iter().flat_map(LayerCache::state).cloned().collect(),
+    };
     let mut steps: Vec<StepRecord> = Vec::with_capacity(n_steps);
     let mut previous_stamp = t1;
     let mut finish_reason = "length";
@@ -262,10 +312,22 @@ fn run<E>(
             Feed::Greedy { .. } => token.clone(),
             Feed::Fixed(c) => Array::from_slice(&c[k..k + 1], &[1, 1]),
         };
-        let logits = model.forward(&input, &mut cache).map_err(mlx("step forward"))?;
+        let logits = match &mut stepper {
+            Stepper::Eager => model.forward(&input, &mut cache).map_err(mlx("step forward"))?,
+            Stepper::Compiled(compiled) => {
+                let offset = position as i32 - 1;
+                let (logits, next) = compiled
+                    .step(model, &mut cache, prompt_len, offset, &input, &state)
+                    .map_err(mlx("compiled step"))?;
+                state = next;
+                logits
+            }
+        };
         let timed = sample_in_loop.then(|| argmax_axis(&logits, -1, false)).transpose().map_err(mlx("step argmax"))?;
         let s1 = Instant::now();
-        eval_step(timed.as_ref(), &logits, &cache).map_err(mlx("step eval"))?;
+        // The compiled step's buffers are in `state` (the lagging caches must not be evaluated).
+        let buffers = cache.iter().filter(|_| state.is_empty()).flat_map(LayerCache::state).chain(&state);
+        eval_step(timed.as_ref(), &logits, buffers).map_err(mlx("step eval"))?;
         let s2 = Instant::now();
         token = settle_argmax(timed, &logits).map_err(mlx("step argmax"))?;
         let argmax =
@@ -284,6 +346,10 @@ fn run<E>(
         });
         previous_stamp = s2;
         if let Some(c) = checker.as_mut() {
+            if matches!(stepper, Stepper::Compiled(_)) {
+                // The checks read the caches: bring them to this step (after the stamp).
+                CompiledSteps::sync(&mut cache, position as i32, &state).map_err(mlx("cache sync"))?;
+            }
             c.check(&Boundary {
                 position,
                 produced: k + 2,

@@ -6,6 +6,7 @@
 //! driver the shared protocol runtime runs.
 
 pub use decode_baseline_model_config::{arch, config};
+pub mod compiled;
 pub mod contract;
 pub mod decode;
 pub mod graph;
@@ -14,6 +15,8 @@ pub mod model;
 pub mod weights;
 pub mod worker;
 
+#[cfg(test)]
+mod compiled_tests;
 #[cfg(test)]
 mod gather_qmm_tests;
 #[cfg(test)]

@@ -5,6 +5,10 @@
 //!
 //! The controlled prompt forward is both the prefill chunk and the seed forward, so both sites
 //! are polled, in that order, before it.
+//!
+//! Answering to [`COMPILED`], the loop runs its decode step under MLX's `compile`
+//! ([`crate::compiled`]), one trace per position, kept across the run's requests: the first
+//! request traces (the cold one the session reports apart), the others replay.
 
 use std::path::{Path, PathBuf};
 
@@ -14,9 +18,13 @@ use decode_baseline_worker_runtime::{
     RequestContext, RequestError, RequestSpec, Runtime,
 };
 
+use crate::compiled::CompiledSteps;
 use crate::config::ModelConfig;
-use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options, RunError};
+use crate::decode::{run_request, Checkpoint, Options, Request, RunError, Stepper};
 use crate::model::{LoadError, Model};
+
+/// The declared adapter name under which this build runs the compiled step.
+pub const COMPILED: &str = "controlled-compiled";
 
 /// Runs the frozen worker protocol around the controlled loop on `out_dir`, answering to
 /// `adapter`: the entry point of both executables that carry the loop (`decode-baseline worker`
@@ -39,11 +47,14 @@ pub struct ControlledDriver {
     repo: PathBuf,
     adapter: Adapter,
     model: Option<Model>,
+    /// The compiled steps, kept across requests, when answering to [`COMPILED`].
+    compiled: Option<CompiledSteps>,
 }
 
 impl ControlledDriver {
     pub fn new(repo: PathBuf, adapter: Adapter) -> Self {
-        ControlledDriver { repo, adapter, model: None }
+        let compiled = (adapter.as_str() == COMPILED).then(CompiledSteps::new);
+        ControlledDriver { repo, adapter, model: None, compiled }
     }
 }
 
@@ -110,15 +121,20 @@ impl Driver for ControlledDriver {
             Checkpoint::Step { .. } => ctx.poll(Site::BeforeDecodeStep),
         };
         let options = Options::default();
-        let max_new = job.run_policy.max_new_tokens as usize;
-        let result = match job.mode {
-            Mode::Headline => run_headline(model, &job.prompt_ids, max_new, &job.stop_ids, options, &mut poll),
-            Mode::ReferencePair => run_reference(model, &job.prompt_ids, max_new, &job.stop_ids, options, &mut poll),
+        let (prompt, stop) = (&job.prompt_ids[..], &job.stop_ids[..]);
+        let max_new_tokens = job.run_policy.max_new_tokens as usize;
+        let request = match job.mode {
+            Mode::Headline => Request::Headline { prompt, max_new_tokens, stop },
+            Mode::ReferencePair => Request::Reference { prompt, max_new_tokens, stop },
             Mode::FixedContinuation => {
-                let continuation = job.continuation.as_deref().unwrap_or_default();
-                run_fixed(model, &job.prompt_ids, continuation, options, &mut poll)
+                Request::Fixed { prompt, continuation: job.continuation.as_deref().unwrap_or_default() }
             }
         };
+        let stepper = match self.compiled.as_mut() {
+            Some(compiled) => Stepper::Compiled(compiled),
+            None => Stepper::Eager,
+        };
+        let result = run_request(model, request, options, stepper, &mut poll);
         match result {
             Ok(run) => {
                 let mut record = run.record;
