@@ -30,8 +30,8 @@ fn python() -> PathBuf {
 /// Where a case's model comes from.
 enum Make {
     Fixture(&'static str),
-    /// `reference_logits.py --make-tiny KIND` (float32, vocabulary 256).
-    Tiny(&'static str),
+    /// `reference_logits.py --make-tiny KIND --variant VARIANT` (vocabulary 256).
+    Tiny(&'static str, &'static str),
     /// `make_heldout.py KIND --variant VARIANT`.
     Heldout(&'static str, &'static str),
 }
@@ -48,10 +48,10 @@ type Surplus = &'static [(&'static str, u32)];
 fn model_dir(make: &Make, tmp: &Path) -> PathBuf {
     match make {
         Make::Fixture(name) => repo().join("fixtures").join(name),
-        Make::Tiny(kind) => {
+        Make::Tiny(kind, variant) => {
             let out = tmp.to_str().unwrap();
-            let outcome = reference_server::call(&repo(), &["--make-tiny", kind, "--out", out]);
-            assert!(outcome.success(), "--make-tiny {kind} failed:\n{}", outcome.output);
+            let outcome = reference_server::call(&repo(), &["--make-tiny", kind, "--variant", variant, "--out", out]);
+            assert!(outcome.success(), "--make-tiny {kind} --variant {variant} failed:\n{}", outcome.output);
             tmp.to_owned()
         }
         Make::Heldout(kind, variant) => {
@@ -117,67 +117,67 @@ fn fixture_tiny_qwen3_q4() {
 
 #[test]
 fn generated_qwen3() {
-    check(Make::Tiny("qwen3"), &[]);
+    check(Make::Tiny("qwen3", "float32"), &[]);
 }
 
 #[test]
 fn generated_qwen3_q8() {
-    check(Make::Tiny("qwen3-q8"), &[]);
+    check(Make::Tiny("qwen3-q8", "float32"), &[]);
 }
 
 #[test]
 fn generated_qwen2() {
-    check(Make::Tiny("qwen2"), &[]);
+    check(Make::Tiny("qwen2", "float32"), &[]);
 }
 
 #[test]
 fn generated_llama() {
-    check(Make::Tiny("llama"), &[]);
+    check(Make::Tiny("llama", "float32"), &[]);
 }
 
 #[test]
 fn generated_llama3() {
-    check(Make::Tiny("llama3"), &[]);
+    check(Make::Tiny("llama3", "float32"), &[]);
 }
 
 #[test]
 fn generated_mistral() {
-    check(Make::Tiny("mistral"), &[]);
+    check(Make::Tiny("mistral", "float32"), &[]);
 }
 
 #[test]
 fn generated_smollm3() {
-    check(Make::Tiny("smollm3"), &[]);
+    check(Make::Tiny("smollm3", "float32"), &[]);
 }
 
 #[test]
 fn generated_gemma3_text() {
-    check(Make::Tiny("gemma3_text"), &[]);
+    check(Make::Tiny("gemma3_text", "float32"), &[]);
 }
 
 #[test]
 fn generated_gemma3() {
-    check(Make::Tiny("gemma3"), &[]);
+    check(Make::Tiny("gemma3", "float32"), &[]);
 }
 
 #[test]
 fn generated_phi3() {
-    check(Make::Tiny("phi3"), &[]);
+    check(Make::Tiny("phi3", "float32"), &[]);
 }
 
 #[test]
 fn generated_ministral3() {
-    check(Make::Tiny("ministral3"), &[]);
+    check(Make::Tiny("ministral3", "float32"), &[]);
 }
 
 #[test]
 fn generated_qwen3_moe() {
-    check(Make::Tiny("qwen3_moe"), &[]);
+    check(Make::Tiny("qwen3_moe", "float32"), &[]);
 }
 
 #[test]
 fn generated_gpt_oss() {
-    check(Make::Tiny("gpt_oss"), &[]);
+    check(Make::Tiny("gpt_oss", "float32"), &[]);
 }
 
 #[test]
@@ -188,4 +188,13 @@ fn heldout_phi3_mixed_3_6_bf16() {
 #[test]
 fn heldout_gemma3_text_q3g32() {
     check(Make::Heldout("gemma3_text", "q3g32"), &[]);
+}
+
+// bfloat16 activations: the step's Python-scalar constants (gelu_approx's, the (1 + w) norm's)
+// are leaves of that dtype on both sides, no AsType per use. (gpt_oss in bfloat16 does not run
+// on the CPU: MLX's GatherMM takes float32 only there.)
+
+#[test]
+fn heldout_gemma3_text_bf16() {
+    check(Make::Heldout("gemma3_text", "bfloat16"), &[]);
 }

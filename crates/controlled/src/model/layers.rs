@@ -320,9 +320,29 @@ pub fn swiglu(gate: &Array, x: &Array) -> Result<Array, Exception> {
     multiply(multiply(gate, sigmoid(gate)?)?, x)
 }
 
-/// A Python scalar meeting an array: rounded to the array's dtype.
+thread_local! {
+    /// The constants of [`scalar`] in a dtype other than float32, by value and dtype: each made
+    /// and evaluated once per thread.
+    static SCALARS: std::cell::RefCell<std::collections::HashMap<(u64, Dtype), Array>> = Default::default();
+}
+
+/// A Python scalar meeting an array: rounded to the array's dtype. mlx_lm's step gets a leaf of
+/// that dtype (MLX makes the weakly typed scalar in it on the host), so the constant is a leaf
+/// here too: made in float32 and cast once, evaluated, and kept (no AsType in the step).
 pub fn scalar(v: f64, like: &Array) -> Result<Array, Exception> {
-    Array::from_f32(v as f32).as_dtype(like.dtype())
+    let dtype = like.dtype();
+    if dtype == Dtype::Float32 {
+        return Ok(Array::from_f32(v as f32));
+    }
+    SCALARS.with(|cache| {
+        if let Some(constant) = cache.borrow().get(&(v.to_bits(), dtype)) {
+            return Ok(constant.clone());
+        }
+        let constant = Array::from_f32(v as f32).as_dtype(dtype)?;
+        constant.eval()?;
+        cache.borrow_mut().insert((v.to_bits(), dtype), constant.clone());
+        Ok(constant)
+    })
 }
 
 /// `nn.gelu_approx`: `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3)))`.
