@@ -6,11 +6,12 @@
 #
 # usage: tools/measure/decompose_families.sh OUT [KIND:VARIANT ...]   (after a release build)
 # default families: qwen3:float32 llama:bfloat16 gemma3_text:q3g32 phi3:mixed_3_6
-#                   qwen3_moe:q4g32 gpt_oss:bfloat16
+#                   qwen3_moe:q4g32 (gpt_oss is left out: its held-out stack of 3 layers
+#                   is odd, which the controlled loop refuses, as mlx_lm would skip a layer)
 set -e
 out=${1:?usage: decompose_families.sh OUT [KIND:VARIANT ...]}
 shift
-[ $# -gt 0 ] || set -- qwen3:float32 llama:bfloat16 gemma3_text:q3g32 phi3:mixed_3_6 qwen3_moe:q4g32 gpt_oss:bfloat16
+[ $# -gt 0 ] || set -- qwen3:float32 llama:bfloat16 gemma3_text:q3g32 phi3:mixed_3_6 qwen3_moe:q4g32
 mkdir -p "$out"
 for family in "$@"; do
     kind=${family%%:*}
