@@ -114,11 +114,31 @@ fn assert_page_shows_session(dir: &Path, session: &Value) {
     assert_eq!(rows, expected, "one summary row per cell and adapter");
     let ratio_rows: BTreeSet<String> = doc
         .descendants()
-        .filter(|n| n.has_tag_name("tr") && n.attribute("data-cell").is_some() && n.attribute("data-adapter").is_none())
+        .filter(|n| {
+            n.has_tag_name("tr")
+                && n.attribute("data-cell").is_some()
+                && n.attribute("data-adapter").is_none()
+                && n.ancestors().any(|a| a.attribute("id") == Some("ratio-table"))
+        })
         .map(|n| n.attribute("data-cell").unwrap().to_owned())
         .collect();
     assert_eq!(ratio_rows, ratios, "one ratio row per cell with a ratio");
-    for section in ["summary", "warnings", "agreement", "memory", "identity", "figures"] {
+    // Each case and prompt with a headline and a fixed-continuation cell is taken apart.
+    let parts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("tr") && n.ancestors().any(|a| a.attribute("id") == Some("decomposition-table")))
+        .filter_map(|n| n.attribute("data-cell"))
+        .collect();
+    let cells: Vec<&str> =
+        session["analysis"]["cells"].as_array().unwrap().iter().map(|c| c["cell"].as_str().unwrap()).collect();
+    let taken_apart: Vec<&str> = cells
+        .iter()
+        .filter_map(|c| c.strip_suffix(".headline"))
+        .filter(|stem| cells.contains(&format!("{stem}.fixed_continuation").as_str()))
+        .collect();
+    assert_eq!(parts, taken_apart, "one decomposition row per case and prompt with both modes (one adapter pair)");
+    let sections: &[&str] = if taken_apart.is_empty() { &[] } else { &["decomposition"] };
+    for section in ["summary", "warnings", "agreement", "memory", "identity", "figures"].iter().chain(sections) {
         assert!(doc.descendants().any(|n| n.attribute("id") == Some(section)), "no {section} section");
     }
     assert!(page.contains("derived from the median"));

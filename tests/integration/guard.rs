@@ -307,7 +307,8 @@ fn worker_source_byte_changed() {
         &sb.repo,
         || flip_byte(&sb.repo.join("crates/wire/src/job.rs"), 100),
         |failures| {
-            // `controlled-b` (the same build under a second name) pins the same file.
+            // `controlled-b` and `controlled-compiled` (the same build under other names) pin
+            // the same file.
             assert!(
                 failures.iter().all(|f| matches!(f, PinError { problem: PinProblem::Digest { .. }, .. })),
                 "{failures:#?}"
@@ -316,7 +317,8 @@ fn worker_source_byte_changed() {
                 failures.iter().map(|f| f.field.to_string()).collect::<Vec<_>>(),
                 [
                     r#"worker_sources.controlled["crates/wire/src/job.rs"]"#,
-                    r#"worker_sources.controlled-b["crates/wire/src/job.rs"]"#
+                    r#"worker_sources.controlled-b["crates/wire/src/job.rs"]"#,
+                    r#"worker_sources.controlled-compiled["crates/wire/src/job.rs"]"#
                 ]
             );
         },
@@ -338,7 +340,8 @@ fn worker_file_added() {
         &sb.repo,
         || fs::write(sb.repo.join("crates/controlled/src/sneaky.rs"), b"// unpinned\n").unwrap(),
         |failures| {
-            // `controlled-b` (the same build under a second name) covers the same folder.
+            // `controlled-b` and `controlled-compiled` (the same build under other names) cover
+            // the same folder.
             let unpinned: Vec<String> = failures
                 .iter()
                 .filter_map(|f| match f {
@@ -350,8 +353,12 @@ fn worker_file_added() {
                     _ => None,
                 })
                 .collect();
-            assert_eq!(unpinned, ["worker_sources.controlled", "worker_sources.controlled-b"], "{failures:#?}");
-            assert_eq!(failures.len(), 2, "{failures:#?}");
+            assert_eq!(
+                unpinned,
+                ["worker_sources.controlled", "worker_sources.controlled-b", "worker_sources.controlled-compiled"],
+                "{failures:#?}"
+            );
+            assert_eq!(failures.len(), 3, "{failures:#?}");
         },
     );
 }
