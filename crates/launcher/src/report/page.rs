@@ -302,7 +302,13 @@ fn decomposition_section(h: &mut String, session: &SessionReport, config: &crate
         );
     }
     h.push_str("</tbody>\n</table>\n</div>\n");
-    let _ = writeln!(h, "<p>{}</p>\n</section>", esc(crate::decomposition::EXPLANATION));
+    // The parts depend on the CPUs the loops had: `bench --cpus 0 --cpus all` sets two side by side.
+    let _ = writeln!(
+        h,
+        "<p>{} ({}; another placement is another session: bench --cpus 0 --cpus all)</p>\n</section>",
+        esc(crate::decomposition::EXPLANATION),
+        esc(&super::placement_line(session.placement.as_ref()))
+    );
 }
 
 /// How the verdicts were reached beyond each row's rule: the noise profiles the rows used (or
