@@ -14,10 +14,10 @@
 //! the caches' fields are private to the model and only `update_and_fetch` advances their
 //! offset. So the caches lag on replayed steps, and before a trace they are brought to the
 //! trace's offset by one throw-away `update_and_fetch` per missing position (lazy nodes, never
-//! evaluated; only when the previous positions were replayed); inside the trace every cache
-//! buffer handle is pointed at the traced input (`mlx_array_set` on the handle the cache owns),
-//! so the traced graph reads the inputs and nothing stale. [`CompiledSteps::sync`] does the
-//! same after a step for the per-step contract checks, which read the caches.
+//! evaluated; only when the previous positions were replayed); inside the trace every cache is
+//! handed the traced inputs as its buffers ([`LayerCache::set_buffers`], which refuses another
+//! shape), so the traced graph reads the inputs and nothing stale. [`CompiledSteps::sync`] does
+//! the same after a step for the per-step contract checks, which read the caches.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -191,19 +191,13 @@ fn advance(cache: &mut [LayerCache], offset: i32) -> Result<(), Exception> {
     Ok(())
 }
 
-/// Points every cache buffer handle at the matching array of `state`.
-fn point(cache: &[LayerCache], state: &[Array]) -> Result<(), Exception> {
-    let handles: Vec<&Array> = cache.iter().flat_map(LayerCache::state).collect();
-    if handles.len() != state.len() {
-        return Err(Exception::custom(format!("{} cache buffers for {} state arrays", handles.len(), state.len())));
+/// Hands every layer's cache its two buffers from `state` (in [`LayerCache::state`] order).
+fn point(cache: &mut [LayerCache], state: &[Array]) -> Result<(), Exception> {
+    if state.len() != 2 * cache.len() {
+        return Err(Exception::custom(format!("{} caches for {} state arrays", cache.len(), state.len())));
     }
-    for (h, s) in handles.into_iter().zip(state) {
-        let mut h = h.as_ptr();
-        // SAFETY: `h` is a live handle owned by the cache; `mlx_array_set` replaces the array
-        // it holds (the C++ object behind the handle), which Rust never reads directly.
-        if unsafe { mlx_sys::mlx_array_set(&mut h, s.as_ptr()) } != 0 {
-            return Err(Exception::custom("mlx_array_set on a cache buffer failed"));
-        }
+    for (lc, kv) in cache.iter_mut().zip(state.chunks(2)) {
+        lc.set_buffers(kv[0].clone(), kv[1].clone())?;
     }
     Ok(())
 }

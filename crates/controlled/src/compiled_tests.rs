@@ -96,7 +96,11 @@ fn step_logits(model: &Model, prompt: &[u32], compiled: Option<&mut CompiledStep
 }
 
 fn check_fixture(name: &str) {
-    let dir = repo().join("fixtures").join(name);
+    check_model(name, &repo().join("fixtures").join(name));
+}
+
+fn check_model(name: &str, dir: &Path) {
+    let dir = dir.to_owned();
     let model = Model::load(&dir).unwrap();
     let mut compiled = CompiledSteps::new();
     // Cold (traces every position), warm on another prompt, warm on the first again.
@@ -126,6 +130,17 @@ fn compiled_step_logits_equal_the_eager_step_and_mlx_lm_bit_for_bit() {
 #[test]
 fn compiled_step_logits_equal_the_eager_step_and_mlx_lm_bit_for_bit_in_bfloat16() {
     check_fixture("tiny-qwen3-bf16");
+}
+
+/// Sliding-window layers: the rotating caches wrap within the request, and every write index
+/// the trace bakes in must be the one the eager step uses.
+#[test]
+fn compiled_step_logits_are_bit_identical_through_rotating_caches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    let outcome = crate::reference_server::call(&repo(), &["--make-tiny", "gemma3_text", "--out", out]);
+    assert!(outcome.success(), "--make-tiny gemma3_text failed:\n{}", outcome.output);
+    check_model("gemma3_text", tmp.path());
 }
 
 fn never(_: Checkpoint) -> Result<(), ()> {

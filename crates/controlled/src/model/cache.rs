@@ -244,6 +244,28 @@ impl LayerCache {
         }
     }
 
+    /// Replaces the backing buffers with `keys` and `values` (arrays of the same shapes, e.g.
+    /// the inputs of a compiled step's trace or its outputs, `crate::compiled`), leaving the
+    /// offset and write index as they are. Refused for a cache that holds no buffers yet.
+    pub fn set_buffers(&mut self, keys: Array, values: Array) -> Result<(), Exception> {
+        let (k, v) = match self {
+            LayerCache::Standard(c) => (&mut c.keys, &mut c.values),
+            LayerCache::Rotating(c) => (&mut c.keys, &mut c.values),
+        };
+        match (k.as_ref(), v.as_ref()) {
+            (Some(old_k), Some(old_v)) if old_k.shape() == keys.shape() && old_v.shape() == values.shape() => {
+                (*k, *v) = (Some(keys), Some(values));
+                Ok(())
+            }
+            (Some(old_k), Some(_)) => Err(Exception::custom(format!(
+                "cache buffers of shape {:?} cannot be replaced by {:?}",
+                old_k.shape(),
+                keys.shape()
+            ))),
+            _ => Err(Exception::custom("a cache without buffers cannot have them replaced")),
+        }
+    }
+
     /// `cache.make_mask(n, window_size=window)` before this forward's update.
     pub fn make_mask(&self, n: i32, window: Option<i32>) -> Result<Mask, Exception> {
         match self {
