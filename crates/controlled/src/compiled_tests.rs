@@ -5,61 +5,32 @@
 //! loop itself (`run_request` on [`Stepper::Compiled`]) with the contract checked.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use mlx_rs::ops::indexing::argmax_axis;
-use mlx_rs::{Array, Dtype};
+use mlx_rs::Array;
 
 use crate::compiled::CompiledSteps;
 use crate::contract::top2;
 use crate::decode::{run_request, Checkpoint, Options, Request, Stepper};
 use crate::model::{LayerCache, Model};
+use crate::reference_tests::{continuation, reference, repo, row, tokens, NEW_TOKENS};
 
-const NEW_TOKENS: usize = 128;
 const PROMPT: [u32; 12] = [5, 17, 42, 100, 7, 200, 12, 9, 250, 61, 180, 3];
 /// Another prompt of the same length: the same traces replay on other cache contents.
 const OTHER: [u32; 12] = [9, 33, 71, 2, 150, 44, 8, 230, 19, 66, 120, 240];
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn ids(v: &[u32]) -> String {
-    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-}
-
-/// mlx_lm's greedy logits (`greedy_{k}`, k = 0..127) and stream for `prompt`, from
-/// `tools/fixture/reference_logits.py`.
+/// mlx_lm's greedy logits (`greedy_{k}`, k = 0..127) and stream for `prompt`.
 fn mlx_lm(model_dir: &Path, prompt: &[u32]) -> (HashMap<String, Array>, Vec<u32>) {
     let tmp = tempfile::tempdir().unwrap();
-    let steps = (NEW_TOKENS - 1).to_string();
-    let prompt = ids(prompt);
-    let continuation = ids(&[1, 2]);
-    let args = [
-        "--model-dir",
-        model_dir.to_str().unwrap(),
-        "--prompt",
-        &prompt,
-        "--steps",
-        &steps,
-        "--continuation",
-        &continuation,
-        "--out",
-        tmp.path().to_str().unwrap(),
-    ];
-    let out = crate::reference_server::call(&repo(), &args);
-    assert!(out.success(), "reference_logits.py {args:?} failed:\n{}", out.output);
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("reference.json")).unwrap()).unwrap();
-    let greedy = summary["greedy_tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect();
-    (Array::load_safetensors(tmp.path().join("logits.safetensors")).unwrap(), greedy)
+    let theirs = reference(model_dir, prompt, tmp.path());
+    let greedy = tokens(&theirs.summary["greedy_tokens"]);
+    (theirs.logits, greedy)
 }
 
 /// The bits of a logits row, as f32 (exact for bfloat16).
 fn bits(a: &Array) -> Vec<u32> {
-    let f = a.as_dtype(Dtype::Float32).unwrap().reshape(&[-1]).unwrap();
-    f.eval().unwrap();
-    f.as_slice::<f32>().iter().map(|x| x.to_bits()).collect()
+    row(a).iter().map(|x| x.to_bits()).collect()
 }
 
 /// The decode-step logits of one greedy request (after the eager prompt forward), compiled
@@ -179,7 +150,7 @@ fn the_compiled_loop_gives_mlx_lm_streams_and_margins_under_the_contract() {
         assert_eq!(head.record.steps.iter().map(|s| s.argmax).collect::<Vec<_>>(), greedy[1..]);
     }
     assert_eq!(compiled.traces(), (NEW_TOKENS - 1) as u64);
-    let continuation: Vec<u32> = (0..32u32).map(|i| (i * 97 + 11) % 251).collect();
+    let continuation = continuation();
     let eager = fixed(&model, &continuation, Stepper::Eager);
     assert_eq!(fixed(&model, &continuation, Stepper::Compiled(&mut compiled)), eager);
     // Fed tokens that are not the argmax: positions past the prompt already traced replay.

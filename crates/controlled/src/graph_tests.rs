@@ -16,12 +16,9 @@ use std::process::Command;
 
 use crate::graph::Comparison;
 use crate::reference_server;
+use crate::reference_tests::repo;
 
 const POSITIONS: [u32; 2] = [60, 257];
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
 
 fn python() -> PathBuf {
     decode_baseline_pins::installed::venv_dir(&repo()).join("bin/python")

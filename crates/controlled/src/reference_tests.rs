@@ -22,9 +22,9 @@ use crate::reference_server::{self, Outcome};
 const VARIANTS: [&str; 4] = ["tiny-qwen3", "tiny-qwen3-tied", "tiny-qwen3-bf16", "tiny-qwen3-q4"];
 /// Ordinary ids of every model here (the tiny extra architectures have a vocabulary of 256).
 const PROMPT: [u32; 12] = [5, 17, 42, 100, 7, 200, 12, 9, 250, 61, 180, 3];
-const NEW_TOKENS: usize = 128;
+pub(crate) const NEW_TOKENS: usize = 128;
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
@@ -59,13 +59,13 @@ fn ids(v: &[u32]) -> String {
 }
 
 /// 32 continuation tokens, spread over the ordinary ids.
-fn continuation() -> Vec<u32> {
+pub(crate) fn continuation() -> Vec<u32> {
     (0..32u32).map(|i| (i * 97 + 11) % 251).collect()
 }
 
-struct Reference {
-    summary: serde_json::Value,
-    logits: HashMap<String, Array>,
+pub(crate) struct Reference {
+    pub(crate) summary: serde_json::Value,
+    pub(crate) logits: HashMap<String, Array>,
 }
 
 /// How mlx_lm's reference is run.
@@ -81,7 +81,7 @@ enum Stock {
 /// `reference_logits.py`'s exit status when mlx_lm cannot run a quantized MoE on this mlx.
 const GLOBAL_SCALE_EXIT: i32 = 3;
 
-fn reference(model_dir: &Path, prompt: &[u32], dir: &Path) -> Reference {
+pub(crate) fn reference(model_dir: &Path, prompt: &[u32], dir: &Path) -> Reference {
     reference_with(model_dir, prompt, dir, Stock::AsIs).unwrap_or_else(|reason| panic!("{reason}"))
 }
 
@@ -115,12 +115,12 @@ fn reference_with(model_dir: &Path, prompt: &[u32], dir: &Path, stock: Stock) ->
     Ok(Reference { summary, logits })
 }
 
-fn tokens(v: &serde_json::Value) -> Vec<u32> {
+pub(crate) fn tokens(v: &serde_json::Value) -> Vec<u32> {
     v.as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect()
 }
 
 /// A logits row as f32 (exact for bf16).
-fn row(a: &Array) -> Vec<f32> {
+pub(crate) fn row(a: &Array) -> Vec<f32> {
     let f = a.as_dtype(Dtype::Float32).unwrap().reshape(&[-1]).unwrap();
     f.eval().unwrap();
     f.as_slice::<f32>().to_vec()
