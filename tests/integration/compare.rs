@@ -150,6 +150,7 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
         load_ns: Some(1),
         identity: Some(identity(&adapter, ids, manifest)),
         test_slowdown_us: None,
+        group: None,
         requests,
     };
     WorkerRun {

@@ -61,6 +61,7 @@ fn job() -> WorkerJob {
         environment: environment(),
         device: DeviceKind::Cpu,
         gate: false,
+        group: None,
     }
 }
 
@@ -121,6 +122,7 @@ fn report() -> WorkerReport {
             device_info: Default::default(),
         }),
         test_slowdown_us: None,
+        group: None,
         requests: vec![request(0, Phase::First), request(1, Phase::Warmup), request(2, Phase::Measured)],
     }
 }

@@ -168,6 +168,7 @@ impl Repo {
             environment: environment(),
             device: DeviceKind::Cpu,
             gate: false,
+            group: None,
         }
     }
 }
@@ -226,6 +227,7 @@ fn report() -> WorkerReport {
             device_info: Default::default(),
         }),
         test_slowdown_us: None,
+        group: None,
         requests: vec![request(0, Some(Phase::First)), request(1, Some(Phase::Measured))],
     }
 }

@@ -100,6 +100,7 @@ fn probe_job(mode: Mode) -> WorkerJob {
         run_policy: policy,
         environment: environment_probe(),
         gate: false,
+        group: None,
     }
 }
 

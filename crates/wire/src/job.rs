@@ -223,6 +223,10 @@ pub struct WorkerJob {
     /// jobs written before the gate existed, which read as `false`.
     #[serde(default)]
     pub gate: bool,
+    /// A worker run that is one rank of a group (`req/distributed.md`); absent (`null`) for a
+    /// single process, and in jobs written before groups existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<crate::group::RankJob>,
 }
 
 fn cpu() -> DeviceKind {

@@ -15,6 +15,7 @@ pub mod decision;
 pub mod digest;
 pub mod energy;
 pub mod exit;
+pub mod group;
 pub mod hooks;
 pub mod host;
 pub mod job;

@@ -176,6 +176,10 @@ pub struct WorkerReport {
     /// reports written before it existed, which read as `null`.
     #[serde(default)]
     pub test_slowdown_us: Option<u32>,
+    /// The group this rank ran in, as the initialized group reports it; absent (`null`) for a
+    /// single process, and in reports written before groups existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<crate::group::RankIdentity>,
     /// Every complete request, in order.
     pub requests: Vec<RequestRecord>,
 }

@@ -8,6 +8,7 @@ mod bounded;
 mod cancel;
 mod claim;
 mod gate;
+mod group;
 mod hooks;
 mod interrupt;
 mod marker;

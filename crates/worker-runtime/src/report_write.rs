@@ -47,6 +47,7 @@ mod tests {
             load_ns: None,
             identity: None,
             test_slowdown_us: None,
+            group: None,
             requests: vec![],
         }
     }

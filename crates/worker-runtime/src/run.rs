@@ -17,6 +17,7 @@ use super::{
     cancel::CancelFlag,
     claim::{claim, ClaimError},
     gate::{signal_done, Gate},
+    group::{check_joined, check_rank_job},
     hooks::{HookError, Hooks},
     interrupt::Interrupt,
     outdir::{self, OutDirError},
@@ -27,6 +28,7 @@ use super::{
     watchdog::Watchdog,
 };
 use decode_baseline_wire::{
+    group::{RankIdentity, RankJob},
     hooks::Site, outdir::OutDir, Adapter, ExitCode, Identity, Mode, Phase, RequestRecord, Status, WorkerJob,
     WorkerReport, REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
 };
@@ -139,7 +141,14 @@ pub trait Driver {
     /// sources ([`crate::chain`]) after `failed to load the model from <model_dir>: `.
     type LoadError: std::error::Error + 'static;
 
-    /// Loads the model.
+    /// Joins the job's rank group (`req/distributed.md`) after validation and before the load,
+    /// and returns what the initialized group reports of itself. The default refuses: a loop
+    /// that cannot shard a model does not run as a rank.
+    fn join_group(&mut self, group: &RankJob) -> Result<RankIdentity, Refusal> {
+        let _ = group;
+        Err(Refusal::new("group", format!("the {} worker does not run in rank groups", self.adapter().as_str())))
+    }
+    /// Loads the model (its rank's shard, in a group).
     fn load(&mut self, job: &WorkerJob) -> Result<(), Self::LoadError>;
     /// Runs one request; polls `ctx` before every forward.
     fn run_request(
@@ -335,6 +344,7 @@ impl Worker {
             load_ns: None,
             identity: None,
             test_slowdown_us: slowdown.micros(),
+            group: None,
             requests: Vec::new(),
         };
         let slot = Arc::new(Mutex::new(Slot { report, taken: false }));
@@ -347,6 +357,12 @@ impl Worker {
         let job = &self.job;
         let identity = common_checks(job, driver.adapter()).and_then(|()| driver.validate(job))?;
         lock(&self.slot).report.identity = Some(identity);
+        if let Some(group) = &job.group {
+            check_rank_job(group)?;
+            let joined = driver.join_group(group)?;
+            check_joined(group, &joined)?;
+            lock(&self.slot).report.group = Some(joined);
+        }
         driver.load(job).map_err(|error| Stop::Load { model_dir: job.model_dir.clone(), error: Box::new(error) })?;
         let load_ns = nanos(started.elapsed());
         // Made before ready, so that the launcher's first grant finds it.

@@ -204,5 +204,6 @@ pub fn fixture_job(fixture: &FixtureManifest, adapter: &Adapter, mode: Mode, run
         environment: pins::selected_pins(manifest).unwrap_or(&manifest.environment).clone(),
         device: DeviceKind::Cpu,
         gate: false,
+        group: None,
     }
 }

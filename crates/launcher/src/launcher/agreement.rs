@@ -103,6 +103,7 @@ mod tests {
             load_ns: None,
             identity: None,
             test_slowdown_us: None,
+            group: None,
             requests: vec![RequestRecord {
                 index: 0,
                 phase: None,

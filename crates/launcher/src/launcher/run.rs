@@ -857,6 +857,7 @@ mod tests {
                     device_info: Default::default(),
                 }),
                 test_slowdown_us: None,
+                group: None,
                 requests,
             }
         }

@@ -86,5 +86,6 @@ pub fn build(
         device: environment.backend().device(),
         environment,
         gate,
+        group: None,
     })
 }
