@@ -10,7 +10,8 @@ ready, watchdog, cancellation, hooks, gate, report, exit codes) is the Python wo
 (tools/kit/python/decode_baseline_worker, req/protocol.md); what is stock's is here and in
 stock_generate.py: `mlx_lm.load`, the stop set completed through the tokenizer wrapper, and
 `mlx_lm.stream_generate` (or the shipped model call, fixed_continuation) observed through a
-counting proxy of the model. Exit codes: 0 ok, 1 failed or refused, 3 timeout, 4 cancelled.
+counting proxy of the model. As one rank of a group (req/distributed.md) it joins MLX's group
+and loads with mlx_lm's own `sharded_load`, which calls the model's shipped `shard()`. Exit codes: 0 ok, 1 failed or refused, 3 timeout, 4 cancelled.
 
 Every file under tools/stock/ and tools/kit/python/ is pinned by digest in the manifest
 (worker_sources.stock).
@@ -34,13 +35,45 @@ sys.path.append(str(WORKER_REPO / "tools" / "kit" / "python"))
 from decode_baseline_worker import Refusal, run_worker  # noqa: E402
 
 
+_GROUP = []
+
+
+def join_group(group):
+    """One rank of a group (req/distributed.md): MLX's own group, strict, on the job's backend."""
+    import mlx.core as mx
+
+    joined = mx.distributed.init(strict=True, backend=group["backend"])
+    _GROUP.append(joined)
+    return {"rank": joined.rank(), "ranks": joined.size(), "backend": group["backend"]}
+
+
+def check_shardable(model_dir, ranks):
+    """A model mlx_lm shards, with attention and KV heads that divide by the group's size:
+    refused before anything is loaded, naming the reason."""
+    from mlx_lm.utils import _get_classes, load_config
+
+    config = load_config(Path(model_dir))
+    model_class, _ = _get_classes(config)
+    if not hasattr(model_class, "shard"):
+        raise Refusal("group", f"mlx_lm does not shard {config.get('model_type')} models")
+    for key in ("num_attention_heads", "num_key_value_heads"):
+        if config.get(key, 0) % ranks:
+            raise Refusal("group.ranks", f"{key} {config.get(key)} does not divide by {ranks}")
+
+
 def load(job):
-    """mlx_lm.load, the stop set, the counting proxy; returns the request runner."""
+    """mlx_lm.load (or, in a group, mlx_lm's own sharded_load), the stop set, the counting
+    proxy; returns the request runner."""
     from mlx_lm import load as mlx_lm_load
+    from mlx_lm.utils import sharded_load
 
     import stock_generate
 
-    model, tokenizer = mlx_lm_load(str(job["model_dir"]))
+    if _GROUP:
+        check_shardable(job["model_dir"], _GROUP[0].size())
+        model, tokenizer = sharded_load(str(job["model_dir"]), tensor_group=_GROUP[0])
+    else:
+        model, tokenizer = mlx_lm_load(str(job["model_dir"]))
     # The stop set: completed from the job through the wrapper's own API, then asserted
     # equal, so the wrapper neither lacks a manifest id nor stops on one the manifest lacks.
     for token_id in job["stop_ids"]:
@@ -65,7 +98,7 @@ def main(argv):
     adapter = "stock"
     if argv[:1] == ["--as"] and len(argv) >= 2:
         adapter, argv = argv[1], argv[2:]
-    return run_worker(adapter, load, root=WORKER_REPO, argv=argv, started_ns=_STARTED_NS)
+    return run_worker(adapter, load, root=WORKER_REPO, argv=argv, started_ns=_STARTED_NS, join_group=join_group)
 
 
 if __name__ == "__main__":

@@ -180,6 +180,8 @@ pub fn document() -> String {
             "slowdown": hooks::SLOWDOWN_ENV,
             "slowdown_adapter": hooks::SLOWDOWN_ADAPTER_ENV,
             "environment": ENV_NAME_ENV,
+            "rank": crate::group::RANK_ENV,
+            "hostfile": crate::group::HOSTFILE_ENV,
         },
         "hook_sites": sites,
         "status_exit_codes": statuses,

@@ -13,6 +13,7 @@ import sys
 import time
 
 from . import protocol as proto
+from . import group as groups
 from . import validate as checks
 
 REPORT_SCHEMA_VERSION = proto.CONSTANTS["schema_versions"]["report"]
@@ -38,7 +39,7 @@ def _drain():
         mx.synchronize()
 
 
-def run_worker(adapter, load, *, root=None, argv=None, started_ns=None):
+def run_worker(adapter, load, *, root=None, argv=None, started_ns=None, join_group=None):
     """Runs one worker job for `adapter` and returns the exit code.
 
     adapter:    this worker's adapter name (`stock` or the declared name); a job for another is
@@ -55,6 +56,11 @@ def run_worker(adapter, load, *, root=None, argv=None, started_ns=None):
     argv:       the command line after the program (default sys.argv[1:]): `--out-dir DIR`.
     started_ns: time.perf_counter_ns() at the worker's entry point (default: when the kit was
                 imported), the origin of `load_ns` and `start_to_ready_ns`.
+    join_group: join_group(group) -> {"rank", "ranks", "backend"}, for a loop that runs as one
+                rank of a group (req/distributed.md): called with the job's `group` after
+                validation and before `load`, once the kit has checked the job and MLX_RANK /
+                MLX_HOSTFILE; it initializes MLX's group and returns what the group reports.
+                Without it, a job with a group is refused naming `group`.
     """
     started_ns = _IMPORTED_NS if started_ns is None else started_ns
     parser = argparse.ArgumentParser(description=f"decode-baseline {adapter} worker")
@@ -123,6 +129,15 @@ def run_worker(adapter, load, *, root=None, argv=None, started_ns=None):
         return fail(f"validation failed: job: malformed ({err!r})")
     slot.report["identity"] = identity
 
+    if job.get("group") is not None:
+        try:
+            joined = _join(job["group"], join_group, adapter)
+        except proto.Refusal as err:
+            return fail(str(err))
+        except Exception as err:  # noqa: BLE001 - a group that cannot be joined ends the run failed
+            return fail(f"failed to join the rank group: {err!r}")
+        slot.report["group"] = joined
+
     try:
         run_request = load(job)
     except proto.Refusal as err:
@@ -183,6 +198,16 @@ def run_worker(adapter, load, *, root=None, argv=None, started_ns=None):
         while True:
             time.sleep(1)
     return code
+
+
+def _join(group, join_group, adapter):
+    """Checks the rank's job, joins the group through the loop, checks what it joined."""
+    if join_group is None:
+        raise proto.Refusal("group", f"the {adapter} worker does not run in rank groups")
+    groups.check_rank_job(group)
+    joined = join_group(group)
+    groups.check_joined(group, joined)
+    return {"rank": joined["rank"], "ranks": joined["ranks"], "backend": joined["backend"]}
 
 
 def _run_requests(job, run_request, out, slot, gate, stops):
