@@ -2,14 +2,15 @@
 //!
 //! [`config`] reads a model folder's `config.json`, [`weights`] its safetensors, [`model`] is
 //! the decoder written after mlx_lm's, [`decode`] the controlled loop and [`contract`] the
-//! per-step invariants it keeps, [`graph`] one step's MLX graph beside mlx_lm's, [`worker`] the
-//! driver the shared protocol runtime runs.
+//! per-step invariants it keeps, [`graph`] one step's MLX graph beside mlx_lm's, [`group`] the
+//! MLX distributed group a rank joins, [`worker`] the driver the shared protocol runtime runs.
 
 pub use decode_baseline_model_config::{arch, config};
 pub mod compiled;
 pub mod contract;
 pub mod decode;
 pub mod graph;
+pub mod group;
 pub mod identity;
 pub mod model;
 pub mod weights;
@@ -25,3 +26,5 @@ mod graph_tests;
 mod reference_server;
 #[cfg(test)]
 mod reference_tests;
+#[cfg(test)]
+mod sharded_tests;

@@ -21,7 +21,7 @@ use crate::reference_server::{self, Outcome};
 
 const VARIANTS: [&str; 4] = ["tiny-qwen3", "tiny-qwen3-tied", "tiny-qwen3-bf16", "tiny-qwen3-q4"];
 /// Ordinary ids of every model here (the tiny extra architectures have a vocabulary of 256).
-const PROMPT: [u32; 12] = [5, 17, 42, 100, 7, 200, 12, 9, 250, 61, 180, 3];
+pub(crate) const PROMPT: [u32; 12] = [5, 17, 42, 100, 7, 200, 12, 9, 250, 61, 180, 3];
 pub(crate) const NEW_TOKENS: usize = 128;
 
 pub(crate) fn repo() -> PathBuf {
@@ -225,7 +225,7 @@ fn smollm3_matches_mlx_lm() {
 }
 
 /// Writes `reference_logits.py --make-tiny KIND --variant VARIANT` into a fresh folder.
-fn make_tiny(kind: &str, variant: &str) -> tempfile::TempDir {
+pub(crate) fn make_tiny(kind: &str, variant: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     reference_logits_ok(&["--make-tiny", kind, "--variant", variant, "--out", tmp.path().to_str().unwrap()]);
     tmp

@@ -9,9 +9,16 @@
 //! Answering to [`COMPILED`], the loop runs its decode step under MLX's `compile`
 //! ([`crate::compiled`]), one trace per position, kept across the run's requests: the first
 //! request traces (the cold one the session reports apart), the others replay.
+//!
+//! As one rank of a rank group (`job.group`), the eager loop joins MLX's distributed group
+//! ([`crate::group`]) and loads its shard of the model as mlx_lm's `sharded_load` does
+//! ([`Model::load_shard`]); a model mlx_lm does not shard so is refused at validation. The
+//! compiled loop does not run in groups.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use decode_baseline_wire::group::{RankIdentity, RankJob};
 use decode_baseline_wire::{hooks::Site, Adapter, DeviceKind, ExitCode, Identity, Mode, RequestRecord, WorkerJob};
 use decode_baseline_worker_runtime::{
     chain, check_device, check_mapped_libmlx, check_mlx_version, identity, validate_job, Driver, Refusal,
@@ -21,7 +28,8 @@ use decode_baseline_worker_runtime::{
 use crate::compiled::CompiledSteps;
 use crate::config::ModelConfig;
 use crate::decode::{run_request, Checkpoint, Options, Request, RunError, Stepper};
-use crate::model::{LoadError, Model};
+use crate::group::Group;
+use crate::model::{shard, LoadError, Model};
 
 /// The declared adapter name under which this build runs the compiled step.
 pub const COMPILED: &str = "controlled-compiled";
@@ -49,13 +57,30 @@ pub struct ControlledDriver {
     model: Option<Model>,
     /// The compiled steps, kept across requests, when answering to [`COMPILED`].
     compiled: Option<CompiledSteps>,
+    /// The group joined, as one rank of a rank group.
+    group: Option<Arc<Group>>,
 }
 
 impl ControlledDriver {
     pub fn new(repo: PathBuf, adapter: Adapter) -> Self {
         let compiled = (adapter.as_str() == COMPILED).then(CompiledSteps::new);
-        ControlledDriver { repo, adapter, model: None, compiled }
+        ControlledDriver { repo, adapter, model: None, compiled, group: None }
     }
+
+    /// The model, once loaded.
+    #[cfg(test)]
+    pub(crate) fn model(&self) -> Option<&Model> {
+        self.model.as_ref()
+    }
+}
+
+/// A rank group's refusals at validation: the compiled loop runs no groups, and a model mlx_lm
+/// does not shard with the q/k/v/o + gate/up/down pattern, or not across `ranks`, is refused.
+pub fn check_group(adapter: &Adapter, config: &ModelConfig, group: &RankJob) -> Result<(), Refusal> {
+    if adapter.as_str() == COMPILED {
+        return Err(Refusal::new("group", "the compiled loop does not run in rank groups"));
+    }
+    shard::check(config, group.ranks).map_err(|e| Refusal::new(e.field, e.reason))
 }
 
 impl Driver for ControlledDriver {
@@ -80,7 +105,10 @@ impl Driver for ControlledDriver {
         let validated = validate_job(job, &repo)?;
         // An architecture or quantization this loop does not implement is refused here, before
         // anything is loaded or timed.
-        ModelConfig::load(&job.model_dir).map_err(|e| Refusal::new("model_dir", chain(&e)))?;
+        let config = ModelConfig::load(&job.model_dir).map_err(|e| Refusal::new("model_dir", chain(&e)))?;
+        if let Some(group) = &job.group {
+            check_group(&self.adapter, &config, group)?;
+        }
         let version = crate::identity::mlx_version().map_err(|e| Refusal::new("environment.mlx_version", chain(&e)))?;
         check_mlx_version(job, &version)?;
         let libmlx =
@@ -104,8 +132,21 @@ impl Driver for ControlledDriver {
     /// The runtime writes it with its sources, as `chain` did here before.
     type LoadError = LoadError;
 
+    /// Joins MLX's group on the job's backend (strict); what it reports is the rank and size
+    /// MLX found (from `MLX_RANK` and the host file), and the backend asked for.
+    fn join_group(&mut self, group: &RankJob) -> Result<RankIdentity, Refusal> {
+        let joined = Group::init(group.backend).map_err(|e| Refusal::new("group.backend", chain(&e)))?;
+        let identity = RankIdentity { rank: joined.rank(), ranks: joined.size(), backend: joined.backend() };
+        self.group = Some(Arc::new(joined));
+        Ok(identity)
+    }
+
     fn load(&mut self, job: &WorkerJob) -> Result<(), LoadError> {
-        self.model = Some(Model::load(&job.model_dir)?);
+        let model = match &self.group {
+            Some(group) => Model::load_shard(&job.model_dir, Arc::clone(group))?,
+            None => Model::load(&job.model_dir)?,
+        };
+        self.model = Some(model);
         Ok(())
     }
 

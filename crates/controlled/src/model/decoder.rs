@@ -6,6 +6,7 @@
 //! give the same MLX graph and bit-identical logits on the same backend.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use mlx_rs::error::Exception;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
@@ -17,9 +18,11 @@ use super::cache::{LayerCache, Mask};
 use super::layers::{gelu_approx, rms_norm, scalar, swiglu, Embedding, Linear};
 use super::moe::SparseMoe;
 use super::rope::Rope;
+use super::shard::{self, Shard, ShardError, Split};
 use crate::config::{
     self, Block as BlockKind, ConfigError, Head as HeadKind, Llama4Scaling, ModelConfig, Norm, QkNorm, Qkv,
 };
+use crate::group::{Group, GroupError};
 use crate::weights::{Weights, WeightsError};
 
 /// Why a model folder cannot be loaded.
@@ -34,6 +37,19 @@ pub enum LoadError {
         path: std::path::PathBuf,
         #[source]
         source: Exception,
+    },
+    #[error("failed to load this rank's shard of {path}")]
+    Shard {
+        path: std::path::PathBuf,
+        // Boxed: it holds a whole `WeightsError`, and the other variants stay small.
+        #[source]
+        source: Box<ShardError>,
+    },
+    #[error("failed to synchronize the ranks after loading {path}")]
+    Synchronize {
+        path: std::path::PathBuf,
+        #[source]
+        source: GroupError,
     },
 }
 
@@ -237,19 +253,43 @@ impl Model {
     /// Loads a model folder: `config.json` and every `model*.safetensors`. The weights are
     /// evaluated here, so no load work is left for the first request.
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        Self::load_with(dir, None)
+    }
+
+    /// Loads this rank's shard of a model folder, as mlx_lm's `sharded_load(…, tensor_group)`
+    /// does: the model sharded as its `Model.shard(group)` ([`shard`]), evaluated, then one
+    /// `all_sum` across the group on the CPU stream, so that no rank starts decoding before
+    /// every rank has loaded.
+    pub fn load_shard(dir: &Path, group: Arc<Group>) -> Result<Self, LoadError> {
+        let shard = Shard::new(group);
+        let model = Self::load_with(dir, Some(&shard))?;
+        shard.group().synchronize().map_err(|source| LoadError::Synchronize { path: dir.to_owned(), source })?;
+        Ok(model)
+    }
+
+    fn load_with(dir: &Path, shard: Option<&Shard>) -> Result<Self, LoadError> {
         let config = ModelConfig::load(dir)?;
+        let shard_error = |source: ShardError| LoadError::Shard { path: dir.to_owned(), source: Box::new(source) };
+        if let Some(s) = shard {
+            shard::check(&config, s.ranks()).map_err(|e| shard_error(e.into()))?;
+        }
         let mut weights = Weights::load(dir)?;
-        let model = Self::from_weights(config, &mut weights).map_err(|e| match e {
+        let model = Self::from_weights(config, &mut weights, shard).map_err(|e| match e {
             BuildError::Weights(e) => LoadError::Weights(e),
             BuildError::Mlx(source) => LoadError::Mlx { path: dir.to_owned(), source },
+            BuildError::Shard(source) => shard_error(source),
         })?;
         weights.finish()?;
         mlx_rs::transforms::eval(model.arrays()).map_err(|source| LoadError::Mlx { path: dir.to_owned(), source })?;
         Ok(model)
     }
 
-    fn from_weights(config: ModelConfig, w: &mut Weights) -> Result<Self, BuildError> {
+    /// The model of `config` from its tensors; with `shard`, this rank's part of it (the
+    /// caller has checked it with [`shard::check`]: the projections are separate q/k/v and a
+    /// SwiGLU MLP).
+    fn from_weights(config: ModelConfig, w: &mut Weights, shard: Option<&Shard>) -> Result<Self, BuildError> {
         let c = &config;
+        let ranks = shard.map_or(1, |s| s.ranks() as i32);
         let q = c.quantization.as_ref();
         let (d, hd, m) = (c.hidden_size, c.head_dim, c.prefix);
         w.discard_matching(|name| c.dropped.iter().any(|p| name.contains(p)));
@@ -268,12 +308,17 @@ impl Model {
             let linear = |w: &mut Weights, name: &str, out_dims: i32, in_dims: i32, bias: bool| {
                 Linear::load(w, &format!("{p}.{name}"), out_dims, in_dims, bias, q)
             };
+            // A projection mlx_lm's `Model.shard` splits: this rank's part when sharded.
+            let split = |w: &mut Weights, name: &str, dims: (i32, i32), bias: bool, how: Split| match shard {
+                Some(s) => s.linear(w, &format!("{p}.{name}"), dims, bias, q, how).map_err(BuildError::Shard),
+                None => Ok(linear(w, name, dims.0, dims.1, bias)?),
+            };
             let (qd, kvd) = (c.num_attention_heads * hd, c.num_key_value_heads * hd);
             let proj = match c.qkv {
                 Qkv::Separate { bias } => Projections::Separate {
-                    q: linear(w, "self_attn.q_proj", qd, d, bias)?,
-                    k: linear(w, "self_attn.k_proj", kvd, d, bias)?,
-                    v: linear(w, "self_attn.v_proj", kvd, d, bias)?,
+                    q: split(w, "self_attn.q_proj", (qd, d), bias, Split::AllToSharded)?,
+                    k: split(w, "self_attn.k_proj", (kvd, d), bias, Split::AllToSharded)?,
+                    v: split(w, "self_attn.v_proj", (kvd, d), bias, Split::AllToSharded)?,
                 },
                 Qkv::Fused => Projections::Fused(linear(w, "self_attn.qkv_proj", qd + 2 * kvd, d, false)?),
             };
@@ -286,7 +331,7 @@ impl Model {
             };
             let self_attn = Attention {
                 proj,
-                o_proj: linear(w, "self_attn.o_proj", d, qd, c.o_bias)?,
+                o_proj: split(w, "self_attn.o_proj", (d, qd), c.o_bias, Split::ShardedToAll)?,
                 qk_norm,
                 qk_norm_after_transpose: c.qk_norm == QkNorm::AfterTranspose,
                 rope: spec.rope.as_ref().map(Rope::new).transpose()?,
@@ -295,8 +340,8 @@ impl Model {
                 } else {
                     None
                 },
-                n_heads: c.num_attention_heads,
-                n_kv_heads: c.num_key_value_heads,
+                n_heads: c.num_attention_heads / ranks,
+                n_kv_heads: c.num_key_value_heads / ranks,
                 head_dim: hd,
                 scale: c.attention_scale,
                 eps: c.rms_norm_eps,
@@ -305,9 +350,9 @@ impl Model {
             let mlp = match (c.mlp, c.moe.filter(|_| spec.moe)) {
                 (_, Some(moe)) => Mlp::Sparse(SparseMoe::load(w, &format!("{p}.mlp"), moe, d, q)?),
                 (config::Mlp::SwiGlu { bias }, None) => Mlp::SwiGlu {
-                    gate: linear(w, "mlp.gate_proj", ff, d, bias)?,
-                    up: linear(w, "mlp.up_proj", ff, d, bias)?,
-                    down: linear(w, "mlp.down_proj", d, ff, bias)?,
+                    gate: split(w, "mlp.gate_proj", (ff, d), bias, Split::AllToSharded)?,
+                    up: split(w, "mlp.up_proj", (ff, d), bias, Split::AllToSharded)?,
+                    down: split(w, "mlp.down_proj", (d, ff), bias, Split::ShardedToAll)?,
                 },
                 (config::Mlp::FusedSwiGlu, None) => Mlp::Fused {
                     gate_up: linear(w, "mlp.gate_up_proj", 2 * ff, d, false)?,
@@ -412,6 +457,28 @@ impl Model {
         self.head(&h.try_index((.., l - 1..l, ..))?)
     }
 
+    /// Layer `i`'s dense projections under mlx_lm's module names (`self_attn.q_proj`, …), for
+    /// the tests that hold a rank's shard against mlx_lm's.
+    #[cfg(test)]
+    pub(crate) fn projections(&self, i: usize) -> Vec<(&'static str, &Linear)> {
+        let (a, mlp) = (&self.layers[i].self_attn, &self.layers[i].mlp);
+        let mut v = match &a.proj {
+            Projections::Separate { q, k, v } => {
+                vec![("self_attn.q_proj", q), ("self_attn.k_proj", k), ("self_attn.v_proj", v)]
+            }
+            Projections::Fused(qkv) => vec![("self_attn.qkv_proj", qkv)],
+        };
+        v.push(("self_attn.o_proj", &a.o_proj));
+        match mlp {
+            Mlp::SwiGlu { gate, up, down } | Mlp::Gelu { gate, up, down } => {
+                v.extend([("mlp.gate_proj", gate), ("mlp.up_proj", up), ("mlp.down_proj", down)])
+            }
+            Mlp::Fused { gate_up, down } => v.extend([("mlp.gate_up_proj", gate_up), ("mlp.down_proj", down)]),
+            Mlp::Sparse(_) => {}
+        }
+        v
+    }
+
     /// Every weight array.
     pub fn arrays(&self) -> Vec<&Array> {
         let mut v = self.embed_tokens.arrays();
@@ -451,6 +518,7 @@ impl Model {
 enum BuildError {
     Weights(WeightsError),
     Mlx(Exception),
+    Shard(ShardError),
 }
 
 impl From<WeightsError> for BuildError {

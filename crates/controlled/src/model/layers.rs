@@ -15,12 +15,15 @@
 //! per-module entry, else `infer_quant_config` from the tensor shapes; every mode mlx
 //! implements (affine, mxfp4, nvfp4, mxfp8) goes through mlx-c with its name.
 
+use std::sync::Arc;
+
 use mlx_rs::error::Exception;
 use mlx_rs::ops::indexing::take_axis;
 use mlx_rs::ops::{addmm, matmul, multiply, sigmoid, tanh, transpose};
 use mlx_rs::{Array, Dtype, Stream};
 
 use crate::config::{check_packing, QuantMode, QuantParams, Quantization};
+use crate::group::Group;
 use crate::weights::{Weights, WeightsError};
 
 /// Packed weights with their per-group scales (and biases, in affine mode).
@@ -37,7 +40,8 @@ pub enum LinearWeight {
     Quantized(Packed),
 }
 
-/// `nn.Linear` / `nn.QuantizedLinear`.
+/// `nn.Linear` / `nn.QuantizedLinear`, and a rank's sharded-to-all part of one
+/// (`ShardedToAllLinear` / `QuantizedShardedToAllLinear`, see [`super::shard`]).
 pub struct Linear {
     weight: LinearWeight,
     /// `W.T` of a dense weight, built once at load: a strided view of `W` once evaluated, so the
@@ -45,6 +49,8 @@ pub struct Linear {
     /// without adding a transpose node to every step's graph.
     weight_t: Option<Array>,
     bias: Option<Array>,
+    /// Sharded-to-all: the group the partial products are summed across, before the bias.
+    all_sum: Option<Arc<Group>>,
 }
 
 /// How mlx_lm's `load_model` decides a module's packing: its entry in the config's
@@ -217,24 +223,40 @@ impl Linear {
     ) -> Result<Self, WeightsError> {
         let weight = load_matrix(w, prefix, out_dims, in_dims, quant)?;
         let bias = if bias { Some(w.take(&format!("{prefix}.bias"), Some(&[out_dims]))?) } else { None };
-        let weight_t = dense_transpose(&weight)
-            .map_err(|source| WeightsError::Transpose { name: format!("{prefix}.weight"), source })?;
-        Ok(Linear { weight, weight_t, bias })
+        Linear::new(weight, bias, None)
+            .map_err(|source| WeightsError::Transpose { name: format!("{prefix}.weight"), source })
+    }
+
+    /// A layer of these weights; with `all_sum`, a sharded-to-all one whose partial products
+    /// are summed across that group. Fails only where the transpose of a dense weight does.
+    pub fn new(weight: LinearWeight, bias: Option<Array>, all_sum: Option<Arc<Group>>) -> Result<Self, Exception> {
+        let weight_t = dense_transpose(&weight)?;
+        Ok(Linear { weight, weight_t, bias, all_sum })
     }
 
     pub fn forward(&self, x: &Array) -> Result<Array, Exception> {
+        if let Some(group) = &self.all_sum {
+            // `x = x @ W.T` (or quantized_matmul); `x = all_sum(x)`; `x + bias`: no addmm.
+            let y = group.all_sum(&self.product(x)?)?;
+            return match &self.bias {
+                Some(b) => y.add(b),
+                None => Ok(y),
+            };
+        }
         match (&self.weight_t, &self.weight, &self.bias) {
-            (Some(wt), _, None) => matmul(x, wt),
+            (_, _, None) => self.product(x),
             (Some(wt), _, Some(b)) => addmm(b, x, wt, None, None),
-            (None, LinearWeight::Dense(w), None) => matmul(x, transpose(w)?),
             (None, LinearWeight::Dense(w), Some(b)) => addmm(b, x, transpose(w)?, None, None),
-            (_, LinearWeight::Quantized(p), bias) => {
-                let y = quantized_matmul(x, p)?;
-                match bias {
-                    Some(b) => y.add(b),
-                    None => Ok(y),
-                }
-            }
+            (_, LinearWeight::Quantized(p), Some(b)) => quantized_matmul(x, p)?.add(b),
+        }
+    }
+
+    /// `x @ W.T`, or `quantized_matmul(x, w, scales, biases, transpose=True)`.
+    fn product(&self, x: &Array) -> Result<Array, Exception> {
+        match (&self.weight_t, &self.weight) {
+            (Some(wt), _) => matmul(x, wt),
+            (None, LinearWeight::Dense(w)) => matmul(x, transpose(w)?),
+            (None, LinearWeight::Quantized(p)) => quantized_matmul(x, p),
         }
     }
 
@@ -243,6 +265,21 @@ impl Linear {
         let mut v = weight_arrays(&self.weight);
         v.extend(self.weight_t.iter());
         v.extend(self.bias.iter());
+        v
+    }
+
+    /// The parameters under mlx's names (`weight`, `scales`, `biases`, `bias`), for the tests
+    /// that hold a rank's shard against mlx_lm's.
+    #[cfg(test)]
+    pub(crate) fn parameters(&self) -> Vec<(&'static str, &Array)> {
+        let mut v = match &self.weight {
+            LinearWeight::Dense(w) => vec![("weight", w)],
+            LinearWeight::Quantized(p) => [("weight", &p.weight), ("scales", &p.scales)]
+                .into_iter()
+                .chain(p.biases.iter().map(|b| ("biases", b)))
+                .collect(),
+        };
+        v.extend(self.bias.iter().map(|b| ("bias", b)));
         v
     }
 }
