@@ -167,6 +167,7 @@ mod tests {
             repetitions,
             order,
             aa_pair,
+            group: None,
         }
     }
 

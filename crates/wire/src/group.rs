@@ -33,6 +33,26 @@ impl GroupBackend {
     }
 }
 
+/// A session job's `group`: every worker runs as `ranks` processes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionGroup {
+    /// Processes per worker, at least 2.
+    pub ranks: u32,
+    /// Default `ring`, the only one the launcher starts itself.
+    #[serde(default = "ring")]
+    pub backend: GroupBackend,
+    /// One `"ip:port"` per rank, for ranks on other machines: the launcher then writes the host
+    /// file and prints each host's command (`run --dry-run`) instead of starting them. Absent:
+    /// every rank on this machine, on loopback ports the launcher finds free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<String>>,
+}
+
+fn ring() -> GroupBackend {
+    GroupBackend::Ring
+}
+
 /// The environment variable that carries the rank to MLX (`mx.distributed.init` reads it).
 pub const RANK_ENV: &str = "MLX_RANK";
 /// The environment variable that carries the host file's path to MLX's ring backend.
@@ -69,10 +89,16 @@ pub struct RankIdentity {
     pub backend: GroupBackend,
 }
 
-/// The ring host file for `ranks` processes on this machine: one `127.0.0.1:<port>` per rank.
-pub fn loopback_hostfile(ports: &[u16]) -> String {
-    let hosts: Vec<Vec<String>> = ports.iter().map(|p| vec![format!("127.0.0.1:{p}")]).collect();
+/// The ring host file for one `"ip:port"` per rank (`[["ip:port"], …]`, as `mlx.launch`
+/// writes it).
+pub fn ring_hostfile(hosts: &[String]) -> String {
+    let hosts: Vec<[&String; 1]> = hosts.iter().map(|h| [h]).collect();
     serde_json::to_string(&hosts).expect("a list of strings serializes")
+}
+
+/// One `127.0.0.1:<port>` per port.
+pub fn loopback_hosts(ports: &[u16]) -> Vec<String> {
+    ports.iter().map(|p| format!("127.0.0.1:{p}")).collect()
 }
 
 #[cfg(test)]
@@ -81,7 +107,7 @@ mod tests {
 
     #[test]
     fn the_loopback_hostfile_is_what_mlx_launch_writes() {
-        assert_eq!(loopback_hostfile(&[32323, 32324]), r#"[["127.0.0.1:32323"],["127.0.0.1:32324"]]"#);
+        assert_eq!(ring_hostfile(&loopback_hosts(&[32323, 32324])), r#"[["127.0.0.1:32323"],["127.0.0.1:32324"]]"#);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{analysis::Analysis, Adapter, ExitCode, Sha256Digest, WorkerReport};
+use crate::{analysis::Analysis, Adapter, ExitCode, Sha256Digest, Status, WorkerReport};
 
 /// The version of [`SessionJob`] this code reads.
 pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
@@ -95,6 +95,10 @@ pub struct SessionJob {
     /// noise threshold `compare` uses.
     #[serde(default)]
     pub aa_pair: bool,
+    /// Run every worker as a group of ranks decoding one model sharded across processes
+    /// (`req/distributed.md`); absent (`null`): one process per worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<crate::group::SessionGroup>,
 }
 
 /// How a session ended.
@@ -140,6 +144,9 @@ pub enum InterventionReason {
     Cancelled,
     /// The user interrupted twice: killed at once.
     Killed,
+    /// Another rank of its group ended first, failed or killed: the launcher stopped the rest
+    /// of the group (`req/distributed.md`).
+    RankStopped,
 }
 
 /// The signal the launcher sent a worker's process group.
@@ -231,8 +238,34 @@ pub struct WorkerRun {
     /// version 7.
     #[serde(default)]
     pub energy: Option<Vec<crate::energy::RequestEnergy>>,
-    /// The report, when one was written and parsed.
+    /// The report, when one was written and parsed. In a group: rank 0's.
     pub report: Option<WorkerReport>,
+    /// In a group: ranks 1 and up, each as the launcher saw it (rank 0 is this run itself);
+    /// absent for a single process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankRun>,
+}
+
+/// One rank past rank 0 of a worker's group, as the launcher saw it. Its report stays in its
+/// own folder; what the session needs of it is here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RankRun {
+    pub rank: u32,
+    /// Its run id, `<rank 0's run id>.rank<r>`, also its folder's name.
+    pub run_id: String,
+    pub command: Vec<String>,
+    pub pid: Option<u32>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub intervention: Option<Intervention>,
+    pub wall_ns: u64,
+    /// Its report's status; `null` without a report.
+    pub status: Option<Status>,
+    /// Its report's error.
+    pub error: Option<String>,
+    /// Problems found validating its report, and any step where its tokens differ from rank 0's.
+    pub validation_errors: Vec<String>,
 }
 
 /// `session.json`.

@@ -414,6 +414,7 @@ fn placement_session(
         repetitions: args.repetitions,
         order: args.order,
         aa_pair: args.aa_pair,
+        group: None,
     };
     let job_path = session_dir.join("bench-job.json");
     write_json(&job_path, &job)?;

@@ -414,6 +414,7 @@ pub(crate) mod tests {
             host_activity: None,
             energy: Some(energy),
             report: Some(report),
+            ranks: vec![],
         }
     }
 

@@ -10,8 +10,11 @@ use std::path::PathBuf;
 use crate::energy::GroupRecorder;
 use indicatif::ProgressBar;
 
+use decode_baseline_wire::group::SessionGroup;
+
 use super::{
     interleave,
+    rank_group::{self, RankPrepared},
     signals::Interrupts,
     supervise::{self, Limits, Outcome},
 };
@@ -25,9 +28,26 @@ pub struct Prepared {
     pub job: decode_baseline_wire::WorkerJob,
     /// The worker command: the adapter's program with `--out-dir <out_dir>`.
     pub command: Vec<String>,
+    /// The session's group, when the worker runs as ranks (`req/distributed.md`); this is
+    /// rank 0.
+    pub group: Option<SessionGroup>,
+    /// Ranks 1 and up; empty for a single process.
+    pub ranks: Vec<RankPrepared>,
 }
 
 impl Prepared {
+    /// Its processes, rank 0 first, each with the environment MLX reads in a group.
+    pub fn processes(&self) -> Vec<interleave::Process<'_>> {
+        let env = |rank: u32| match &self.group {
+            Some(_) => rank_group::rank_env(rank, &rank_group::hostfile_path(&self.out_dir)),
+            None => Vec::new(),
+        };
+        let first = interleave::Process { argv: &self.command, out_dir: &self.out_dir, env: env(0) };
+        let rest =
+            self.ranks.iter().map(|r| interleave::Process { argv: &r.command, out_dir: &r.out_dir, env: env(r.rank) });
+        std::iter::once(first).chain(rest).collect()
+    }
+
     /// The requests its job runs, for the progress bar.
     pub fn requests(&self) -> u32 {
         self.job.run_policy.requests(self.job.mode)
@@ -66,16 +86,21 @@ impl Execution for Processes {
         // A lone worker without the gate runs on its own; a gated one (energy is being read)
         // goes through the gate as a group of one.
         if let [p] = members {
-            if !p.job.gate {
+            if !p.job.gate && p.group.is_none() {
                 let outcome = supervise::supervise(&p.command, &p.out_dir, limits, interrupts, || progress.tick())?;
                 progress.inc(u64::from(p.requests()));
                 return Ok(vec![outcome]);
             }
         }
-        let gated: Vec<interleave::Member<'_>> = members
-            .iter()
-            .map(|p| interleave::Member { argv: &p.command, out_dir: &p.out_dir, requests: p.requests() })
-            .collect();
+        // A group's host file is written just before it starts, with ports free then.
+        for p in members {
+            if let Some(group) = &p.group {
+                rank_group::write_hostfile(&rank_group::hostfile_path(&p.out_dir), group)
+                    .map_err(|problem| crate::exit::bad_input(format!("{}: {problem}", p.job.run_id)))?;
+            }
+        }
+        let gated: Vec<interleave::Member<'_>> =
+            members.iter().map(|p| interleave::Member { processes: p.processes(), requests: p.requests() }).collect();
         Ok(interleave::supervise_group(&gated, limits, interrupts, || progress.tick(), |_| progress.inc(1), energy)?)
     }
 }

@@ -25,8 +25,9 @@ use decode_baseline_wire::outdir::{read_seq, seq_line, OutDir};
 
 use super::{
     gate_wait::GateWait,
+    rank_group_run::RankGroup,
     signals::Interrupts,
-    supervise::{Limits, Outcome, SuperviseError, Supervised},
+    supervise::{Limits, Outcome, SuperviseError},
 };
 
 /// `DECODE_BASELINE_GRANT_ORDER=fixed` grants every round in the members' order (A B, A B, …):
@@ -34,13 +35,24 @@ use super::{
 /// ratio is why the rounds alternate (`req/findings.md` §22).
 pub const GRANT_ORDER_ENV: &str = "DECODE_BASELINE_GRANT_ORDER";
 
-/// One member of an interleaved group.
+/// One member of an interleaved group: one worker, or the ranks of a worker's group
+/// (`req/distributed.md`), which the gate treats as one: every rank is granted each request,
+/// and the request is done once every rank's done file is there.
 #[derive(Debug, Clone)]
 pub struct Member<'a> {
-    pub argv: &'a [String],
-    pub out_dir: &'a Path,
+    /// Rank 0 (or the lone worker) first.
+    pub processes: Vec<Process<'a>>,
     /// How many requests its job runs (the gate grants exactly these).
     pub requests: u32,
+}
+
+/// One process of a member.
+#[derive(Debug, Clone)]
+pub struct Process<'a> {
+    pub argv: &'a [String],
+    pub out_dir: &'a Path,
+    /// Added to the launcher's environment (a rank's `MLX_RANK`, `MLX_HOSTFILE`).
+    pub env: Vec<(String, String)>,
 }
 
 /// The order of the grants: round `k` grants request `k` to the members in their order when
@@ -129,57 +141,57 @@ pub fn supervise_group(
     mut on_request: impl FnMut(usize),
     energy: &mut GroupRecorder<'_>,
 ) -> Result<Vec<Outcome>, SuperviseError> {
-    let dirs: Vec<OutDir> = members.iter().map(|m| OutDir::at(m.out_dir)).collect();
-    let mut running = Vec::with_capacity(members.len());
+    let dirs: Vec<Vec<OutDir>> =
+        members.iter().map(|m| m.processes.iter().map(|p| OutDir::at(p.out_dir)).collect()).collect();
+    let mut running: Vec<RankGroup> = Vec::with_capacity(members.len());
     for member in members {
-        running.push(Supervised::spawn(member.argv, member.out_dir, limits)?);
+        running.push(RankGroup::spawn(&member.processes, limits)?);
     }
-    let gate_wait = GateWait::new(&members.iter().map(|m| m.out_dir).collect::<Vec<_>>());
-    let mut outcomes: Vec<Option<Outcome>> = members.iter().map(|_| None).collect();
+    let all_dirs: Vec<&Path> = members.iter().flat_map(|m| m.processes.iter().map(|p| p.out_dir)).collect();
+    let gate_wait = GateWait::new(&all_dirs);
     let alternate = std::env::var(GRANT_ORDER_ENV).map_or(true, |v| v != "fixed");
     let order = grant_order(&members.iter().map(|m| m.requests).collect::<Vec<_>>(), alternate);
     let mut next = 0;
     let mut outstanding: Option<(usize, u32)> = None;
     // The next grant's sequence number, the `seq` read from the last done file, and when the
-    // outstanding request's done file was first seen.
+    // outstanding request's done files were first all seen.
     let (mut seq, mut after, mut done_seen): (u64, Option<u64>, Option<Instant>) = (0, None, None);
     loop {
-        for (i, worker) in running.iter_mut().enumerate() {
-            if let Some(outcome) = worker.poll(interrupts)? {
-                outcomes[i] = Some(outcome);
-            }
+        for group in running.iter_mut() {
+            group.poll(interrupts)?;
         }
-        if outcomes.iter().all(Option::is_some) {
+        if running.iter().all(RankGroup::ended) {
             break;
         }
         on_tick();
         energy.tick();
         if let Some((m, k)) = outstanding {
-            let done = dirs[m].done(k);
-            if done.exists() {
+            if dirs[m].iter().all(|d| d.done(k).exists()) {
                 let first_seen = *done_seen.get_or_insert_with(|| {
                     energy.done(m, k);
                     on_request(m);
                     Instant::now()
                 });
-                let read = std::fs::read(&done).ok().and_then(|content| read_seq(&content));
-                if read.is_some() || outcomes[m].is_some() || first_seen.elapsed() >= DONE_GRACE {
+                // Rank 0's done file carries the seq the next grant names.
+                let read = std::fs::read(dirs[m][0].done(k)).ok().and_then(|content| read_seq(&content));
+                if read.is_some() || running[m].out() || first_seen.elapsed() >= DONE_GRACE {
                     (after, outstanding, done_seen) = (read, None, None);
                 }
-            } else if outcomes[m].is_some() {
+            } else if running[m].out() {
                 energy.abandoned(m);
                 (after, outstanding) = (None, None);
             }
         }
-        let everyone_ready = running.iter().zip(&outcomes).all(|(w, o)| w.is_ready() || o.is_some());
+        let everyone_ready = running.iter().all(|g| g.is_ready() || g.out());
         if outstanding.is_none() && everyone_ready && interrupts.count() == 0 {
             while let Some(&(m, k)) = order.get(next) {
                 next += 1;
-                if outcomes[m].is_some() {
+                if running[m].out() {
                     continue;
                 }
                 energy.before_grant(m, k);
-                grant(&dirs[m], k, &grant_text(seq, after));
+                let text = grant_text(seq, after);
+                dirs[m].iter().for_each(|dir| grant(dir, k, &text));
                 (seq, after, outstanding) = (seq + 1, None, Some((m, k)));
                 break;
             }
@@ -187,8 +199,8 @@ pub fn supervise_group(
         // Blocked while the request runs; looking every tick while a seen done file fills.
         gate_wait.wait(outstanding.is_some() && done_seen.is_none());
     }
-    dirs.iter().for_each(remove_fifo);
-    Ok(outcomes.into_iter().map(|o| o.expect("every member ended")).collect())
+    dirs.iter().flatten().for_each(remove_fifo);
+    Ok(running.into_iter().map(RankGroup::outcome).collect())
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ mod output;
 pub mod placement;
 pub mod plan;
 mod preflight;
+mod rank_group;
+mod rank_group_run;
 mod recovery;
 mod run;
 mod sequential;

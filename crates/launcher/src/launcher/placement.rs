@@ -119,10 +119,11 @@ impl Mask {
         }
     }
 
-    /// Resolves `cpus` against the CPUs the launcher may use; an error when none of the asked
-    /// CPUs is among them.
+    /// Resolves `cpus` against the CPUs the launcher may use, for workers of `ranks` processes
+    /// each (1 without a group); an error when none of the asked CPUs is among them. `first`
+    /// takes the first `ranks` CPUs, so that [`Mask::for_rank`] can give each rank its own.
     #[cfg(target_os = "linux")]
-    pub fn resolve(cpus: &Cpus) -> Result<Self, String> {
+    pub fn resolve(cpus: &Cpus, ranks: u32) -> Result<Self, String> {
         use nix::{sched::sched_getaffinity, unistd::Pid};
         let own =
             sched_getaffinity(Pid::from_raw(0)).map_err(|err| format!("failed to read the launcher's CPUs: {err}"))?;
@@ -132,7 +133,7 @@ impl Mask {
         let online = online_cpus().unwrap_or_else(|| own.clone());
         let wanted: BTreeSet<usize> = match cpus {
             Cpus::All => return Ok(Self::inherit()),
-            Cpus::First => own.iter().take(1).copied().collect(),
+            Cpus::First => own.iter().take(ranks.max(1) as usize).copied().collect(),
             Cpus::List(set) => set.intersection(&online).copied().collect(),
         };
         if wanted.is_empty() {
@@ -150,8 +151,26 @@ impl Mask {
 
     /// Without an affinity call, nothing is applied: placement is left to the OS.
     #[cfg(not(target_os = "linux"))]
-    pub fn resolve(_cpus: &Cpus) -> Result<Self, String> {
+    pub fn resolve(_cpus: &Cpus, _ranks: u32) -> Result<Self, String> {
         Ok(Self::inherit())
+    }
+
+    /// Rank `rank`'s share of a mask for `ranks` processes: its own CPU (the mask's `rank`-th)
+    /// when the mask has one for every rank, else the whole mask. Two ranks that share a CPU
+    /// wait milliseconds for each other in every collective (`req/findings.md` §28: an all_sum
+    /// on the ring backend took 8.7 ms with both ranks on one CPU, 0.034 ms on two).
+    pub fn for_rank(&self, rank: u32, ranks: u32) -> Self {
+        #[cfg(target_os = "linux")]
+        if let Some(set) = &self.set {
+            let ids: Vec<usize> = (0..=MAX_CPU).filter(|&i| set.is_set(i).unwrap_or(false)).collect();
+            if ids.len() >= ranks as usize && ranks > 1 {
+                let mut own = nix::sched::CpuSet::new();
+                own.set(ids[rank as usize]).expect("an id read from a CpuSet fits one");
+                return Self { set: Some(own) };
+            }
+        }
+        let _ = (rank, ranks);
+        *self
     }
 
     /// Applies the mask to the calling process. Meant for a forked child before `exec`: one
@@ -238,10 +257,27 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_list_outside_the_launchers_cpus_is_refused() {
-        let err = Mask::resolve(&set(&[1000])).unwrap_err();
+        let err = Mask::resolve(&set(&[1000]), 1).unwrap_err();
         assert!(err.contains("none of these CPUs is available"), "{err}");
-        assert!(Mask::resolve(&Cpus::First).unwrap().set.is_some());
-        assert_eq!(Mask::resolve(&Cpus::All).unwrap(), Mask::inherit());
+        assert!(Mask::resolve(&Cpus::First, 1).unwrap().set.is_some());
+        assert_eq!(Mask::resolve(&Cpus::All, 1).unwrap(), Mask::inherit());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn each_rank_gets_its_own_cpu_when_the_mask_has_one_for_every_rank() {
+        let ids = |m: Mask| -> Vec<usize> {
+            let set = m.set.expect("a mask");
+            (0..=MAX_CPU).filter(|&i| set.is_set(i).unwrap()).collect()
+        };
+        let two = Mask::resolve(&set(&[0, 1]), 2);
+        let Ok(two) = two else { return }; // a machine with one CPU online cannot show it
+        assert_eq!(ids(two.for_rank(0, 2)), [0]);
+        assert_eq!(ids(two.for_rank(1, 2)), [1]);
+        let one = Mask::resolve(&set(&[0]), 2).unwrap();
+        assert_eq!(ids(one.for_rank(1, 2)), [0], "too few CPUs: the ranks share the mask");
+        assert_eq!(ids(two.for_rank(0, 1)), [0, 1], "a single process keeps the whole mask");
+        assert_eq!(Mask::inherit().for_rank(1, 2), Mask::inherit());
     }
 
     #[test]

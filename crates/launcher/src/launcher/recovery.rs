@@ -101,6 +101,10 @@ fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
         .filter_map(|(cell, worker_dir)| {
             let job: decode_baseline_wire::WorkerJob =
                 serde_json::from_slice(&std::fs::read(worker_dir.join("job.json")).ok()?).ok()?;
+            // Ranks past rank 0 of a group belong to rank 0's run.
+            if job.group.as_ref().is_some_and(|g| g.rank > 0) {
+                return None;
+            }
             let report = validate::read_report(&worker_dir).ok();
             Some(WorkerRun {
                 run_id: job.run_id,
@@ -119,6 +123,7 @@ fn abandoned_workers(session_dir: &Path) -> Vec<WorkerRun> {
                 host_activity: None,
                 energy: None,
                 report,
+                ranks: Vec::new(),
             })
         })
         .collect();

@@ -13,10 +13,8 @@ use crate::{
     schedule::{self, Schedule},
 };
 use anyhow::Context;
-use decode_baseline_pins::once;
 use decode_baseline_pins::{self as pins, PinError, PinProblem};
 use decode_baseline_wire::{
-    outdir::JOB_FILE,
     report::Status,
     session::{
         self, CaseFiles, HostFacts, InterventionReason, InterventionSignal, LauncherMarker, LeaseFacts, SessionReport,
@@ -29,7 +27,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::{
     analysis, device,
     execute::{Execution, Prepared, Processes},
-    lease, memory, output, placement, plan, preflight, recovery,
+    lease, memory, output, placement, plan, preflight, rank_group, recovery,
     sequential::{Budget, Sequential},
     session_job::{self, repo_root},
     signals::Interrupts,
@@ -125,7 +123,23 @@ pub fn run_session(resolved: session_job::ResolvedJob, options: &RunOptions) -> 
     if options.dry_run {
         println!("session folder: {}", session.dir.display());
         for p in &session.prepared {
-            println!("{}", p.command.join(" "));
+            match &p.group {
+                None => println!("{}", p.command.join(" ")),
+                Some(group) => {
+                    let hostfile = rank_group::hostfile_path(&p.out_dir);
+                    println!(
+                        "{} as {} ranks over {} (host file {}):",
+                        p.job.run_id,
+                        group.ranks,
+                        group.backend.as_str(),
+                        hostfile.display()
+                    );
+                    for process in p.processes() {
+                        let env: Vec<String> = process.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                        println!("  {}", rank_group::rank_line(group, &env, process.argv));
+                    }
+                }
+            }
         }
         return Ok(SessionOutcome::without_report(ExitCode::Ok));
     }
@@ -184,8 +198,14 @@ fn prepare(mut resolved: session_job::ResolvedJob, args: &RunOptions, energy: bo
         Err(err) => return Err(err.into()),
     };
     let cells = session_job::select_cells(&resolved, &loaded.manifest)?;
+    if let Some(group) = &resolved.job.group {
+        rank_group::check(group, args.dry_run).map_err(|problem| {
+            crate::exit::bad_input(format!("session job {}: {problem}", resolved.job_path.display()))
+        })?;
+    }
     session_job::check_adapters(&resolved, &loaded.manifest)?;
-    let mask = placement::Mask::resolve(&args.cpus).map_err(crate::exit::bad_input)?;
+    let ranks = resolved.job.group.as_ref().map_or(1, |g| g.ranks);
+    let mask = placement::Mask::resolve(&args.cpus, ranks).map_err(crate::exit::bad_input)?;
     let sequential = match args.until_decided {
         false => None,
         true if !schedule::interleaves(&resolved.job) => {
@@ -281,13 +301,27 @@ fn prepare(mut resolved: session_job::ResolvedJob, args: &RunOptions, energy: bo
             .and_then(|_| std::fs::create_dir(&out_dir))
             .with_context(|| format!("failed to create worker folder {}", out_dir.display()))?;
         let run_id = format!("{id}/{}/{}", planned.cell.name(), planned.folder_name());
-        let job = worker_job::build(&loaded, &planned.cell, &planned.adapter, run_id, &repo, gated[sequence])?;
-        let mut bytes = serde_json::to_vec_pretty(&job)?;
-        bytes.push(b'\n');
-        let job_path = out_dir.join(JOB_FILE);
-        once::create_new(&job_path, &bytes).with_context(|| format!("failed to write {}", job_path.display()))?;
-        let command = plan::worker_command(&programs[&planned.adapter], &out_dir);
-        prepared.push(Prepared { sequence: sequence as u32, planned: planned.clone(), out_dir, job, command });
+        // A group's ranks wait at the gate even alone: the launcher starts each request on every
+        // rank at once.
+        let group = resolved.job.group.clone();
+        let gate = gated[sequence] || group.is_some();
+        let mut job = worker_job::build(&loaded, &planned.cell, &planned.adapter, run_id, &repo, gate)?;
+        let program = &programs[&planned.adapter];
+        let ranks = match &group {
+            Some(group) => rank_group::prepare(&mut job, &out_dir, group, program)?,
+            None => Vec::new(),
+        };
+        rank_group::write_job(&out_dir, &job)?;
+        let command = plan::worker_command(program, &out_dir);
+        prepared.push(Prepared {
+            sequence: sequence as u32,
+            planned: planned.clone(),
+            out_dir,
+            job,
+            command,
+            group,
+            ranks,
+        });
     }
     let replaced_programs = replaced_programs(&resolved.job.adapters);
     for (adapter, argv) in &replaced_programs {
@@ -408,7 +442,8 @@ fn execute(
                 idle,
             ));
         }
-        executed.cpus.extend(outcomes.iter().filter_map(|o| o.cpus.clone()));
+        let processes = outcomes.iter().flat_map(|o| std::iter::once(o).chain(&o.ranks));
+        executed.cpus.extend(processes.filter_map(|o| o.cpus.clone()));
         for ((p, outcome), requests) in members.iter().zip(outcomes).zip(energies) {
             let mut run = record_run(p, &expected[&p.planned.adapter], outcome, &mut executed.problems);
             run.host_activity = Some(activity.clone());
@@ -599,11 +634,12 @@ fn limits(policy: &decode_baseline_wire::RunPolicy, members: u32) -> Limits {
 fn record_run(
     p: &Prepared,
     expected: &validate::ExpectedIdentity,
-    outcome: supervise::Outcome,
+    mut outcome: supervise::Outcome,
     problems: &mut Vec<String>,
 ) -> WorkerRun {
     let (job, out_dir) = (&p.job, &p.out_dir);
     let exit_code = supervise::exit_code(&outcome.status);
+    let rank_outcomes = std::mem::take(&mut outcome.ranks);
     let (report, validation_errors) = match validate::read_report(out_dir) {
         Ok(report) => {
             let errors = validate::validate(&report, job, expected, outcome.pid, exit_code, out_dir);
@@ -618,6 +654,7 @@ fn record_run(
         let reason = r.error.as_deref().unwrap_or("no reason given");
         problems.push(format!("{}: worker ended {:?}: {reason}", job.run_id, r.status));
     }
+    let ranks = rank_group::record_ranks(&p.ranks, rank_outcomes, expected, report.as_ref(), problems);
     WorkerRun {
         run_id: job.run_id.clone(),
         cell: p.planned.cell.name(),
@@ -635,6 +672,7 @@ fn record_run(
         host_activity: None,
         energy: None,
         report,
+        ranks,
     }
 }
 
@@ -687,13 +725,17 @@ fn session_status(workers: &[WorkerRun], interrupts: &Interrupts, problems: &[St
 }
 
 /// The record of what the supervisor did; `None` when it only watched.
-fn describe(intervention: Intervention, sent: Option<nix::sys::signal::Signal>) -> Option<session::Intervention> {
+pub(super) fn describe(
+    intervention: Intervention,
+    sent: Option<nix::sys::signal::Signal>,
+) -> Option<session::Intervention> {
     let reason = match intervention {
         Intervention::None => return None,
         Intervention::NeverReady => InterventionReason::NeverReady,
         Intervention::PastDeadline => InterventionReason::PastDeadline,
         Intervention::Cancelled => InterventionReason::Cancelled,
         Intervention::Killed => InterventionReason::Killed,
+        Intervention::RankStopped => InterventionReason::RankStopped,
     };
     let signal = sent.map(|s| match s {
         nix::sys::signal::Signal::SIGTERM => InterventionSignal::Sigterm,
@@ -898,6 +940,7 @@ mod tests {
                     sent: None,
                     wall: Duration::from_millis(3),
                     cpus: Some("0".to_owned()),
+                    ranks: Vec::new(),
                 });
             }
             Ok(outcomes)

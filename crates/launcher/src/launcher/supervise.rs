@@ -49,6 +49,8 @@ pub enum Intervention {
     Cancelled,
     /// A second Ctrl-C: killed at once.
     Killed,
+    /// Another rank of its group ended first, failed or killed: stopped with the group.
+    RankStopped,
 }
 
 /// What became of the worker.
@@ -63,6 +65,15 @@ pub struct Outcome {
     /// The CPUs the worker was allowed on, read back once it started (`None` without an
     /// affinity call).
     pub cpus: Option<String>,
+    /// In a group: ranks 1 and up, in order (this outcome is rank 0's); empty otherwise.
+    pub ranks: Vec<Outcome>,
+}
+
+impl Outcome {
+    /// Whether the process exited 0 by itself.
+    pub fn succeeded(&self) -> bool {
+        self.status.success() && self.intervention == Intervention::None
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,7 +107,7 @@ pub fn supervise(
     interrupts: &Interrupts,
     mut on_tick: impl FnMut(),
 ) -> Result<Outcome, SuperviseError> {
-    let mut worker = Supervised::spawn(argv, out_dir, limits)?;
+    let mut worker = Supervised::spawn(argv, out_dir, &[], limits)?;
     loop {
         if let Some(outcome) = worker.poll(interrupts)? {
             return Ok(outcome);
@@ -126,8 +137,13 @@ pub struct Supervised {
 
 impl Supervised {
     /// Starts `argv` in `out_dir` in a new process group with its output in `stdout.log` and
-    /// `stderr.log`.
-    pub fn spawn(argv: &[String], out_dir: &Path, limits: Limits) -> Result<Self, SuperviseError> {
+    /// `stderr.log`, with `env` added to the launcher's environment.
+    pub fn spawn(
+        argv: &[String],
+        out_dir: &Path,
+        env: &[(String, String)],
+        limits: Limits,
+    ) -> Result<Self, SuperviseError> {
         let log = |name: &str| {
             let path = out_dir.join(name);
             File::create(&path).map_err(|source| SuperviseError::Log { path, source })
@@ -136,6 +152,7 @@ impl Supervised {
         let mut command = Command::new(&argv[0]);
         command
             .args(&argv[1..])
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log("stdout.log")?)
             .stderr(log("stderr.log")?)
@@ -193,6 +210,7 @@ impl Supervised {
                 sent: self.sent,
                 wall: self.started.elapsed(),
                 cpus: self.cpus.clone(),
+                ranks: Vec::new(),
             }));
         }
         let now = Instant::now();
@@ -228,6 +246,27 @@ impl Supervised {
             }
         }
         Ok(None)
+    }
+}
+
+impl Supervised {
+    /// Kills the worker's process group at once and reaps it (a group that could not be
+    /// started whole).
+    pub fn kill(&mut self) {
+        signal_group(self.pid, Signal::SIGKILL, &mut self.sent);
+        let _ = self.child.wait();
+        self.outcome_taken = true;
+    }
+
+    /// Stops the worker because another rank of its group ended first: SIGTERM now, SIGKILL
+    /// after the grace, as for a deadline. Nothing when the launcher stepped in already.
+    pub fn stop_with_group(&mut self) {
+        if self.outcome_taken || self.intervention != Intervention::None {
+            return;
+        }
+        self.intervention = Intervention::RankStopped;
+        signal_group(self.pid, Signal::SIGTERM, &mut self.sent);
+        self.term_at = Some(Instant::now());
     }
 }
 

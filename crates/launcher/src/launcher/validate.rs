@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use decode_baseline_wire::{
+    group::RankIdentity,
     manifest::Manifest,
     report::{RequestRecord, Status, WorkerReport},
     Adapter, Mode, Sha256Digest, WorkerJob, REPORT_SCHEMA_VERSION,
@@ -84,6 +85,8 @@ pub fn validate(
         format!("exit_code: the process exited with {exit_code:?}, the report says {}", report.exit_code),
     );
     if report.status == Status::Ok {
+        let joined = job.group.as_ref().map(|g| RankIdentity { rank: g.rank, ranks: g.ranks, backend: g.backend });
+        check(report.group == joined, format!("group: expected {joined:?} (the job's), found {:?}", report.group));
         check_identity(report, job, expected, &mut problems);
         check_requests(report, job, &mut problems);
     }
