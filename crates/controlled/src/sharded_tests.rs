@@ -414,6 +414,10 @@ fn what_mlx_lm_does_not_shard_so_is_refused_at_validation() {
             "validation failed: group.ranks: num_key_value_heads 1 does not divide by 2",
         ),
         (
+            refusal(&controlled, &fixture("tiny-qwen3"), 0),
+            "validation failed: group.ranks: num_attention_heads 4 does not divide by 0",
+        ),
+        (
             refusal(&controlled, &fixture("tiny-qwen3"), 3),
             "validation failed: group.ranks: num_attention_heads 4 does not divide by 3",
         ),

@@ -97,7 +97,8 @@ pub fn check(c: &ModelConfig, ranks: u32) -> Result<(), Unshardable> {
         ("num_key_value_heads", c.num_key_value_heads),
         ("intermediate_size", c.intermediate_size),
     ] {
-        if dims % ranks as i32 != 0 {
+        // Validation runs before the runtime's own check of `ranks`, so 0 is possible here.
+        if dims.checked_rem(ranks as i32) != Some(0) {
             return refuse("group.ranks", format!("{name} {dims} does not divide by {ranks}"));
         }
     }
@@ -125,8 +126,8 @@ fn configured_packing(q: &Quantization, prefix: &str) -> Option<QuantParams> {
 /// A packed sharded-to-all layer's input columns split into whole quantization groups (mlx.nn
 /// splits the scales along the same axis, one per group).
 fn columns_fit(prefix: &str, in_dims: i32, ranks: u32, params: QuantParams) -> Result<(), Unshardable> {
-    let part = in_dims / ranks as i32;
-    if in_dims % ranks as i32 != 0 || part % params.group_size != 0 {
+    let part = in_dims.checked_div(ranks as i32).unwrap_or(0);
+    if in_dims.checked_rem(ranks as i32) != Some(0) || part % params.group_size != 0 {
         return Err(Unshardable {
             field: "group.ranks",
             reason: format!(
