@@ -36,6 +36,7 @@ pub mod launcher;
 pub mod manifest_cli;
 pub mod noise_profiles;
 pub mod plot;
+pub mod ranks;
 pub mod report;
 pub mod safetensors_header;
 pub mod schedule;

@@ -14,6 +14,7 @@ use anyhow::{ensure, Context};
 use decode_baseline_pins::once;
 use decode_baseline_pins::{built_in_sources, environment_pins, is_path_safe_id, pin_path, pin_text};
 use decode_baseline_wire::{
+    group::{GroupBackend, SessionGroup},
     manifest::{Cell, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
     session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
     Adapter, ExitCode, Mode, RunPolicy,
@@ -109,6 +110,12 @@ pub struct BenchArgs {
     /// (e.g. `--cpus 0 --cpus all`: one CPU against every CPU).
     #[arg(long, value_name = "LIST", default_value = "first", value_parser = launcher::placement::Cpus::parse, action = clap::ArgAction::Append)]
     pub cpus: Vec<launcher::placement::Cpus>,
+    /// Also run the model as a group of this many ranks (`req/distributed.md`: tensor parallel
+    /// as mlx_lm shards it, over MLX's ring backend on this machine, each rank on its own CPU
+    /// when the placement has one for each): a session as one process, then a session as the
+    /// group, and a table of what the other ranks buy. At least 2; one `--cpus` only.
+    #[arg(long, value_name = "N")]
+    pub ranks: Option<u32>,
     /// Where the session folder is created.
     #[arg(short = 'o', long, default_value = "out")]
     pub output_root: PathBuf,
@@ -233,6 +240,17 @@ fn check_args(args: &BenchArgs, max_positions: Option<u64>) -> anyhow::Result<()
         "give at least one --prompt-lengths or --depths value"
     );
     crate::ensure_input!(!args.modes.is_empty(), "--modes must name at least one mode");
+    if let Some(ranks) = args.ranks {
+        crate::ensure_input!(
+            ranks >= 2,
+            "--ranks {ranks}: expected at least 2 (one process is the session it is set beside)"
+        );
+        crate::ensure_input!(
+            args.cpus.len() == 1,
+            "--ranks takes one --cpus, found {}: the group's ranks each take a CPU of it",
+            args.cpus.len()
+        );
+    }
     crate::ensure_input!(!args.adapters.is_empty(), "--adapters must name at least one adapter");
     for (flag, values) in [("--prompt-lengths", &args.prompt_lengths), ("--depths", &args.depths)] {
         for &length in values.iter() {
@@ -363,8 +381,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     // One session per placement, one after the other, each in its own folder.
     let mut sessions = Vec::new();
     let mut code = ExitCode::Ok;
-    for cpus in &args.cpus {
-        let (outcome, session_dir) = placement_session(&args, cpus, &manifest, &record)?;
+    // One session per placement, or with `--ranks`, one process and then the group.
+    let runs: Vec<(&launcher::placement::Cpus, Option<SessionGroup>)> = match args.ranks {
+        None => args.cpus.iter().map(|c| (c, None)).collect(),
+        Some(ranks) => {
+            let group = SessionGroup { ranks, backend: GroupBackend::Ring, hosts: None };
+            vec![(&args.cpus[0], None), (&args.cpus[0], Some(group))]
+        }
+    };
+    let mut by_ranks = Vec::new();
+    for (cpus, group) in runs {
+        let ranks = group.as_ref().map_or(1, |g| g.ranks);
+        let (outcome, session_dir) = placement_session(&args, cpus, group, &manifest, &record)?;
         // The table only for a session whose `session.json` was written (its page and figures too).
         let written = outcome.report.filter(|_| outcome.code != ExitCode::OutputFailed);
         if let Some(report) = written.as_ref().filter(|_| args.format != OutputFormat::Json) {
@@ -380,7 +408,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         if code == ExitCode::Ok {
             code = outcome.code;
         }
-        sessions.extend(written.map(|report| (cpus.to_string(), report)));
+        match args.ranks {
+            None => sessions.extend(written.map(|report| (cpus.to_string(), report))),
+            Some(_) => by_ranks.extend(written.map(|report| (ranks, report))),
+        }
+    }
+    if let ([(1, one), (ranks, group)], false) = (&by_ranks[..], args.format == OutputFormat::Json) {
+        let bytes = crate::plot::step_bytes::ModelBytes::of_dir(&model_dir).ok();
+        let config = crate::stats::DecisionConfig::default();
+        print!("{}", crate::ranks::rank_table(one, group, *ranks, bytes.as_ref(), &config));
     }
     if sessions.len() > 1 && args.format != OutputFormat::Json {
         print!("{}", crate::decomposition::placement_table(&sessions, &crate::stats::DecisionConfig::default()));
@@ -396,6 +432,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 fn placement_session(
     args: &BenchArgs,
     cpus: &launcher::placement::Cpus,
+    group: Option<SessionGroup>,
     manifest: &Manifest,
     record: &BenchRecord,
 ) -> anyhow::Result<(launcher::SessionOutcome, PathBuf)> {
@@ -414,11 +451,12 @@ fn placement_session(
         repetitions: args.repetitions,
         order: args.order,
         aa_pair: args.aa_pair,
-        group: None,
+        group,
     };
     let job_path = session_dir.join("bench-job.json");
     write_json(&job_path, &job)?;
-    eprintln!("bench: --cpus {cpus}: session folder {}", session_dir.display());
+    let ranks = job.group.as_ref().map(|g| format!(" as {} ranks", g.ranks)).unwrap_or_default();
+    eprintln!("bench: --cpus {cpus}{ranks}: session folder {}", session_dir.display());
     // The job written above is the session's record; the session runs from the job in hand, in
     // this process, and hands its report back.
     let resolved = launcher::session_job::resolve(job, &job_path)?;

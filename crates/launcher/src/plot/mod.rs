@@ -10,7 +10,7 @@ mod distribution;
 mod energy;
 mod error;
 mod roofline;
-mod step_bytes;
+pub(crate) mod step_bytes;
 mod steps;
 mod svg;
 mod write;

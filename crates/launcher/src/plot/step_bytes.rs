@@ -40,7 +40,25 @@ pub struct ModelBytes {
     pub kv_bytes_per_position: u64,
     /// The layers with a rotating cache: (KV bytes per position, window), one entry per window.
     pub windowed: Vec<(u64, u64)>,
+    /// Of `weight_bytes`, those of the projections a rank group splits across its ranks (each
+    /// layer's q, k, v, o, gate, up and down projections, as mlx_lm's `shard()` splits them).
+    pub sharded_weight_bytes: u64,
+    /// What a rank group sums across its ranks per token: two all_sums per layer (after the
+    /// attention's output projection and the MLP's down projection) of `hidden_size` elements
+    /// of the activation dtype.
+    pub all_sum_bytes_per_token: u64,
 }
+
+/// The projections a rank group splits (`req/distributed.md`).
+const SHARDED_PROJECTIONS: [&str; 7] = [
+    ".self_attn.q_proj.",
+    ".self_attn.k_proj.",
+    ".self_attn.v_proj.",
+    ".self_attn.o_proj.",
+    ".mlp.gate_proj.",
+    ".mlp.up_proj.",
+    ".mlp.down_proj.",
+];
 
 impl ModelBytes {
     /// Bytes read by the step at cache position `position`.
@@ -48,6 +66,20 @@ impl ModelBytes {
         let windowed: f64 =
             self.windowed.iter().map(|&(bytes, window)| bytes as f64 * position.min(window as f64)).sum();
         self.weight_bytes as f64 + self.kv_bytes_per_position as f64 * position + windowed
+    }
+
+    /// What one rank of a group of `ranks` reads per step: its share of the split projections
+    /// and of the KV heads (each rank caches `num_key_value_heads / ranks` of them), and all of
+    /// the rest (embedding, norms, head). One rank: the model itself.
+    pub fn per_rank(&self, ranks: u32) -> ModelBytes {
+        let n = u64::from(ranks.max(1));
+        ModelBytes {
+            weight_bytes: self.weight_bytes.saturating_sub(self.sharded_weight_bytes) + self.sharded_weight_bytes / n,
+            sharded_weight_bytes: self.sharded_weight_bytes / n,
+            kv_bytes_per_position: self.kv_bytes_per_position / n,
+            windowed: self.windowed.iter().map(|&(bytes, window)| (bytes / n, window)).collect(),
+            ..self.clone()
+        }
     }
 
     /// Reads the model folder of `case_id` from the manifest at `manifest_path`.
@@ -82,9 +114,12 @@ impl ModelBytes {
                 CacheKind::Rotating { max_size } => *windows.entry(max_size as u64).or_default() += per_layer,
             }
         }
+        let sharded = tensors.iter().filter(|(name, _)| SHARDED_PROJECTIONS.iter().any(|p| name.contains(p)));
         Ok(ModelBytes {
             file_bytes: tensors.values().map(Tensor::bytes).sum(),
             weight_bytes: weight_bytes(&config, &tensors),
+            sharded_weight_bytes: sharded.map(|(_, t)| t.bytes()).sum(),
+            all_sum_bytes_per_token: 2 * config.num_hidden_layers as u64 * config.hidden_size as u64 * element,
             kv_bytes_per_position,
             windowed: windows.into_iter().map(|(window, bytes)| (bytes, window)).collect(),
         })
@@ -162,6 +197,29 @@ mod tests {
         assert!(b.windowed.is_empty());
         assert_eq!(b.weight_bytes, b.file_bytes);
         assert_eq!(b.at(10.0), b.weight_bytes as f64 + 5120.0);
+    }
+
+    #[test]
+    fn a_rank_reads_its_share_of_the_split_projections_and_kv_heads_and_all_the_rest() {
+        let dir = fixture("tiny-qwen3");
+        let whole = ModelBytes::of_dir(&dir).unwrap();
+        let tensors = safetensors_header::read_dir(&dir).unwrap();
+        let projections: u64 = tensors
+            .iter()
+            .filter(|(n, _)| n.contains("_proj.") && n.contains(".layers."))
+            .map(|(_, t)| t.bytes())
+            .sum();
+        assert_eq!(whole.sharded_weight_bytes, projections);
+        let rank = whole.per_rank(2);
+        assert_eq!(rank.weight_bytes, whole.weight_bytes - projections / 2);
+        assert_eq!(rank.kv_bytes_per_position, whole.kv_bytes_per_position / 2);
+        assert_eq!(whole.per_rank(1), whole);
+        // 2 all_sums · 2 layers · hidden 64 · 4 bytes (float32).
+        let config: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+        let hidden = config["hidden_size"].as_u64().unwrap();
+        let layers = config["num_hidden_layers"].as_u64().unwrap();
+        assert_eq!(whole.all_sum_bytes_per_token, 2 * layers * hidden * 4);
     }
 
     #[test]

@@ -50,7 +50,9 @@ pub fn write_plots(session: &SessionReport, dir: &Path, options: PlotOptions) ->
     let mut figures = session_figures(session);
     if let Some(gbs) = options.peak_bandwidth_gbs {
         for cell in &crate::session::cells(session) {
-            let bytes = ModelBytes::of_case(&session.manifest_path, &cell.case_id)?;
+            // In a rank group each rank reads its share of the weights (`req/distributed.md`).
+            let ranks = session.job.group.as_ref().map_or(1, |g| g.ranks);
+            let bytes = ModelBytes::of_case(&session.manifest_path, &cell.case_id)?.per_rank(ranks);
             if let Some((svg, roof)) = roofline::figure(cell, &bytes, gbs) {
                 figures.push(Figure { name: format!("{}.roofline", cell.cell), svg });
                 written.rooflines.push(roof);
