@@ -1,7 +1,11 @@
 //! The sentences every view of a session shares (the end-of-run table, the launcher's stderr,
 //! the report page), each written once here.
 
-use decode_baseline_wire::{hooks::replacement_variable, session::Placement, Adapter};
+use decode_baseline_wire::{
+    hooks::replacement_variable,
+    session::{Placement, SessionReport},
+    Adapter, Status,
+};
 
 /// One line for the table footer and the report page.
 pub fn placement_line(placement: Option<&Placement>) -> String {
@@ -12,6 +16,22 @@ pub fn placement_line(placement: Option<&Placement>) -> String {
             None => format!("placement: --cpus {} (no affinity on this system: left to the OS)", p.requested),
         },
     }
+}
+
+/// The session's rank group (`req/distributed.md`): `group: one process per worker`, or the
+/// ranks, the backend and where they ran, with how many ranks ended other than ok.
+pub fn group_line(session: &SessionReport) -> String {
+    let Some(group) = &session.job.group else { return "group: one process per worker".to_owned() };
+    let hosts = group.hosts.as_ref().map_or("this machine, loopback".to_owned(), |h| h.join(", "));
+    let ranks: Vec<_> = session.workers.iter().flat_map(|w| &w.ranks).collect();
+    let not_ok = ranks.iter().filter(|r| r.status != Some(Status::Ok) || !r.validation_errors.is_empty()).count();
+    format!(
+        "group: {} ranks per worker over {} ({hosts}); ranks past 0: {} ok of {}",
+        group.ranks,
+        group.backend.as_str(),
+        ranks.len() - not_ok,
+        ranks.len()
+    )
 }
 
 /// The line the table (and the launcher's stderr) prints for an adapter whose program was

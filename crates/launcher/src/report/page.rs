@@ -394,6 +394,8 @@ fn identity_section(h: &mut String, session: &SessionReport) {
     item("host", &host);
     let placement = super::placement_line(session.placement.as_ref());
     item("placement", placement.trim_start_matches("placement: "));
+    let group = super::group_line(session);
+    item("group", group.trim_start_matches("group: "));
     if let Some(device) = &session.device {
         item("device", &format!("{} on {} ({})", device.name, device.backend.as_str(), device.device.as_str()));
     }

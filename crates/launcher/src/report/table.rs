@@ -142,6 +142,10 @@ pub(crate) fn table(
     ));
     out.push_str(&crate::report::placement_line(report.placement.as_ref()));
     out.push('\n');
+    if report.job.group.is_some() {
+        out.push_str(&crate::report::group_line(report));
+        out.push('\n');
+    }
     if let Some(waited) = report.quiet_wait_ns.filter(|ns| *ns > 0) {
         out.push_str(&format!(
             "waited {} for a quiet host (--quiet-wait), not part of either\n",
