@@ -224,15 +224,14 @@ fn token_differences(report: &WorkerReport, rank0: &WorkerReport) -> Vec<String>
     found
 }
 
-/// The line `run --dry-run` prints for one rank: where it runs and its command with the
-/// environment MLX reads (`env`, as `NAME=value`).
-pub fn rank_line(group: &SessionGroup, env: &[String], argv: &[String]) -> String {
-    let rank: usize =
-        env.iter().find_map(|e| e.strip_prefix(&format!("{RANK_ENV}="))).and_then(|r| r.parse().ok()).unwrap_or(0);
+/// The line `run --dry-run` prints for rank `rank`: where it runs and its command with the
+/// environment MLX reads.
+pub fn rank_line(group: &SessionGroup, rank: usize, env: &[(String, String)], argv: &[String]) -> String {
     let host = match &group.hosts {
         Some(hosts) => format!("on {}", hosts[rank]),
         None => "on this machine".to_owned(),
     };
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     format!("rank {rank} {host}: {} {}", env.join(" "), argv.join(" "))
 }
 

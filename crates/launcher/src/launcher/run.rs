@@ -127,6 +127,11 @@ pub fn run_session(resolved: session_job::ResolvedJob, options: &RunOptions) -> 
                 None => println!("{}", p.command.join(" ")),
                 Some(group) => {
                     let hostfile = rank_group::hostfile_path(&p.out_dir);
+                    // Hosts given: the host file each host needs is written now; without them the
+                    // ports are found when the group starts.
+                    if group.hosts.is_some() {
+                        rank_group::write_hostfile(&hostfile, group).map_err(crate::exit::bad_input)?;
+                    }
                     println!(
                         "{} as {} ranks over {} (host file {}):",
                         p.job.run_id,
@@ -134,9 +139,8 @@ pub fn run_session(resolved: session_job::ResolvedJob, options: &RunOptions) -> 
                         group.backend.as_str(),
                         hostfile.display()
                     );
-                    for process in p.processes() {
-                        let env: Vec<String> = process.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                        println!("  {}", rank_group::rank_line(group, &env, process.argv));
+                    for (rank, process) in p.processes().iter().enumerate() {
+                        println!("  {}", rank_group::rank_line(group, rank, &process.env, process.argv));
                     }
                 }
             }
