@@ -170,6 +170,7 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
         host_activity: None,
         energy: None,
         report: Some(report),
+        ranks: Vec::new(),
     }
 }
 
@@ -305,6 +306,7 @@ impl Synth {
                 repetitions: 1,
                 order: WorkerOrder::Alternate,
                 aa_pair: !self.aa.is_empty(),
+                group: None,
             },
             manifest_path: self.manifest_path.clone(),
             manifest_sha256: self.manifest_sha256,

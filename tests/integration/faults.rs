@@ -6,7 +6,8 @@
 //! recorded, and nothing written before the fault changed), no partial report presented as a
 //! result (the analysis only holds adapters with a complete, validated `ok` report, and the
 //! session never says `ok`), and no process left behind (nothing alive in any worker's process
-//! group, the launcher reaped).
+//! group, the launcher reaped). For a rank group (groups.rs) they hold for every rank, and a
+//! worker run counts as a result only if every rank's report does.
 //!
 //! Synchronisation is by the workers' test hooks (`DECODE_BASELINE_TEST_HOOK`, inherited through
 //! the launcher): the test waits for `hook-<site>-reached`, injects the fault, and releases or
@@ -25,16 +26,16 @@ use std::{
 use decode_baseline_wire::{
     hooks::{replacement_variable, HOOK_ENV, HOOK_REQUEST_ENV},
     manifest::Manifest,
-    outdir::{CLAIM_FILE, REPORT_FILE, REPORT_TEMP_PREFIX},
+    outdir::{CLAIM_FILE, JOB_FILE, REPORT_FILE, REPORT_TEMP_PREFIX},
     Adapter, Mode, RunPolicy,
 };
-use nix::{sys::signal::Signal, unistd::Pid};
+use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::util::{self, find_file, pid_alive, the_worker, FixtureManifest, Worker};
-
-/// Only a broken build reaches this.
-const BOUND: Duration = Duration::from_secs(300);
+use crate::util::{
+    self, assert_group_gone, both_workers, claim_pid, find_file, pid_alive, read_json, signal, the_worker,
+    wait_bounded, wait_for_path, FixtureManifest, Worker, BOUND,
+};
 
 /// A report of the tiny fixture's headline cell under [`policy`] is tens of kB; claim, ready,
 /// job and logs are far smaller. A file-size limit of this many bytes lets all of those through
@@ -43,7 +44,7 @@ const SMALL_FSIZE: u64 = 16 * 1024;
 
 /// Short runs (3 requests), fast watchdog polls, and a grace period long enough that a
 /// Ctrl-C'd worker always finishes its graceful stop (loading included) before SIGKILL.
-fn policy() -> RunPolicy {
+pub(crate) fn policy() -> RunPolicy {
     RunPolicy {
         first_requests: 1,
         warmup_requests: 1,
@@ -58,46 +59,53 @@ fn policy() -> RunPolicy {
 // A scratch session: manifest with live pins, session job, private lease, the launcher
 // ---------------------------------------------------------------------------------------------
 
-struct Scratch {
+pub(crate) struct Scratch {
     tmp: tempfile::TempDir,
-    fixture: FixtureManifest,
+    pub(crate) fixture: FixtureManifest,
+    /// The job's first cell and adapter.
     cell: String,
     adapter: Adapter,
 }
 
 impl Scratch {
-    fn new(adapter: Adapter, repetitions: u32) -> Self {
+    pub(crate) fn new(adapter: Adapter, repetitions: u32) -> Self {
         Self::with(adapter, repetitions, |_, _| {})
     }
 
     /// `edit` may change the manifest (it gets the scratch root) before it is written and pinned.
-    fn with(adapter: Adapter, repetitions: u32, edit: impl FnOnce(&mut Manifest, &Path)) -> Self {
+    pub(crate) fn with(adapter: Adapter, repetitions: u32, edit: impl FnOnce(&mut Manifest, &Path)) -> Self {
+        Self::with_job(edit, |fixture| headline_job(fixture, &adapter, repetitions))
+    }
+
+    /// A scratch whose session job `job` makes from the fixture manifest (`edit` as for
+    /// [`Scratch::with`]).
+    pub(crate) fn with_job(
+        edit: impl FnOnce(&mut Manifest, &Path),
+        job: impl FnOnce(&FixtureManifest) -> Value,
+    ) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_owned();
         let fixture = util::fixture_manifest(&root, &policy(), |m| edit(m, &root));
-        let cell = fixture.manifest.cells.iter().find(|c| c.mode == Mode::Headline).unwrap().name();
-        let job = json!({
-            "schema_version": 1, "manifest": "workloads.json", "cells": [cell.clone()],
-            "adapters": [adapter.as_str()], "output_root": "out", "repetitions": repetitions,
-            "order": "fixed"
-        });
+        let job = job(&fixture);
         std::fs::write(root.join("job.json"), job.to_string()).unwrap();
+        let cell = job["cells"][0].as_str().expect("a job names its cells").to_owned();
+        let adapter = Adapter::parse(job["adapters"][0].as_str().expect("a job names its adapters")).unwrap();
         Self { tmp, fixture, cell, adapter }
     }
 
-    fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.tmp.path()
     }
 
     /// The launcher on this scratch; its output goes to files (nothing to drain, nothing to
     /// block on). `worker` replaces the adapter's program with a fixture script.
-    fn launcher(&self, hook: Option<(&str, u32)>, worker: Option<&str>) -> Command {
+    pub(crate) fn launcher(&self, hook: Option<(&str, u32)>, worker: Option<&str>) -> Command {
         let script = worker.map(|w| util::repo_root().join("tests/fixtures/workers").join(w).display().to_string());
         self.launcher_replacing(hook, script.as_deref())
     }
 
     /// The launcher with the adapter's program replaced by `command` (whitespace-separated words).
-    fn launcher_replacing(&self, hook: Option<(&str, u32)>, command: Option<&str>) -> Command {
+    pub(crate) fn launcher_replacing(&self, hook: Option<(&str, u32)>, command: Option<&str>) -> Command {
         let mut cmd = util::launcher_in(self.root());
         if let Some((site, request)) = hook {
             cmd.env(HOOK_ENV, site).env(HOOK_REQUEST_ENV, request.to_string());
@@ -108,22 +116,22 @@ impl Scratch {
         cmd
     }
 
-    fn launcher_stderr(&self) -> String {
+    pub(crate) fn launcher_stderr(&self) -> String {
         std::fs::read_to_string(self.root().join("launcher.stderr")).unwrap_or_default()
     }
 
     /// Runs the launcher to its end; returns its exit status.
-    fn run(&self, hook: Option<(&str, u32)>, worker: Option<&str>) -> ExitStatus {
+    pub(crate) fn run(&self, hook: Option<(&str, u32)>, worker: Option<&str>) -> ExitStatus {
         let child = self.launcher(hook, worker).spawn().unwrap();
         wait_bounded(child, BOUND)
     }
 
-    fn out(&self) -> PathBuf {
+    pub(crate) fn out(&self) -> PathBuf {
         self.root().join("out")
     }
 
     /// The session folders below the output root, oldest first (ids start with a UTC stamp).
-    fn session_dirs(&self) -> Vec<PathBuf> {
+    pub(crate) fn session_dirs(&self) -> Vec<PathBuf> {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(self.out())
             .map(|entries| entries.map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect())
             .unwrap_or_default();
@@ -131,70 +139,52 @@ impl Scratch {
         dirs
     }
 
-    fn the_session_dir(&self) -> PathBuf {
+    pub(crate) fn the_session_dir(&self) -> PathBuf {
         let dirs = self.session_dirs();
         assert_eq!(dirs.len(), 1, "one session folder in {}", self.out().display());
         dirs[0].clone()
     }
 
     /// The folder of worker run `repetition` of this scratch's adapter.
-    fn worker_dir(&self, session_dir: &Path, repetition: u32) -> PathBuf {
+    pub(crate) fn worker_dir(&self, session_dir: &Path, repetition: u32) -> PathBuf {
         session_dir.join(&self.cell).join(format!("{}-{repetition}", self.adapter.as_str()))
     }
 
     /// Waits until some file named `name` exists below the output root, failing fast if the
     /// launcher exits first. Returns its path.
-    fn wait_for(&self, name: &str, launcher: &mut Child) -> PathBuf {
+    pub(crate) fn wait_for(&self, name: &str, launcher: &mut Child) -> PathBuf {
+        self.wait_until(name, launcher, || find_file(&self.out(), name))
+    }
+
+    /// Waits until `path` exists, failing fast if the launcher exits first.
+    pub(crate) fn wait_for_path(&self, path: &Path, launcher: &mut Child) {
+        let what = path.display().to_string();
+        self.wait_until(&what, launcher, || path.exists().then_some(()));
+    }
+
+    fn wait_until<T>(&self, what: &str, launcher: &mut Child, mut found: impl FnMut() -> Option<T>) -> T {
         let start = Instant::now();
         loop {
-            if let Some(found) = find_file(&self.out(), name) {
+            if let Some(found) = found() {
                 return found;
             }
             if let Some(status) = launcher.try_wait().unwrap() {
-                panic!("the launcher exited ({status}) before {name} appeared; stderr:\n{}", self.launcher_stderr());
+                panic!("the launcher exited ({status}) before {what} appeared; stderr:\n{}", self.launcher_stderr());
             }
-            assert!(start.elapsed() < BOUND, "{name} never appeared; stderr:\n{}", self.launcher_stderr());
+            assert!(start.elapsed() < BOUND, "{what} never appeared; stderr:\n{}", self.launcher_stderr());
             std::thread::sleep(Duration::from_millis(2));
         }
     }
 }
 
-/// Waits until `path` exists (a file written by a process the test is not waiting on).
-fn wait_for_path(path: &Path) {
-    let start = Instant::now();
-    while !path.exists() {
-        assert!(start.elapsed() < BOUND, "{} never appeared", path.display());
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// Waits for `child` within `bound`; SIGKILLs it and fails on overrun.
-fn wait_bounded(mut child: Child, bound: Duration) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > bound {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("pid {} did not exit within {bound:?}", child.id());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn read_json(path: &Path) -> Value {
-    let bytes = std::fs::read(path).unwrap_or_else(|err| panic!("read {}: {err}", path.display()));
-    serde_json::from_slice(&bytes).unwrap_or_else(|err| panic!("parse {}: {err}", path.display()))
-}
-
-fn claim_pid(worker_dir: &Path) -> i32 {
-    read_json(&worker_dir.join(CLAIM_FILE))["pid"].as_i64().unwrap() as i32
-}
-
-fn signal(pid: i32, sig: Signal) {
-    nix::sys::signal::kill(Pid::from_raw(pid), sig).unwrap();
+/// A session job of the fixture's headline cell for `adapter` alone, in the fixed order.
+pub(crate) fn headline_job(fixture: &FixtureManifest, adapter: &Adapter, repetitions: u32) -> Value {
+    let cell = fixture.manifest.cells.iter().find(|c| c.mode == Mode::Headline).unwrap().name();
+    json!({
+        "schema_version": 1, "manifest": "workloads.json", "cells": [cell],
+        "adapters": [adapter.as_str()], "output_root": "out", "repetitions": repetitions,
+        "order": "fixed"
+    })
 }
 
 /// Caps the size of any file `pid` writes from now on (the disk "fills up" for it alone).
@@ -209,28 +199,7 @@ fn cap_file_size(pid: i32, bytes: u64) {
 // The promises
 // ---------------------------------------------------------------------------------------------
 
-/// Live (non-zombie) processes whose process group is `pgid`. A zombie runs nothing; an
-/// orphan's zombie waits on whatever reaps orphans here (in a container, possibly nothing).
-fn live_in_group(pgid: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-            let Some((_, rest)) = stat.rsplit_once(") ") else { return false };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            fields.first() != Some(&"Z") && fields.get(2).and_then(|g| g.parse().ok()) == Some(pgid)
-        })
-        .collect()
-}
-
-fn assert_group_gone(pgid: i32) {
-    let left = live_in_group(pgid);
-    assert!(left.is_empty(), "processes left in worker group {pgid}: {left:?}");
-}
-
-fn temps_in(dir: &Path) -> Vec<String> {
+pub(crate) fn temps_in(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -240,14 +209,14 @@ fn temps_in(dir: &Path) -> Vec<String> {
 
 /// A report as the launcher's readers see it. Reports are compared this way, not as JSON text:
 /// session.json leaves out the step records' null fields (req/session.md).
-fn as_report(value: &Value) -> decode_baseline_wire::WorkerReport {
+pub(crate) fn as_report(value: &Value) -> decode_baseline_wire::WorkerReport {
     serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("not a worker report: {e}"))
 }
 
 /// Checks the three promises on a finished session folder and returns `session.json`.
 /// `temp_allowed`: a worker that was killed mid-write may have left its own temp file, which
 /// must then be ignored, never used.
-fn assert_promises(session_dir: &Path, temp_allowed: bool) -> Value {
+pub(crate) fn assert_promises(session_dir: &Path, temp_allowed: bool) -> Value {
     let session = read_json(&session_dir.join("session.json"));
     assert_ne!(session["status"], "ok", "a session with a fault never says ok");
     assert!(temps_in(session_dir).is_empty(), "session temp left: {:?}", temps_in(session_dir));
@@ -270,17 +239,23 @@ fn assert_promises(session_dir: &Path, temp_allowed: bool) -> Value {
         if !temp_allowed {
             assert!(temps_in(&dir).is_empty(), "{run_id}: temp left: {:?}", temps_in(&dir));
         }
-        // No partial report as a result: a report counts only if ok, valid and complete.
+        // No partial report as a result: a report counts only if ok, valid and complete, and,
+        // in a rank group, only if every other rank's counts too.
         let report = &worker["report"];
-        let counts = report["status"] == "ok" && worker["validation_errors"].as_array().unwrap().is_empty();
+        let mut counts = report["status"] == "ok" && worker["validation_errors"].as_array().unwrap().is_empty();
         if counts {
             let requests = report["requests"].as_array().unwrap().len() as u32;
-            assert_eq!(requests, policy().total_requests(), "{run_id}: an ok report is complete");
-            used.push((worker["cell"].as_str().unwrap().to_owned(), worker["adapter"].as_str().unwrap().to_owned()));
+            assert_eq!(requests, requests_of(&dir), "{run_id}: an ok report is complete");
         }
         // No process left behind.
         if let Some(pid) = worker["pid"].as_i64() {
             assert_group_gone(pid as i32);
+        }
+        for rank in worker["ranks"].as_array().into_iter().flatten() {
+            counts &= assert_rank_promises(session_dir, session_id, rank, temp_allowed);
+        }
+        if counts {
+            used.push((worker["cell"].as_str().unwrap().to_owned(), worker["adapter"].as_str().unwrap().to_owned()));
         }
     }
     if let Some(cells) = session["analysis"]["cells"].as_array() {
@@ -295,6 +270,44 @@ fn assert_promises(session_dir: &Path, temp_allowed: bool) -> Value {
         }
     }
     session
+}
+
+/// The requests the job in the worker folder `dir` runs.
+fn requests_of(dir: &Path) -> u32 {
+    let job: decode_baseline_wire::WorkerJob = serde_json::from_value(read_json(&dir.join(JOB_FILE))).unwrap();
+    job.run_policy.requests(job.mode)
+}
+
+/// The promises for one rank past rank 0 of a group (`workers[].ranks[]`), whose report stays
+/// in its own folder: the status recorded is the report's on disk (none without one), no temp
+/// left, nothing left in its process group. Returns whether its report counts (ok, valid, and
+/// then complete).
+fn assert_rank_promises(session_dir: &Path, session_id: &str, rank: &Value, temp_allowed: bool) -> bool {
+    let run_id = rank["run_id"].as_str().unwrap();
+    let dir = session_dir.join(run_id.strip_prefix(&format!("{session_id}/")).unwrap());
+    let on_disk = dir.join(REPORT_FILE);
+    let report = on_disk.exists().then(|| read_json(&on_disk));
+    let recorded = (rank["status"].clone(), rank["error"].clone());
+    match &report {
+        Some(report) => assert_eq!(
+            recorded,
+            (report["status"].clone(), report.get("error").cloned().unwrap_or(Value::Null)),
+            "{run_id}: the recorded status is the report's on disk"
+        ),
+        None => assert_eq!(recorded, (Value::Null, Value::Null), "{run_id}: a status recorded without a report"),
+    }
+    if !temp_allowed {
+        assert!(temps_in(&dir).is_empty(), "{run_id}: temp left: {:?}", temps_in(&dir));
+    }
+    if let Some(pid) = rank["pid"].as_i64() {
+        assert_group_gone(pid as i32);
+    }
+    let counts = rank["status"] == "ok" && rank["validation_errors"].as_array().unwrap().is_empty();
+    if counts {
+        let requests = report.as_ref().unwrap()["requests"].as_array().unwrap().len() as u32;
+        assert_eq!(requests, requests_of(&dir), "{run_id}: an ok report is complete");
+    }
+    counts
 }
 
 /// Everything in `before` (a snapshot of `dir`) is still there, byte for byte. A worker that was
@@ -314,10 +327,10 @@ fn assert_kept(before: &[(PathBuf, Vec<u8>)], dir: &Path) {
 
 /// The hook sites of the four phases, with the request they are armed for. Prefill and decode
 /// are armed in request 1, so a complete request 0 exists that must not be presented.
-const BEFORE_READY: (&str, u32) = ("after_claim", 0);
-const IN_PREFILL: (&str, u32) = ("before_prefill_chunk", 1);
-const IN_DECODE: (&str, u32) = ("before_decode_step", 1);
-const IN_REPORT_WRITE: (&str, u32) = ("before_report_write", 0);
+pub(crate) const BEFORE_READY: (&str, u32) = ("after_claim", 0);
+pub(crate) const IN_PREFILL: (&str, u32) = ("before_prefill_chunk", 1);
+pub(crate) const IN_DECODE: (&str, u32) = ("before_decode_step", 1);
+pub(crate) const IN_REPORT_WRITE: (&str, u32) = ("before_report_write", 0);
 
 // ---------------------------------------------------------------------------------------------
 // A worker SIGKILLed, through the launcher
@@ -445,21 +458,6 @@ fn full_disk_during_the_report_write(worker: Worker) {
 // ---------------------------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------------------------
-
-macro_rules! both_workers {
-    ($($name:ident => $body:expr;)*) => {
-        mod stock {
-            #[allow(unused_imports)]
-            use super::*;
-            $( #[test] fn $name() { let worker = Worker::Stock; $body(worker) } )*
-        }
-        mod controlled {
-            #[allow(unused_imports)]
-            use super::*;
-            $( #[test] fn $name() { let worker = Worker::Controlled; $body(worker) } )*
-        }
-    };
-}
 
 both_workers! {
     launcher_worker_sigkilled_before_ready => |w| killed_worker_fails_the_session(w, BEFORE_READY);

@@ -7,6 +7,7 @@ mod checkout;
 mod compare;
 mod conformance;
 mod faults;
+mod groups;
 mod guard;
 mod interleave;
 mod kit;

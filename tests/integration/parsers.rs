@@ -244,6 +244,7 @@ pub(crate) fn session_job() -> SessionJob {
         repetitions: 2,
         order: WorkerOrder::Alternate,
         aa_pair: true,
+        group: None,
     }
 }
 

@@ -184,19 +184,121 @@ impl Worker {
     /// The worker's command line as the launcher builds it, run from the repository, offline;
     /// callers add what their test needs (standard streams, hooks, process group).
     pub fn command(self, out_dir: &Path) -> Command {
-        let mut cmd = match self {
-            Worker::Stock => {
-                let mut cmd = Command::new(venv_python());
-                cmd.arg(repo_root().join("tools/stock/worker.py"));
-                cmd
-            }
-            Worker::Controlled => {
-                let mut cmd = Command::new(binary());
-                cmd.arg("worker");
-                cmd
-            }
-        };
+        let program = self.program();
+        let mut cmd = Command::new(&program[0]);
+        cmd.args(&program[1..]);
         cmd.arg("--out-dir").arg(out_dir).current_dir(repo_root()).env("HF_HUB_OFFLINE", "1");
         cmd
     }
+
+    /// The worker's program as the launcher starts it, before `--out-dir`.
+    pub fn program(self) -> Vec<PathBuf> {
+        match self {
+            Worker::Stock => vec![venv_python(), repo_root().join("tools/stock/worker.py")],
+            Worker::Controlled => vec![binary(), PathBuf::from("worker")],
+        }
+    }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Waiting on processes and files, signalling, and what a process group left behind
+// ---------------------------------------------------------------------------------------------
+
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+use nix::{sys::signal::Signal, unistd::Pid};
+
+/// Only a broken build reaches this.
+pub const BOUND: Duration = Duration::from_secs(300);
+
+/// Waits until `path` exists (a file written by a process the test is not waiting on).
+pub fn wait_for_path(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(start.elapsed() < BOUND, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Waits for `child` within `bound`; SIGKILLs it and fails on overrun.
+pub fn wait_bounded(mut child: Child, bound: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("pid {} did not exit within {bound:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|err| panic!("read {}: {err}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|err| panic!("parse {}: {err}", path.display()))
+}
+
+/// The pid a worker wrote into its claim in `worker_dir`.
+pub fn claim_pid(worker_dir: &Path) -> i32 {
+    read_json(&worker_dir.join(decode_baseline_wire::outdir::CLAIM_FILE))["pid"].as_i64().unwrap() as i32
+}
+
+pub fn signal(pid: i32, sig: Signal) {
+    nix::sys::signal::kill(Pid::from_raw(pid), sig).unwrap();
+}
+
+/// The fields of `/proc/<pid>/stat` after the command name (state first); `None` once the
+/// process is gone.
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// The process group of a live process.
+pub fn pgid_of(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(2)?.parse().ok()
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`. A zombie runs nothing; an
+/// orphan's zombie waits on whatever reaps orphans here (in a container, possibly nothing).
+pub fn live_in_group(pgid: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            stat_fields(pid).is_some_and(|fields| {
+                fields.first().map(String::as_str) != Some("Z")
+                    && fields.get(2).and_then(|g| g.parse().ok()) == Some(pgid)
+            })
+        })
+        .collect()
+}
+
+pub fn assert_group_gone(pgid: i32) {
+    let left = live_in_group(pgid);
+    assert!(left.is_empty(), "processes left in worker group {pgid}: {left:?}");
+}
+
+/// One `#[test]` per worker for each `name => body` (`body` takes the [`Worker`]), in modules
+/// `stock` and `controlled`; the caller's module must have `Worker` in scope.
+macro_rules! both_workers {
+    ($($name:ident => $body:expr;)*) => {
+        mod stock {
+            #[allow(unused_imports)]
+            use super::*;
+            $( #[test] fn $name() { let worker = Worker::Stock; $body(worker) } )*
+        }
+        mod controlled {
+            #[allow(unused_imports)]
+            use super::*;
+            $( #[test] fn $name() { let worker = Worker::Controlled; $body(worker) } )*
+        }
+    };
+}
+pub(crate) use both_workers;
