@@ -14,7 +14,7 @@ use decode_baseline_wire::hooks::{HOOK_ENV, HOOK_REQUEST_ENV};
 use crate::util;
 
 /// Every scenario, in the order the command runs them.
-const SCENARIOS: [&str; 17] = [
+const SCENARIOS: [&str; 21] = [
     "missing_out_dir_is_refused",
     "file_in_place_of_out_dir_is_refused",
     "existing_claim_is_refused_and_nothing_written",
@@ -32,6 +32,10 @@ const SCENARIOS: [&str; 17] = [
     "headline_on_the_fixture",
     "fixed_continuation_on_the_fixture",
     "reference_pair_on_the_fixture",
+    "a_group_job_is_run_or_refused_naming_the_group",
+    "a_rank_whose_peer_never_starts_never_signals_ready_and_stops",
+    "sigterm_in_a_group_cancels_every_rank",
+    "a_rank_with_a_wrong_environment_is_refused_naming_it",
 ];
 
 /// `decode-baseline conformance ARGS`, hermetic: no worker replacement or test hook inherited.
@@ -78,7 +82,7 @@ fn assert_all_pass(args: &[&str]) {
     assert!(failed.is_empty(), "failed scenarios: {failed:#?}\nstderr: {}", util::stderr(&out));
     let names: Vec<&str> = scenarios.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(names, SCENARIOS, "every scenario ran, in order");
-    assert_eq!(summary, "17 scenarios, 17 passed, 0 failed");
+    assert_eq!(summary, "21 scenarios, 21 passed, 0 failed");
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
 }
 
@@ -102,8 +106,9 @@ fn controlled_passes_every_scenario() {
 }
 
 /// The real stock worker with SIGTERM ignored (`tests/fixtures/workers/deaf_to_sigterm.py`),
-/// run as any program under the name `stock`: the three SIGTERM scenarios fail, each saying the
-/// worker did not exit after the signal; every other scenario passes; exit 1.
+/// run as any program under the name `stock`: the four SIGTERM scenarios (one of them in a rank
+/// group) fail, each saying the worker did not exit after the signal; every other scenario
+/// passes (a rank whose peer never starts is ended by the SIGKILL after the grace); exit 15.
 #[test]
 fn a_worker_deaf_to_sigterm_fails_the_sigterm_scenarios() {
     let python = util::venv_python();
@@ -120,7 +125,7 @@ fn a_worker_deaf_to_sigterm_fails_the_sigterm_scenarios() {
             assert_eq!(reason, &None, "{name} fails for a defect it does not test");
         }
     }
-    assert_eq!(summary, "17 scenarios, 14 passed, 3 failed");
+    assert_eq!(summary, "21 scenarios, 17 passed, 4 failed");
     assert_eq!(out.status.code(), Some(15), "{}", util::stderr(&out));
 }
 

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use decode_baseline_wire::{
+    group::RankIdentity,
     outdir::{CLAIM_FILE, READY_FILE},
     Adapter, Mode, RequestRecord, Status, WorkerReport,
 };
@@ -61,6 +62,9 @@ const REQUEST_KEYS: &[&str] = &[
     "peak_memory_bytes",
     "finish_reason",
 ];
+/// A rank's report also carries `group` once the rank has joined (`req/distributed.md` §3);
+/// a single process's has none.
+const GROUP_KEYS: &[&str] = &["rank", "ranks", "backend"];
 const STEP_KEYS: &[&str] = &["position", "argmax", "t_ns", "dur_ns", "build_ns", "eval_ns", "margin", "tie"];
 
 fn check_keys(value: &Value, expected: &[&str], what: &str) -> Result<(), Failure> {
@@ -76,7 +80,13 @@ fn check_keys(value: &Value, expected: &[&str], what: &str) -> Result<(), Failur
 }
 
 fn check_key_sets(value: &Value) -> Result<(), Failure> {
-    check_keys(value, REPORT_KEYS, "the report")?;
+    // `group` is the one optional key: written by a rank that joined its group, absent otherwise.
+    let group = value.get("group");
+    let expected: Vec<&str> = REPORT_KEYS.iter().copied().chain(group.map(|_| "group")).collect();
+    check_keys(value, &expected, "the report")?;
+    if let Some(group) = group.filter(|g| !g.is_null()) {
+        check_keys(group, GROUP_KEYS, "group")?;
+    }
     if !value["identity"].is_null() {
         check_keys(&value["identity"], IDENTITY_KEYS, "identity")?;
     }
@@ -103,6 +113,14 @@ pub fn check_report(setup: &Setup, finished: &Finished) -> Result<WorkerReport, 
     ensure!(report.status == Status::Ok || report.error.is_some(), "status {:?} without an error", report.status);
     ensure!(report.status != Status::Ok || report.error.is_none(), "status ok with error {:?}", report.error);
     ensure_eq!(report.pid, finished.pid, "report pid vs the spawned process");
+    // The group as the joined group reports it equals the job's; an ok rank has joined, a
+    // rank that ended earlier may not have; a single process never names one.
+    let joined = setup.job.group.as_ref().map(|g| RankIdentity { rank: g.rank, ranks: g.ranks, backend: g.backend });
+    ensure!(
+        report.group == joined || (report.group.is_none() && report.status != Status::Ok),
+        "group: expected {joined:?} (the job's), found {:?}",
+        report.group
+    );
     ensure_eq!(marker(&setup.path(CLAIM_FILE))?.pid, report.pid, "claim pid vs report pid");
     if report.status != Status::Failed {
         ensure_eq!(marker(&setup.path(READY_FILE))?.pid, report.pid, "ready pid vs report pid");

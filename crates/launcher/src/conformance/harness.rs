@@ -17,6 +17,7 @@ use std::{
 };
 
 use decode_baseline_wire::{
+    group::{HOSTFILE_ENV, RANK_ENV},
     hooks::{HOOK_ENV, HOOK_REQUEST_ENV},
     manifest::Manifest,
     marker::Marker,
@@ -137,7 +138,7 @@ impl Suite {
     }
 
     /// The worker's command for `out_dir`, as the launcher starts it (from the repository,
-    /// offline, no test hook inherited), with its output piped.
+    /// offline, no test hook or rank environment inherited), with its output piped.
     pub fn command(&self, out_dir: &Path) -> Command {
         let argv = (self.target.command)(out_dir);
         let mut cmd = Command::new(&argv[0]);
@@ -146,6 +147,8 @@ impl Suite {
             .env("HF_HUB_OFFLINE", "1")
             .env_remove(HOOK_ENV)
             .env_remove(HOOK_REQUEST_ENV)
+            .env_remove(RANK_ENV)
+            .env_remove(HOSTFILE_ENV)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -186,12 +189,14 @@ pub fn test_policy() -> RunPolicy {
     }
 }
 
-/// One worker run's folder, manifest and job.
+/// One worker run's folder, manifest and job, and what its environment adds (a rank's
+/// `MLX_RANK` and `MLX_HOSTFILE`).
 pub struct Setup<'s> {
     pub suite: &'s Suite,
     pub out: PathBuf,
     pub fixture: FixtureManifest,
     pub job: WorkerJob,
+    pub env: Vec<(String, String)>,
 }
 
 impl<'s> Setup<'s> {
@@ -210,7 +215,7 @@ impl<'s> Setup<'s> {
         std::fs::create_dir(&out)?;
         let fixture = suite.fixture(&root, policy, edit)?;
         let job = fixture_job(&fixture, &suite.target.adapter, mode, "conformance/cell/worker-0");
-        let setup = Self { suite, out, fixture, job };
+        let setup = Self { suite, out, fixture, job, env: Vec::new() };
         setup.write_job()?;
         Ok(setup)
     }
@@ -220,16 +225,23 @@ impl<'s> Setup<'s> {
     }
 
     pub fn command(&self) -> Command {
-        self.suite.command(&self.out)
+        let mut cmd = self.suite.command(&self.out);
+        cmd.envs(self.env.iter().map(|(name, value)| (name, value)));
+        cmd
     }
 
-    /// Starts the worker, held at `hook` (site, request) if given.
-    pub fn spawn(&self, hook: Option<(&str, u32)>) -> Result<Child, Failure> {
+    /// The worker's command, held at `hook` (site, request) if given.
+    pub fn hooked(&self, hook: Option<(&str, u32)>) -> Command {
         let mut cmd = self.command();
         if let Some((site, request)) = hook {
             cmd.env(HOOK_ENV, site).env(HOOK_REQUEST_ENV, request.to_string());
         }
-        spawn(cmd)
+        cmd
+    }
+
+    /// Starts the worker, held at `hook` (site, request) if given.
+    pub fn spawn(&self, hook: Option<(&str, u32)>) -> Result<Child, Failure> {
+        spawn(self.hooked(hook))
     }
 
     /// Runs the worker to its end.

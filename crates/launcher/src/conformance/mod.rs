@@ -5,6 +5,7 @@
 pub mod checks;
 mod command;
 pub mod fixture;
+pub mod group_scenarios;
 pub mod harness;
 pub mod scenarios;
 pub mod suite;

@@ -10,6 +10,10 @@ use decode_baseline_wire::{
 
 use super::{
     checks::check_report,
+    group_scenarios::{
+        a_group_job_is_run_or_refused_naming_the_group, a_rank_whose_peer_never_starts_never_signals_ready_and_stops,
+        a_rank_with_a_wrong_environment_is_refused_naming_it, sigterm_in_a_group_cancels_every_rank,
+    },
     harness::{marker, names, no_temp, snapshot_tree, spawn, test_policy, wait, Outcome, Setup, Suite},
     harness::{CANCEL_RELEASE_BOUND, RUN_BOUND},
     tampers::validation_failures_name_the_field,
@@ -50,6 +54,19 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario { name: "headline_on_the_fixture", run: headline_on_the_fixture },
     Scenario { name: "fixed_continuation_on_the_fixture", run: fixed_continuation_on_the_fixture },
     Scenario { name: "reference_pair_on_the_fixture", run: reference_pair_on_the_fixture },
+    Scenario {
+        name: "a_group_job_is_run_or_refused_naming_the_group",
+        run: a_group_job_is_run_or_refused_naming_the_group,
+    },
+    Scenario {
+        name: "a_rank_whose_peer_never_starts_never_signals_ready_and_stops",
+        run: a_rank_whose_peer_never_starts_never_signals_ready_and_stops,
+    },
+    Scenario { name: "sigterm_in_a_group_cancels_every_rank", run: sigterm_in_a_group_cancels_every_rank },
+    Scenario {
+        name: "a_rank_with_a_wrong_environment_is_refused_naming_it",
+        run: a_rank_with_a_wrong_environment_is_refused_naming_it,
+    },
 ];
 
 fn missing_out_dir_is_refused(suite: &Suite) -> Outcome {

@@ -76,7 +76,7 @@ mod tests {
 
     #[test]
     fn the_tally_reads_as_documented() {
-        assert_eq!(Tally { passed: 14, failed: 3 }.to_string(), "17 scenarios, 14 passed, 3 failed");
+        assert_eq!(Tally { passed: 17, failed: 4 }.to_string(), "21 scenarios, 17 passed, 4 failed");
     }
 
     #[test]

@@ -15,7 +15,7 @@ mod output;
 pub mod placement;
 pub mod plan;
 mod preflight;
-mod rank_group;
+pub(crate) mod rank_group;
 mod rank_group_run;
 mod recovery;
 mod run;
