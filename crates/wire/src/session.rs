@@ -268,6 +268,29 @@ pub struct RankRun {
     pub validation_errors: Vec<String>,
 }
 
+impl RankRun {
+    /// Why this rank keeps its group's run from counting: it did not exit 0 by itself with a
+    /// valid ok report. `None` when it ended well.
+    pub fn problem(&self) -> Option<String> {
+        let ended = match (self.exit_code, self.signal, &self.intervention) {
+            (_, _, Some(i)) => Some(format!("stopped by the launcher ({:?})", i.reason)),
+            (_, Some(signal), None) => Some(format!("killed by signal {signal}")),
+            (Some(0), None, None) => None,
+            (code, None, None) => Some(format!("exited with {code:?}")),
+        };
+        let status = match self.status {
+            Some(Status::Ok) => None,
+            Some(other) => {
+                Some(format!("its report says {other:?}: {}", self.error.as_deref().unwrap_or("no reason given")))
+            }
+            None => Some("no report".to_owned()),
+        };
+        let problems: Vec<String> =
+            ended.into_iter().chain(status).chain(self.validation_errors.iter().cloned()).collect();
+        (!problems.is_empty()).then(|| format!("rank {}: {}", self.rank, problems.join("; ")))
+    }
+}
+
 /// `session.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -17,8 +17,8 @@ use decode_baseline_pins::{self as pins, PinError, PinProblem};
 use decode_baseline_wire::{
     report::Status,
     session::{
-        self, CaseFiles, HostFacts, InterventionReason, InterventionSignal, LauncherMarker, LeaseFacts, SessionReport,
-        SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
+        self, CaseFiles, HostFacts, InterventionReason, InterventionSignal, LauncherMarker, LeaseFacts, RankRun,
+        SessionReport, SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
     },
     Adapter, ExitCode,
 };
@@ -659,6 +659,10 @@ fn record_run(
         problems.push(format!("{}: worker ended {:?}: {reason}", job.run_id, r.status));
     }
     let ranks = rank_group::record_ranks(&p.ranks, rank_outcomes, expected, report.as_ref(), problems);
+    // A group's run counts only when every rank ended well: every reader of the session skips
+    // a run with validation errors (the ranks' own problems are in `problems` already).
+    let mut validation_errors = validation_errors;
+    validation_errors.extend(ranks.iter().filter_map(RankRun::problem));
     WorkerRun {
         run_id: job.run_id.clone(),
         cell: p.planned.cell.name(),
@@ -711,14 +715,23 @@ fn model_files(loaded: &LoadedManifest, cells: &[decode_baseline_wire::manifest:
 /// Cancelled beats timeout beats worker failure beats validation failure.
 fn session_status(workers: &[WorkerRun], interrupts: &Interrupts, problems: &[String]) -> SessionStatus {
     let statuses: Vec<Option<Status>> = workers.iter().map(|w| w.report.as_ref().map(|r| r.status)).collect();
-    if interrupts.count() > 0 || statuses.contains(&Some(Status::Cancelled)) {
+    // A rank the launcher stopped because another rank of its group ended says `cancelled`:
+    // that is the other rank's failure, not the user's interrupt.
+    let rank_stopped = |w: &WorkerRun| w.intervention.is_some_and(|i| i.reason == InterventionReason::RankStopped);
+    let cancelled =
+        workers.iter().any(|w| w.report.as_ref().is_some_and(|r| r.status == Status::Cancelled) && !rank_stopped(w));
+    if interrupts.count() > 0 || cancelled {
         SessionStatus::Cancelled
     } else if statuses.contains(&Some(Status::Timeout))
         || workers.iter().any(|w| w.intervention.is_some_and(|i| i.reason == InterventionReason::PastDeadline))
     {
         SessionStatus::Timeout
-    } else if workers.iter().any(|w| w.report.is_none() || w.exit_code != Some(0) || w.intervention.is_some())
-        || statuses.contains(&Some(Status::Failed))
+    } else if workers.iter().any(|w| {
+        w.report.is_none()
+            || w.exit_code != Some(0)
+            || w.intervention.is_some()
+            || w.ranks.iter().any(|r| r.exit_code != Some(0) || r.signal.is_some() || r.intervention.is_some())
+    }) || statuses.contains(&Some(Status::Failed))
     {
         SessionStatus::WorkerFailed
     } else if !problems.is_empty() {
