@@ -26,7 +26,7 @@ for family in "$@"; do
     fi
     name=$(basename "$model")
     echo "== $name"
-    ./target/release/decode-baseline bench "$model" -p 16 --ranks 2 -o "$out/sessions" \
+    ./target/release/decode-baseline bench "$model" -p 16 --prompt-source seeded --ranks 2 -o "$out/sessions" \
         >"$out/$name.txt" 2>"$out/$name.err" || echo "exit $? (see $out/$name.err)"
     grep -h "^session:\|^group:" "$out/$name.err" "$out/$name.txt" | sort -u
     grep -h "argmax controlled/stock\|reference streams" "$out/$name.txt" | sort | uniq -c
