@@ -53,6 +53,10 @@ def heldout_config(kind: str) -> dict:
         text["query_pre_attn_scalar"] = HEAD_DIM
     if text.get("sliding_window"):
         text["sliding_window"] = WINDOW
+    if isinstance(text.get("layer_types"), list):
+        # The generator's pattern, repeated over the held-out stack (one entry per layer).
+        pattern = text["layer_types"]
+        text["layer_types"] = [pattern[i % len(pattern)] for i in range(HELDOUT["num_hidden_layers"])]
     if "moe_intermediate_size" in text:
         text["moe_intermediate_size"] = 128
     if text["model_type"] == "phi3":
