@@ -16,12 +16,7 @@ mkdir -p "$out"
 for family in "$@"; do
     kind=${family%%:*}
     variant=${family#*:}
-    model="$out/models/$kind-$variant"
-    if [ ! -f "$model/config.json" ]; then
-        mkdir -p "$model"
-        .venv/bin/python tools/graph/make_heldout.py "$kind" --variant "$variant" --out "$model"
-        cp fixtures/tiny-qwen3/tokenizer*.json "$model/"
-    fi
+    model=$(tools/measure/heldout_model.sh "$family" "$out/models")
     echo "== $kind $variant"
     ./target/release/decode-baseline bench "$model" -p 16 --cpus 0 --cpus all -o "$out/sessions" \
         >"$out/$kind-$variant.txt" 2>"$out/$kind-$variant.err" || echo "exit $? (see $out/$kind-$variant.err)"

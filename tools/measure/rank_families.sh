@@ -15,14 +15,7 @@ for family in "$@"; do
     if [ "$family" = fixture ]; then
         model=fixtures/tiny-qwen3
     else
-        kind=${family%%:*}
-        variant=${family#*:}
-        model="$out/models/$kind-$variant"
-        if [ ! -f "$model/config.json" ]; then
-            mkdir -p "$model"
-            .venv/bin/python tools/graph/make_heldout.py "$kind" --variant "$variant" --out "$model"
-            cp fixtures/tiny-qwen3/tokenizer*.json "$model/"
-        fi
+        model=$(tools/measure/heldout_model.sh "$family" "$out/models")
     fi
     name=$(basename "$model")
     echo "== $name"
