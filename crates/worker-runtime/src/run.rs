@@ -29,8 +29,10 @@ use super::{
 };
 use decode_baseline_wire::{
     group::{RankIdentity, RankJob},
-    hooks::Site, outdir::OutDir, Adapter, ExitCode, Identity, Mode, Phase, RequestRecord, Status, WorkerJob,
-    WorkerReport, REPORT_SCHEMA_VERSION, WORKER_JOB_SCHEMA_VERSION,
+    hooks::Site,
+    outdir::OutDir,
+    Adapter, ExitCode, Identity, Mode, Phase, RequestRecord, Status, WorkerJob, WorkerReport, REPORT_SCHEMA_VERSION,
+    WORKER_JOB_SCHEMA_VERSION,
 };
 
 /// A refused job: the field at fault (dotted, as in the job or manifest) and why.
