@@ -302,6 +302,15 @@ mod declared {
         pub repetitions: u32,
         pub order: String,
         pub aa_pair: bool,
+        pub group: Option<Group>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Group {
+        pub ranks: u32,
+        pub backend: String,
+        pub hosts: Option<Vec<String>>,
     }
 
     #[derive(Deserialize)]
@@ -349,6 +358,23 @@ mod declared {
         pub host_activity: Option<HostActivity>,
         pub energy: Option<Vec<RequestEnergy>>,
         pub report: Option<Report>,
+        pub ranks: Vec<RankRun>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct RankRun {
+        pub rank: u32,
+        pub run_id: String,
+        pub command: Vec<String>,
+        pub pid: Option<u32>,
+        pub exit_code: Option<i32>,
+        pub signal: Option<i32>,
+        pub intervention: Option<Intervention>,
+        pub wall_ns: u64,
+        pub status: Option<String>,
+        pub error: Option<String>,
+        pub validation_errors: Vec<String>,
     }
 
     #[derive(Deserialize)]
@@ -405,7 +431,16 @@ mod declared {
         pub load_ns: Option<u64>,
         pub identity: Option<Identity>,
         pub test_slowdown_us: Option<u32>,
+        pub group: Option<RankIdentity>,
         pub requests: Vec<Request>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct RankIdentity {
+        pub rank: u32,
+        pub ranks: u32,
+        pub backend: String,
     }
 
     #[derive(Deserialize)]

@@ -43,9 +43,9 @@ pub struct SessionGroup {
     #[serde(default = "ring")]
     pub backend: GroupBackend,
     /// One `"ip:port"` per rank, for ranks on other machines: the launcher then writes the host
-    /// file and prints each host's command (`run --dry-run`) instead of starting them. Absent:
+    /// file and prints each host's command (`run --dry-run`) instead of starting them. `null`:
     /// every rank on this machine, on loopback ports the launcher finds free.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub hosts: Option<Vec<String>>,
 }
 

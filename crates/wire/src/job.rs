@@ -223,9 +223,9 @@ pub struct WorkerJob {
     /// jobs written before the gate existed, which read as `false`.
     #[serde(default)]
     pub gate: bool,
-    /// A worker run that is one rank of a group (`req/distributed.md`); absent (`null`) for a
-    /// single process, and in jobs written before groups existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A worker run that is one rank of a group (`req/distributed.md`); `null` for a single
+    /// process; absent in jobs written before groups existed, which read as `null`.
+    #[serde(default)]
     pub group: Option<crate::group::RankJob>,
 }
 

@@ -176,9 +176,9 @@ pub struct WorkerReport {
     /// reports written before it existed, which read as `null`.
     #[serde(default)]
     pub test_slowdown_us: Option<u32>,
-    /// The group this rank ran in, as the initialized group reports it; absent (`null`) for a
-    /// single process, and in reports written before groups existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The group this rank ran in, as the initialized group reports it; `null` for a
+    /// single process; absent in reports written before groups existed, which read as `null`.
+    #[serde(default)]
     pub group: Option<crate::group::RankIdentity>,
     /// Every complete request, in order.
     pub requests: Vec<RequestRecord>,

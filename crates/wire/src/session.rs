@@ -96,8 +96,8 @@ pub struct SessionJob {
     #[serde(default)]
     pub aa_pair: bool,
     /// Run every worker as a group of ranks decoding one model sharded across processes
-    /// (`req/distributed.md`); absent (`null`): one process per worker.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// (`req/distributed.md`); `null` (or absent): one process per worker.
+    #[serde(default)]
     pub group: Option<crate::group::SessionGroup>,
 }
 
@@ -241,8 +241,8 @@ pub struct WorkerRun {
     /// The report, when one was written and parsed. In a group: rank 0's.
     pub report: Option<WorkerReport>,
     /// In a group: ranks 1 and up, each as the launcher saw it (rank 0 is this run itself);
-    /// absent for a single process.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// empty for a single process, and absent in sessions written before groups existed.
+    #[serde(default)]
     pub ranks: Vec<RankRun>,
 }
 

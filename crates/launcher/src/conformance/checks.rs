@@ -62,8 +62,8 @@ const REQUEST_KEYS: &[&str] = &[
     "peak_memory_bytes",
     "finish_reason",
 ];
-/// A rank's report also carries `group` once the rank has joined (`req/distributed.md` §3);
-/// a single process's has none.
+/// A rank's report carries `group` once the rank has joined (`req/distributed.md` §3); a
+/// single process's has `null` there, or no key (a worker written before groups existed).
 const GROUP_KEYS: &[&str] = &["rank", "ranks", "backend"];
 const STEP_KEYS: &[&str] = &["position", "argmax", "t_ns", "dur_ns", "build_ns", "eval_ns", "margin", "tie"];
 
@@ -80,7 +80,8 @@ fn check_keys(value: &Value, expected: &[&str], what: &str) -> Result<(), Failur
 }
 
 fn check_key_sets(value: &Value) -> Result<(), Failure> {
-    // `group` is the one optional key: written by a rank that joined its group, absent otherwise.
+    // `group` is the one optional key: an object from a rank that joined its group, else `null`
+    // or absent (a worker written before groups existed).
     let group = value.get("group");
     let expected: Vec<&str> = REPORT_KEYS.iter().copied().chain(group.map(|_| "group")).collect();
     check_keys(value, &expected, "the report")?;

@@ -110,6 +110,7 @@ def run_worker(adapter, load, *, root=None, argv=None, started_ns=None, join_gro
             "load_ns": None,
             "identity": None,
             "test_slowdown_us": slowdown.micros,
+            "group": None,
             "requests": [],
         },
     )
