@@ -276,3 +276,39 @@ fn bench_on_an_architecture_the_controlled_loop_lacks_runs_stock_only_with_the_r
     );
     assert_page_shows_session(&dir, &session);
 }
+
+/// `--ranks 2`: the fixture as one process, then as two ranks, each its own session; the table
+/// of what the second rank buys on stdout and on the group session's page.
+#[test]
+fn bench_with_ranks_sets_one_process_beside_the_group_on_stdout_and_the_page() {
+    venv_python();
+    let scratch = tempfile::tempdir().unwrap();
+    let model = repo_root().join("fixtures/tiny-qwen3");
+    let args = [model.to_str().unwrap(), "-p", "16", "-m", "fixed_continuation", "--ranks", "2"];
+    let out =
+        bench(scratch.path(), &[&args[..], &["--warmup-requests", "1", "--measured-requests", "3"]].concat(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("by ranks (1 process against 2 ranks over ring):"), "{text}");
+    for adapter in ["controlled ", "stock "] {
+        let line =
+            text.lines().find(|l| l.contains(".fixed_continuation ") && l.contains(adapter) && l.contains("per token"));
+        assert!(line.is_some_and(|l| l.contains("(2 ranks / 1: ")), "{adapter}: {text}");
+    }
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(scratch.path().join("out")).unwrap().map(|e| e.unwrap().path()).collect();
+    dirs.sort();
+    let [one, group] = &dirs[..] else { panic!("two sessions: {dirs:?}") };
+    let (one, group_session) = (read_json(&one.join("session.json")), read_json(&group.join("session.json")));
+    assert!(one["job"]["group"].is_null());
+    assert_eq!(group_session["job"]["group"]["ranks"], 2);
+    for worker in group_session["workers"].as_array().unwrap() {
+        assert_eq!(worker["ranks"].as_array().unwrap().len(), 1, "{worker}");
+        assert_eq!(worker["report"]["group"]["rank"], 0);
+    }
+    let table = std::fs::read_to_string(group.join("by-ranks.txt")).unwrap();
+    assert!(text.contains(table.trim()), "the file is the table printed");
+    let page = std::fs::read_to_string(group.join("index.html")).unwrap();
+    assert!(page.contains("<section id=\"ranks\">") && page.contains("2 ranks / 1: "), "the page shows it");
+    assert!(page.contains("2 ranks per worker over ring"), "the page names the group");
+}

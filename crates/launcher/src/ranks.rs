@@ -21,6 +21,9 @@ use crate::{
     stats::{decide_alone, LogEstimate},
 };
 
+/// The rank table's file in the group session's folder, which its page shows.
+pub const RANKS_FILE: &str = "by-ranks.txt";
+
 fn tested(estimate: Result<LogEstimate, String>, config: &DecisionConfig) -> Result<Decision, String> {
     decide_alone(&estimate?, None, 2, config).map_err(|e| e.to_string())
 }

@@ -410,13 +410,21 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
         match args.ranks {
             None => sessions.extend(written.map(|report| (cpus.to_string(), report))),
-            Some(_) => by_ranks.extend(written.map(|report| (ranks, report))),
+            Some(_) => by_ranks.extend(written.map(|report| (ranks, report, session_dir))),
         }
     }
-    if let ([(1, one), (ranks, group)], false) = (&by_ranks[..], args.format == OutputFormat::Json) {
+    if let [(1, one, _), (ranks, group, group_dir)] = &by_ranks[..] {
         let bytes = crate::plot::step_bytes::ModelBytes::of_dir(&model_dir).ok();
         let config = crate::stats::DecisionConfig::default();
-        print!("{}", crate::ranks::rank_table(one, group, *ranks, bytes.as_ref(), &config));
+        let table = crate::ranks::rank_table(one, group, *ranks, bytes.as_ref(), &config);
+        // The group session's page shows the table beside its own figures.
+        once::create_new(&group_dir.join(crate::ranks::RANKS_FILE), table.trim_start().as_bytes())
+            .with_context(|| format!("failed to write {}", group_dir.join(crate::ranks::RANKS_FILE).display()))?;
+        let profiles = crate::noise_profiles::resolve_or_warn(None, group, false);
+        crate::report::write_page(group, group_dir, profiles.as_ref())?;
+        if args.format != OutputFormat::Json {
+            print!("{table}");
+        }
     }
     if sessions.len() > 1 && args.format != OutputFormat::Json {
         print!("{}", crate::decomposition::placement_table(&sessions, &crate::stats::DecisionConfig::default()));

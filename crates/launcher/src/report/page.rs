@@ -64,6 +64,7 @@ fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> a
     model_section(&mut h, bench.as_ref());
     summary_section(&mut h, &rows, &tested);
     decomposition_section(&mut h, session, &settings.config);
+    ranks_section(&mut h, dir);
     test_section(&mut h, session, &tested);
     warnings_section(&mut h, session, &rows, &tested);
     agreement_section(&mut h, &rows);
@@ -111,6 +112,19 @@ fn write_derived(dir: &Path, name: &str, page: &str) -> anyhow::Result<std::path
     };
     write().map_err(|err| anyhow::Error::new(err).context(format!("failed to write {}", path.display())))?;
     Ok(path)
+}
+
+/// `bench --ranks N`'s table of one process against the group (`req/distributed.md`), on the
+/// group session's page, when the bench wrote it into the session's folder.
+fn ranks_section(h: &mut String, dir: &Path) {
+    let Ok(table) = std::fs::read_to_string(dir.join(crate::ranks::RANKS_FILE)) else { return };
+    let _ = writeln!(
+        h,
+        "<section id=\"ranks\">\n<h2>By ranks</h2>\n<pre>{}</pre>\n<p>The same model as one process (its own session) \
+         and as this session's group: per-token time at the group over one process, tested (Yuen on the request medians \
+         of the two sessions); how each adapter's ratio to the reference moves; what each rank reads and sums.</p>\n</section>",
+        esc(&table)
+    );
 }
 
 fn model_section(h: &mut String, bench: Option<&BenchRecord>) {
