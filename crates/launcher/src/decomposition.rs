@@ -90,7 +90,9 @@ fn stem(cell: &str) -> &str {
     cell.rsplit_once('.').map_or(cell, |(stem, _)| stem)
 }
 
-fn tested(
+/// `estimate` decided alone, its error from `sessions` sessions; the reason when it could not
+/// be estimated.
+pub(crate) fn tested(
     estimate: &Result<LogEstimate, String>,
     sessions: usize,
     config: &DecisionConfig,

@@ -6,27 +6,18 @@
 //! reference moves from one process to `N` ranks (the difference of the two sessions' paired
 //! estimates); and what each rank reads and sums per step.
 
-use decode_baseline_wire::{
-    decision::{Decision, DecisionConfig},
-    session::SessionReport,
-    Adapter, Mode,
-};
+use decode_baseline_wire::{decision::DecisionConfig, session::SessionReport, Adapter, Mode};
 
 use crate::{
     compare::rule,
-    decomposition::words,
+    decomposition::{tested, words},
     duration::human_ns,
     plot::step_bytes::ModelBytes,
     session::{self, CellData},
-    stats::{decide_alone, LogEstimate},
 };
 
 /// The rank table's file in the group session's folder, which its page shows.
 pub const RANKS_FILE: &str = "by-ranks.txt";
-
-fn tested(estimate: Result<LogEstimate, String>, config: &DecisionConfig) -> Result<Decision, String> {
-    decide_alone(&estimate?, None, 2, config).map_err(|e| e.to_string())
-}
 
 fn median(report: &SessionReport, cell: &str, adapter: &Adapter, prefill: bool) -> Option<f64> {
     let cells = &report.analysis.as_ref()?.cells;
@@ -60,7 +51,7 @@ pub fn rank_table(
         for adapter in cg.adapters.keys() {
             let (t1, tn) = (median(one, &cg.cell, adapter, false), median(group, &cg.cell, adapter, false));
             let (p1, pn) = (median(one, &cg.cell, adapter, true), median(group, &cg.cell, adapter, true));
-            let per_token = tested(rule::raw(cg, c1, adapter, config.trim), config);
+            let per_token = tested(&rule::raw(cg, c1, adapter, config.trim), 2, config);
             out.push_str(&format!(
                 "{} {:<11} per token {} → {} ({ranks} ranks / 1: {}), prefill {} → {}\n",
                 cg.cell,
@@ -73,7 +64,7 @@ pub fn rank_table(
             ));
         }
         for adapter in cg.adapters.keys().filter(|a| **a != cg.reference) {
-            let moved = tested(rule::against_reference(cg, c1, adapter, config.trim), config);
+            let moved = tested(&rule::against_reference(cg, c1, adapter, config.trim), 2, config);
             out.push_str(&format!(
                 "{} {}/{} ratio at {ranks} ranks over at 1 process: {}\n",
                 cg.cell,

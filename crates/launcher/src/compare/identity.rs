@@ -177,8 +177,7 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
         differ("placement", placement_line(x), placement_line(y));
     }
     // One process against a group of ranks is what `bench --ranks` sets side by side.
-    let group = |s: &SessionReport| crate::report::group_line(s).split(';').next().unwrap_or_default().to_owned();
-    differ("group", group(a), group(b));
+    differ("group", crate::report::group_setup(a), crate::report::group_setup(b));
     if a.manifest_sha256 != b.manifest_sha256 {
         out.extend(models(a, b, cases));
     }

@@ -171,13 +171,8 @@ pub fn record_ranks(
         .zip(outcomes)
         .map(|(r, outcome)| {
             let exit_code = supervise::exit_code(&outcome.status);
-            let (report, mut errors) = match validate::read_report(&r.out_dir) {
-                Ok(report) => {
-                    let errors = validate::validate(&report, &r.job, expected, outcome.pid, exit_code, &r.out_dir);
-                    (Some(report), errors)
-                }
-                Err(problem) => (None, vec![problem]),
-            };
+            let (report, mut errors) =
+                validate::read_and_validate(&r.out_dir, &r.job, expected, outcome.pid, exit_code);
             if let (Some(report), Some(rank0)) = (&report, rank0) {
                 errors.extend(token_differences(report, rank0));
             }

@@ -644,13 +644,7 @@ fn record_run(
     let (job, out_dir) = (&p.job, &p.out_dir);
     let exit_code = supervise::exit_code(&outcome.status);
     let rank_outcomes = std::mem::take(&mut outcome.ranks);
-    let (report, validation_errors) = match validate::read_report(out_dir) {
-        Ok(report) => {
-            let errors = validate::validate(&report, job, expected, outcome.pid, exit_code, out_dir);
-            (Some(report), errors)
-        }
-        Err(problem) => (None, vec![problem]),
-    };
+    let (report, validation_errors) = validate::read_and_validate(out_dir, job, expected, outcome.pid, exit_code);
     for error in &validation_errors {
         problems.push(format!("{}: {error}", job.run_id));
     }

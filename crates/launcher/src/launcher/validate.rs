@@ -38,6 +38,24 @@ pub fn read_report(out_dir: &Path) -> Result<WorkerReport, String> {
     serde_json::from_slice(&bytes).map_err(|err| format!("report {} does not parse: {err}", path.display()))
 }
 
+/// The report in `out_dir` of the worker that ran `job` as `pid` and exited with `exit_code`,
+/// with every problem found in it; no report, and the reason, when none could be read.
+pub fn read_and_validate(
+    out_dir: &Path,
+    job: &WorkerJob,
+    expected: &ExpectedIdentity,
+    pid: u32,
+    exit_code: Option<i32>,
+) -> (Option<WorkerReport>, Vec<String>) {
+    match read_report(out_dir) {
+        Ok(report) => {
+            let errors = validate(&report, job, expected, pid, exit_code, out_dir);
+            (Some(report), errors)
+        }
+        Err(problem) => (None, vec![problem]),
+    }
+}
+
 /// The pid recorded in a `{utc, pid}` marker file (`worker-claim`, `worker-ready`).
 fn marker_pid(out_dir: &Path, name: &str) -> Option<u32> {
     let bytes = std::fs::read(out_dir.join(name)).ok()?;

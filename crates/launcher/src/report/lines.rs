@@ -4,7 +4,7 @@
 use decode_baseline_wire::{
     hooks::replacement_variable,
     session::{Placement, SessionReport},
-    Adapter, Status,
+    Adapter,
 };
 
 /// One line for the table footer and the report page.
@@ -21,17 +21,21 @@ pub fn placement_line(placement: Option<&Placement>) -> String {
 /// The session's rank group (`req/distributed.md`): `group: one process per worker`, or the
 /// ranks, the backend and where they ran, with how many ranks ended other than ok.
 pub fn group_line(session: &SessionReport) -> String {
-    let Some(group) = &session.job.group else { return "group: one process per worker".to_owned() };
-    let hosts = group.hosts.as_ref().map_or("this machine, loopback".to_owned(), |h| h.join(", "));
+    let setup = group_setup(session);
+    if session.job.group.is_none() {
+        return format!("group: {setup}");
+    }
     let ranks: Vec<_> = session.workers.iter().flat_map(|w| &w.ranks).collect();
-    let not_ok = ranks.iter().filter(|r| r.status != Some(Status::Ok) || !r.validation_errors.is_empty()).count();
-    format!(
-        "group: {} ranks per worker over {} ({hosts}); ranks past 0: {} ok of {}",
-        group.ranks,
-        group.backend.as_str(),
-        ranks.len() - not_ok,
-        ranks.len()
-    )
+    let ok = ranks.iter().filter(|r| r.problem().is_none()).count();
+    format!("group: {setup}; ranks past 0: {ok} ok of {}", ranks.len())
+}
+
+/// How the session's workers ran: `one process per worker`, or the ranks, the backend and
+/// where (what `compare` holds two sessions to).
+pub fn group_setup(session: &SessionReport) -> String {
+    let Some(group) = &session.job.group else { return "one process per worker".to_owned() };
+    let hosts = group.hosts.as_ref().map_or("this machine, loopback".to_owned(), |h| h.join(", "));
+    format!("{} ranks per worker over {} ({hosts})", group.ranks, group.backend.as_str())
 }
 
 /// The line the table (and the launcher's stderr) prints for an adapter whose program was

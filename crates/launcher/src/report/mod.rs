@@ -15,7 +15,7 @@ mod view;
 
 pub use command::{run, ReportArgs};
 pub use json::Json;
-pub use lines::{group_line, placement_line, replaced_line};
+pub use lines::{group_line, group_setup, placement_line, replaced_line};
 pub use page::{write_page, Html, PAGE};
 pub use rows::{Headline, Markdown};
 pub use sequential::lines as sequential_lines;
