@@ -85,8 +85,30 @@ fn mode_of(cell: &str) -> Mode {
     }
 }
 
-/// One worker run of `cell` at `level` ns per step; `suffix` is `-aa` for an A/A run.
-fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, manifest: Sha256Digest) -> WorkerRun {
+/// The per-run factor on the step times of `adapter`'s run `repetition`: 1, then +0.15 % and
+/// −0.15 % (controlled) or −0.15 % and +0.15 % (stock), repeating. Three runs of an adapter
+/// average to its level and their means differ, so a run-means error is small but not zero (a
+/// within-session interval of about ±0.34 %, near what one run's request error was); run 0 is
+/// the level itself, so a one-run session has the same step times as before runs had offsets.
+fn run_factor(adapter: &Adapter, repetition: u32) -> f64 {
+    let sign = if *adapter == Adapter::Stock { -1.0 } else { 1.0 };
+    1.0 + 0.0015 * sign * [0.0, 1.0, -1.0][repetition as usize % 3]
+}
+
+/// Where a worker run sits in its session.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// 0-based repetition; the A/A run's is the job's `repetitions`, as the launcher numbers it.
+    repetition: u32,
+    /// The extra run of an A/A pair.
+    aa: bool,
+    /// Its place in the order the session ran its workers.
+    sequence: u32,
+}
+
+/// One worker run of `cell` at `level` ns per step (times the run's [`run_factor`]).
+fn worker(cell: &str, adapter: Adapter, level: f64, slot: Slot, ids: &Ids, manifest: Sha256Digest) -> WorkerRun {
+    let level = level * run_factor(&adapter, slot.repetition);
     let mode = mode_of(cell);
     let (phases, steps): (Vec<Option<Phase>>, usize) = match mode {
         Mode::ReferencePair => (vec![None], 127),
@@ -132,7 +154,8 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
             }
         })
         .collect();
-    let run_id = format!("s/{cell}/{}-0{suffix}", adapter.as_str());
+    let suffix = if slot.aa { "-aa" } else { "" };
+    let run_id = format!("s/{cell}/{}-{}{suffix}", adapter.as_str(), slot.repetition);
     let report = WorkerReport {
         schema_version: 1,
         run_id: run_id.clone(),
@@ -157,9 +180,9 @@ fn worker(cell: &str, adapter: Adapter, level: f64, suffix: &str, ids: &Ids, man
         run_id,
         cell: cell.to_owned(),
         adapter,
-        repetition: 0,
-        aa: !suffix.is_empty(),
-        sequence: 0,
+        repetition: slot.repetition,
+        aa: slot.aa,
+        sequence: slot.sequence,
         command: vec!["worker".to_owned()],
         pid: Some(1),
         exit_code: Some(0),
@@ -192,6 +215,8 @@ struct Synth {
     model_files: Option<CaseFiles>,
     /// (cell, controlled level, stock level)
     cells: Vec<(&'static str, f64, f64)>,
+    /// Worker runs per adapter and cell (the job's `repetitions`), in alternate order.
+    repetitions: u32,
     /// (cell, adapter, A/A interval)
     aa: Vec<(&'static str, Adapter, (f64, f64))>,
     /// What the session ran on (`session.json`'s `device`).
@@ -244,11 +269,18 @@ impl Synth {
             manifest_sha256: digest("manifest"),
             model_files: None,
             cells,
+            repetitions: 3,
             aa: vec![],
             device: Some(cpu_device()),
             replaced_stock: None,
             placement: None,
         }
+    }
+
+    /// One worker run per adapter and cell, as a session run with `--repetitions 1`.
+    fn one_run(mut self) -> Self {
+        self.repetitions = 1;
+        self
     }
 
     /// With a tight A/A pair (±0.2 %) for both adapters of every cell, shown beside each row.
@@ -267,15 +299,27 @@ impl Synth {
     fn report(&self) -> SessionReport {
         let mut workers = Vec::new();
         let mut analysis_cells = Vec::new();
+        let mut push = |cell, adapter: Adapter, level, repetition, aa| {
+            let slot = Slot { repetition, aa, sequence: workers.len() as u32 };
+            workers.push(worker(cell, adapter, level, slot, &self.ids, self.manifest_sha256));
+        };
         for &(cell, controlled, stock) in &self.cells {
-            workers.push(worker(cell, Adapter::Controlled, controlled, "", &self.ids, self.manifest_sha256));
-            workers.push(worker(cell, Adapter::Stock, stock, "", &self.ids, self.manifest_sha256));
+            // The launcher's alternate order: controlled first in even repetitions, stock in odd.
+            for repetition in 0..self.repetitions {
+                let mut runs = [(Adapter::Controlled, controlled), (Adapter::Stock, stock)];
+                if repetition % 2 == 1 {
+                    runs.reverse();
+                }
+                for (adapter, level) in runs {
+                    push(cell, adapter, level, repetition, false);
+                }
+            }
             let mut aa_ratios = BTreeMap::new();
             for (c, adapter, (lo, hi)) in &self.aa {
                 if *c == cell {
                     aa_ratios.insert(adapter.clone(), aa(*lo, *hi));
                     let level = if *adapter == Adapter::Controlled { controlled } else { stock };
-                    workers.push(worker(cell, adapter.clone(), level, "-aa", &self.ids, self.manifest_sha256));
+                    push(cell, adapter.clone(), level, self.repetitions, true);
                 }
             }
             // The launcher's analysis carries more per cell; compare reads only `aa_ratios`.
@@ -303,7 +347,7 @@ impl Synth {
                 adapters: vec![Adapter::Controlled, Adapter::Stock],
                 reference: None,
                 output_root: PathBuf::from("out"),
-                repetitions: 1,
+                repetitions: self.repetitions,
                 order: WorkerOrder::Alternate,
                 aa_pair: !self.aa.is_empty(),
                 group: None,
@@ -346,6 +390,15 @@ impl Synth {
     /// Writes `<dir>/<id>/session.json` and returns the session folder.
     fn write(&self, dir: &Path) -> PathBuf {
         write_session(dir, &self.report())
+    }
+}
+
+/// Marks every run of `cell` after each adapter's first as failed validation, as the launcher
+/// records a run it rejected: compare leaves those out, and the cell keeps one run per adapter. A
+/// reference-pair cell (one request a run) is then left with one request a side.
+fn only_first_run_valid(report: &mut SessionReport, cell: &str) {
+    for run in report.workers.iter_mut().filter(|w| w.cell == cell && w.repetition > 0) {
+        run.validation_errors.push("synthetic: rejected".to_owned());
     }
 }
 
@@ -425,20 +478,24 @@ fn within_session_each_verdict_and_its_exit_code() {
         let ratio = decision["ratio"].as_f64().unwrap();
         assert!((ratio - controlled / 600_000.0).abs() < 0.01, "{id}: ratio {ratio}");
         assert_eq!(j["rows"][0]["basis"], "ratio_of_medians");
-        // A sequential session has no pairs: Yuen–Welch on per-request log medians.
-        assert_eq!(decision["rule"], "request_medians", "{id}");
+        // A sequential session has no pairs: Welch t on the run means, one unit per worker run
+        // (three a side; the A/A runs are not among them).
+        assert_eq!(decision["rule"], "run_means", "{id}");
+        assert_eq!(decision["units"], 6, "{id}");
+        assert_eq!(decision["run_effects_measured"], true, "{id}");
     }
     // Without an A/A pair the test is the same; the output says whose error it used and that
-    // one run per adapter cannot show run-to-run effects.
+    // run means hold run-to-run effects. (A session of one run per adapter gets no verdict:
+    // `a_one_run_session_gets_no_verdict_but_keeps_its_figures`.)
     let bare = Synth::new("bare-slow", vec![(HEADLINE, 660_000.0, 600_000.0)]).write(tmp.path());
     let run = compare(&[&bare, &"--format", &"json"]);
     assert_eq!(run.code, SLOWER, "{}", run.stderr);
     assert_eq!(verdicts(&run), vec!["slower"]);
     let decision = &json_of(&run)["rows"][0]["outcome"]["decision"];
-    assert_eq!((decision["error"].clone(), decision["run_effects_measured"].clone()), (json!("own"), json!(false)));
+    assert_eq!((decision["error"].clone(), decision["run_effects_measured"].clone()), (json!("own"), json!(true)));
     let table = compare(&[&bare]);
     assert!(
-        table.stdout.contains("error: own, without a host noise profile (run-to-run effects not measured) for 1 row"),
+        table.stdout.contains("error: own, from run means (holds run-to-run effects) for 1 row"),
         "{}",
         table.stdout
     );
@@ -467,12 +524,15 @@ fn a_small_real_difference_is_a_verdict_and_a_floor_sets_it_aside() {
 #[test]
 fn slower_wins_over_faster_and_reference_pair_is_not_compared() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = Synth::new(
+    let mut report = Synth::new(
         "mixed",
         vec![(HEADLINE, 540_000.0, 600_000.0), (FIXED, 700_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)],
     )
     .measured()
-    .write(tmp.path());
+    .report();
+    // The reference-pair cell with one valid run per adapter: one request a side.
+    only_first_run_valid(&mut report, REFERENCE);
+    let dir = write_session(tmp.path(), &report);
     let run = compare(&[&dir, &"--format", &"json"]);
     assert_eq!(run.code, SLOWER, "{}", run.stderr);
     assert_eq!(verdicts(&run), vec!["faster", "slower", "not_compared"]);
@@ -988,7 +1048,8 @@ fn bad_input_is_exit_2_with_the_path_and_the_field() {
     assert_eq!(run.code, BAD_INPUT);
     assert!(run.stderr.contains("nothing to compare"), "{}", run.stderr);
 
-    let only_reference = Synth::new("ref", vec![(REFERENCE, 600_000.0, 600_000.0)]).write(tmp.path());
+    // A reference-pair cell run once: one request a side, nothing to test.
+    let only_reference = Synth::new("ref", vec![(REFERENCE, 600_000.0, 600_000.0)]).one_run().write(tmp.path());
     let run = compare(&[&only_reference]);
     assert_eq!(run.code, BAD_INPUT);
     assert!(run.stderr.contains("no cell could be compared"), "{}", run.stderr);
@@ -1004,8 +1065,12 @@ fn format_fixture(tmp: &Path) -> (PathBuf, PathBuf) {
         vec![(HEADLINE, 590_000.0, 610_000.0), (FIXED, 600_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)],
     );
     a.aa = vec![(HEADLINE, Adapter::Controlled, (0.985, 1.012)), (HEADLINE, Adapter::Stock, (0.99, 1.004))];
+    let mut a = a.report();
+    // The reference-pair cell keeps one valid run per adapter, one request a side: the tables
+    // show a row that is not compared.
+    only_first_run_valid(&mut a, REFERENCE);
     let b = Synth::new("session-b", vec![(HEADLINE, 560_000.0, 612_000.0), (FIXED, 600_000.0, 640_000.0)]);
-    (a.write(tmp), b.write(tmp))
+    (write_session(tmp, &a), b.write(tmp))
 }
 
 #[test]
@@ -1093,9 +1158,9 @@ fn plot_writes_step_and_distribution_figures_next_to_the_session() {
         }
     }
     let headline = std::fs::read_to_string(a.join(format!("{HEADLINE}.steps.svg"))).unwrap();
-    // Two bands and two median lines; 12 measured requests each.
+    // Two bands and two median lines; 12 measured requests in each of 3 runs.
     assert_eq!(headline.matches("<polygon").count(), 2 + 2, "bands plus the legend's band swatches");
-    assert!(headline.contains("controlled 12, stock 12"), "{headline}");
+    assert!(headline.contains("controlled 36, stock 36"), "{headline}");
     // Nothing else in the folder but session.json and the figures (no temp files left).
     let mut names: Vec<String> =
         std::fs::read_dir(&a).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -1230,11 +1295,20 @@ fn recorded_session_ratios_match_the_launchers_analysis() {
         checked += 1;
     }
     assert_eq!(checked, 2, "headline and fixed-continuation");
-    // The test's verdicts on this loaded session: controlled faster in the headline cell,
-    // slower in the fixed-continuation one; the A/A runs beside the headline row moved by more
-    // than its interval, which the table warns about.
-    assert_eq!(run.code, SLOWER, "{}", run.stdout);
-    assert_eq!(verdicts(&run), ["faster", "slower", "not_compared"]);
+    // The test's figures on this loaded session: controlled faster in the headline cell, slower
+    // in the fixed-continuation one, each interval clear of 1; but the session ran one worker
+    // per adapter, so its error cannot see run-to-run effects and neither row gets a verdict.
+    // The A/A runs beside the headline row moved by more than its interval, which the table
+    // warns about.
+    assert_eq!(run.code, INCONCLUSIVE, "{}", run.stdout);
+    assert_eq!(verdicts(&run), ["inconclusive", "inconclusive", "not_compared"]);
+    for (row, below_one) in [(&j["rows"][0], true), (&j["rows"][1], false)] {
+        let d = &row["outcome"]["decision"];
+        let (lower, upper) = (d["ci"]["lower"].as_f64().unwrap(), d["ci"]["upper"].as_f64().unwrap());
+        assert_eq!(if below_one { upper < 1.0 } else { lower > 1.0 }, true, "{d}");
+        assert!(d["p_value"].as_f64().unwrap() < 0.01, "{d}");
+        assert_eq!((d["rule"].clone(), d["run_effects_measured"].clone()), (json!("request_medians"), json!(false)));
+    }
     assert!(compare(&[&recorded("back-to-back-a")]).stdout.contains("warning: tiny-qwen3.tiny-qwen3-L16.headline"));
 }
 
@@ -1475,7 +1549,7 @@ fn calibrate_from_sessions_writes_a_profile_that_compare_uses() {
     let sessions: Vec<PathBuf> = [("aa-0", 600_000.0), ("aa-1", 606_000.0), ("aa-2", 594_000.0)]
         .into_iter()
         .map(|(id, stock)| {
-            let mut synth = Synth::new(id, vec![(HEADLINE, 600_000.0, stock)]);
+            let mut synth = Synth::new(id, vec![(HEADLINE, 600_000.0, stock)]).one_run();
             synth.placement = Some(("first", Some("0")));
             synth.write(tmp.path())
         })
@@ -1511,12 +1585,27 @@ fn calibrate_from_sessions_writes_a_profile_that_compare_uses() {
     let decision = &json_of(&used)["rows"][0]["outcome"]["decision"];
     assert_eq!(decision["error"], "profile", "{decision}");
     assert_eq!(decision["df"], 2.0, "t on K − 1 degrees of freedom: {decision}");
+    // One run per side, and still a verdict: the profile's error holds the run-to-run effects.
+    assert_eq!(
+        (decision["rule"].clone(), decision["run_effects_measured"].clone(), decision["verdict"].clone()),
+        (json!("request_medians"), json!(true), json!("no_difference")),
+        "{decision}"
+    );
+    assert_eq!(used.code, NO_DIFFERENCE, "{}", used.stderr);
 
     // Another placement is another design: the profile is not used, and the output says why.
-    let mut other = Synth::new("other", vec![(HEADLINE, 600_000.0, 600_000.0)]);
+    let mut other = Synth::new("other", vec![(HEADLINE, 600_000.0, 600_000.0)]).one_run();
     other.placement = Some(("all", Some("0-1")));
     let other = other.write(tmp.path());
     let unused = compare(&[&other, &"--noise-profile", &profile, &"--format", &"json"]);
     assert!(unused.stderr.contains("no entry for its design"), "{}", unused.stderr);
-    assert_eq!(json_of(&unused)["rows"][0]["outcome"]["decision"]["error"], "own");
+    let decision = &json_of(&unused)["rows"][0]["outcome"]["decision"];
+    assert_eq!(decision["error"], "own");
+    // Without it, the one-run row is shown equivalent by its own error and gets no verdict.
+    assert_eq!(
+        (decision["run_effects_measured"].clone(), decision["equivalent"].clone(), decision["verdict"].clone()),
+        (json!(false), json!(true), json!("inconclusive")),
+        "{decision}"
+    );
+    assert_eq!(unused.code, INCONCLUSIVE, "{}", unused.stderr);
 }

@@ -230,32 +230,35 @@ pub fn placement_table(sessions: &[(String, SessionReport)], config: &DecisionCo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Rule;
     use decode_baseline_wire::{session::WorkerOrder, stats::Verdict};
 
     /// The recorded session (controlled and stock, headline, fixed-continuation and
-    /// reference-pair cells of the fixture) made interleaved, each controlled step given the
-    /// stock step of the same request and index times `headline` or `fixed`, with a ±1.5 %
-    /// spread that repeats every seven steps.
+    /// reference-pair cells of the fixture) as four worker runs per adapter
+    /// (`session::fixtures::repeated`) made interleaved, each controlled step given the stock
+    /// step of the same run, request and index times `headline` or `fixed`, with a ±1.5 %
+    /// spread that repeats every seven steps and a run offset of a few tenths of a percent.
     fn session(headline: f64, fixed: f64) -> SessionReport {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let mut s = session::load_session(&path).unwrap().report;
+        let mut s = session::fixtures::repeated(&session::load_session(&path).unwrap().report, 4);
         s.job.order = WorkerOrder::Interleaved;
-        let stock: Vec<(String, Vec<Vec<u64>>)> = s
+        let stock: Vec<((String, u32, bool), Vec<Vec<u64>>)> = s
             .workers
             .iter()
             .filter(|w| w.adapter == Adapter::Stock)
             .map(|w| {
                 let steps = w.report.as_ref().unwrap().requests.iter();
-                (w.cell.clone(), steps.map(|q| q.steps.iter().map(|st| st.dur_ns).collect()).collect())
+                ((w.cell.clone(), w.repetition, w.aa), steps.map(|q| q.steps.iter().map(|st| st.dur_ns).collect()).collect())
             })
             .collect();
         for w in s.workers.iter_mut().filter(|w| w.adapter == Adapter::Controlled) {
             let factor = if w.cell.ends_with(".headline") { headline } else { fixed };
-            let (_, reference) = stock.iter().find(|(c, _)| *c == w.cell).unwrap();
+            let offset = 1.0 + session::fixtures::run_offset(w.repetition, 1);
+            let (_, reference) = stock.iter().find(|(k, _)| *k == (w.cell.clone(), w.repetition, w.aa)).unwrap();
             for (q, durs) in w.report.as_mut().unwrap().requests.iter_mut().zip(reference) {
                 for (i, (step, d)) in q.steps.iter_mut().zip(durs).enumerate() {
                     let spread = 1.0 + 0.005 * ((i * 5 + q.index as usize) % 7) as f64 - 0.015;
-                    step.dur_ns = (*d as f64 * factor * spread) as u64;
+                    step.dur_ns = (*d as f64 * factor * spread * offset) as u64;
                 }
             }
         }
@@ -281,6 +284,8 @@ mod tests {
             ("tiny-qwen3.tiny-qwen3-L16", &Adapter::Controlled, &Adapter::Stock)
         );
         let (h, f, only) = (p.headline.as_ref().unwrap(), p.fixed.as_ref().unwrap(), p.headline_only.as_ref().unwrap());
+        // Four interleaved runs and the A/A group, one unit each: the errors hold run-to-run effects.
+        assert_eq!((h.rule, h.units, f.rule, f.units), (Rule::PairedRunMeans, 5, Rule::PairedRunMeans, 4), "{h:?} {f:?}");
         assert!((h.ratio - 1.10).abs() < 0.01 && h.verdict == Verdict::Slower, "{h:?}");
         assert!((f.ratio - 1.0).abs() < 0.01 && f.verdict == Verdict::NoDifference, "{f:?}");
         // The identity holds on the estimates, and the part is tested with both errors.

@@ -92,12 +92,13 @@ mod tests {
     use super::*;
     use decode_baseline_wire::group::{GroupBackend, SessionGroup};
 
-    /// The recorded session of the fixture (controlled and stock), and the same with every
-    /// step and prefill of every adapter `factor` times as long and a ±1 % spread that repeats
-    /// every five steps, marked as a group of two ranks.
+    /// The recorded session of the fixture (controlled and stock) as four worker runs per
+    /// adapter (`session::fixtures::repeated`), and the same with every step of every adapter
+    /// `factor` times as long and a ±1 % spread that repeats every five steps, marked as a group
+    /// of two ranks.
     fn sessions(factor: f64) -> (SessionReport, SessionReport) {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let one = session::load_session(&path).unwrap().report;
+        let one = session::fixtures::repeated(&session::load_session(&path).unwrap().report, 4);
         let mut group = one.clone();
         group.job.group = Some(SessionGroup { ranks: 2, backend: GroupBackend::Ring, hosts: None });
         for w in &mut group.workers {

@@ -108,7 +108,9 @@ const AA_SUFFIX: &str = "-aa";
 fn plan(job: &SessionJob, cells: &[Cell]) -> Vec<PlannedRun> {
     let mut runs = Vec::new();
     for cell in cells {
-        for repetition in 0..job.repetitions {
+        // A reference-pair cell checks one full greedy stream per adapter: it runs once.
+        let repetitions = if cell.mode == Mode::ReferencePair { 1 } else { job.repetitions };
+        for repetition in 0..repetitions {
             let mut adapters = job.adapters.clone();
             if job.order != WorkerOrder::Fixed && repetition % 2 == 1 {
                 adapters.reverse();
@@ -197,6 +199,14 @@ mod tests {
         assert_eq!(alternate.groups().len(), alternate.runs().len(), "one run at a time");
         assert!(!alternate.interleaved() && alternate.groups().iter().all(|g| !g.interleaved));
         assert!(alternate.groups().iter().all(|g| !g.gated(false) && g.gated(true)), "gated only for energy");
+    }
+
+    #[test]
+    fn a_reference_pair_cell_runs_once_whatever_the_repetitions() {
+        let cells = [cell(Mode::Headline), cell(Mode::FixedContinuation), cell(Mode::ReferencePair)];
+        let runs = plan(&job(WorkerOrder::Interleaved, 3, false), &cells);
+        let of = |mode: Mode| runs.iter().filter(|r| r.cell.mode == mode).count();
+        assert_eq!((of(Mode::Headline), of(Mode::FixedContinuation), of(Mode::ReferencePair)), (6, 6, 2));
     }
 
     #[test]

@@ -140,6 +140,9 @@ pub enum Rule {
     /// Two sessions, raw times: Yuen's two-sample test on the adapter's per-request log medians
     /// in B against A.
     RawRequestMedians,
+    /// Two or more runs a side without pairs (a sequential session, or raw times of two
+    /// sessions): Welch's test on the runs' means of per-request log medians.
+    RunMeans,
 }
 
 impl Rule {
@@ -151,6 +154,7 @@ impl Rule {
             Rule::RequestMedians => "Yuen–Welch t on per-request log medians (sequential: no pairs)",
             Rule::SessionDifference => "difference of the two sessions' estimates, Welch t",
             Rule::RawRequestMedians => "Yuen–Welch t on the adapter's per-request log medians, B against A",
+            Rule::RunMeans => "Welch t on run means (each run's 20 % trimmed mean of its per-request log medians)",
         }
     }
 }

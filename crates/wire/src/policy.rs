@@ -41,8 +41,8 @@ impl RunPolicy {
     pub fn frozen() -> Self {
         Self {
             first_requests: 1,
-            warmup_requests: 5,
-            measured_requests: 20,
+            warmup_requests: 2,
+            measured_requests: 8,
             max_new_tokens: 128,
             fixed_continuation_steps: 32,
             ready_timeout_s: 120,

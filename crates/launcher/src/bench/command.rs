@@ -89,8 +89,9 @@ pub struct BenchArgs {
     /// with the reason in the table and the report.
     #[arg(short = 'a', long, value_delimiter = ',', value_parser = Adapter::parse, default_value = "controlled,stock")]
     pub adapters: Vec<Adapter>,
-    /// Worker runs per adapter and cell.
-    #[arg(short = 'r', long, default_value_t = 1)]
+    /// Worker runs per adapter and cell: two or more for a verdict (a row's error must hold
+    /// run-to-run effects), and the more runs, the smaller the difference it can detect.
+    #[arg(short = 'r', long, default_value_t = 3)]
     pub repetitions: u32,
     /// Worker order (req/session.md): `interleaved` (the default) loads the adapters' models
     /// together and alternates them request by request, so the machine's drift cancels in the
@@ -480,6 +481,7 @@ fn placement_session(
             cpus: cpus.clone(),
             noise_profile: None,
             until_decided: false,
+            repetitions: None,
             budget: None,
         },
     )?;

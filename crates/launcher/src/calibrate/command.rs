@@ -201,6 +201,7 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Vec<PathBuf>> {
                 cpus: args.cpus.clone(),
                 noise_profile: None,
                 until_decided: false,
+                repetitions: None,
                 budget: None,
                 session_dir: Some(dir.clone()),
                 quiet: true,

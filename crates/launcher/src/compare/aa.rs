@@ -28,14 +28,9 @@ use super::{estimate::Settings, rule};
 use crate::session::CellData;
 
 /// The A/A result of an interleaved row: the recorded paired A/A ratio and the test of the A/A
-/// group against `main`.
-pub fn paired(
-    cell: &CellData,
-    adapter: &Adapter,
-    main: &crate::stats::LogEstimate,
-    settings: &Settings<'_>,
-) -> Vec<AaResult> {
-    let test = rule::aa_group(cell, adapter, main, settings.config.trim)
+/// group against the main groups.
+pub fn paired(cell: &CellData, adapter: &Adapter, settings: &Settings<'_>) -> Vec<AaResult> {
+    let test = rule::aa_group(cell, adapter, settings.config.trim)
         .and_then(|diff| crate::stats::decide_alone(&diff, None, 1, &settings.config).ok());
     let recorded = cell.paired_aa.get(adapter).copied();
     if test.is_none() && recorded.is_none() {
@@ -122,7 +117,7 @@ pub fn warnings(decision: &Decision, aa: &mut [AaResult]) -> Vec<String> {
 mod tests {
     use std::collections::BTreeMap;
 
-    use crate::stats::{DecisionConfig, Verdict};
+    use crate::stats::{DecisionConfig, Rule, Verdict};
     use decode_baseline_wire::Mode;
 
     use super::*;
@@ -142,7 +137,7 @@ mod tests {
             adapters: [Adapter::Controlled, Adapter::Stock]
                 .into_iter()
                 .map(|a| {
-                    let r = crate::session::MeasuredRequest { positions: vec![17], dur_ns: vec![1_000_000] };
+                    let r = crate::session::MeasuredRequest { run: 0, positions: vec![17], dur_ns: vec![1_000_000] };
                     (a, vec![r.clone(), r])
                 })
                 .collect(),
@@ -167,10 +162,12 @@ mod tests {
         // The main groups say controlled is 35 % faster, tightly; its A/A group ran 32 % slower
         // than that (issue 28's "0.651 … while its own A/A group moved that ratio by 32 %").
         let (decision, aa, warnings) = row_of(&cell(0.651, 0.651 * 1.32));
-        assert_eq!(decision.verdict, Verdict::Faster);
+        // The A/A group is a second run of the row: two runs 32 % apart leave it undecided.
+        assert_eq!((decision.rule, decision.verdict), (Rule::PairedRunMeans, Verdict::Inconclusive), "{decision:?}");
         let test = aa[0].test.as_ref().expect("the A/A group is tested");
         assert!(test.significant && (test.ratio - 1.32).abs() < 1e-9, "{test:?}");
-        assert!(aa[0].dwarfs_interval);
+        // The row's error now holds that run, so its interval is wider than the move.
+        assert!(!aa[0].dwarfs_interval);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].starts_with("A/A controlled against stock: the A/A group moved the ratio by +32.0 %"));
 

@@ -172,28 +172,31 @@ mod tests {
 
     use super::*;
 
-    /// The recorded session A (controlled and stock, two cells), each measured request given a
-    /// reading of `fake:0`: 0.05 J per token, times `controlled_factor` for controlled, with a
-    /// spread of ±2 % that repeats every five requests and differs between the adapters.
-    fn session_with_energy(controlled_factor: f64) -> SessionReport {
+    /// The recorded session A (controlled and stock, two cells) as `runs` worker runs per
+    /// adapter (`session::fixtures::repeated`), each measured request given a reading of
+    /// `fake:0`: 0.05 J per token, times `controlled_factor` for controlled, with a spread of
+    /// ±2 % that repeats every five requests and differs between the adapters, and a run offset
+    /// of a few tenths of a percent that differs between the runs and between the adapters.
+    fn session_with_energy(controlled_factor: f64, runs: u32) -> SessionReport {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let mut session = crate::session::load_session(&path).unwrap().report;
+        let mut session = crate::session::fixtures::repeated(&crate::session::load_session(&path).unwrap().report, runs);
         for w in &mut session.workers {
             let (factor, shift) = if w.adapter == Adapter::Controlled { (controlled_factor, 1) } else { (1.0, 0) };
+            let offset = 1.0 + crate::session::fixtures::run_offset(w.repetition, shift);
             let Some(report) = &w.report else { continue };
             let energy = report
                 .requests
                 .iter()
                 .map(|q| {
                     let tokens = q.steps.len() as f64 + 1.0;
-                    let spread = 1.0 + 0.01 * (((q.index * 3 + shift) % 5) as f64 - 2.0);
+                    let spread = 1.0 + 0.01 * (((q.index * 3 + shift as u32) % 5) as f64 - 2.0);
                     RequestEnergy {
                         index: q.index,
                         wall_ns: 1_000_000_000,
                         samples: 2,
                         domains: vec![DomainEnergy {
                             domain: "fake:0".into(),
-                            energy_uj: Some((0.05 * tokens * factor * spread * 1e6) as u64),
+                            energy_uj: Some((0.05 * tokens * factor * spread * offset * 1e6) as u64),
                             dropped: None,
                             clocks_start: None,
                             clocks_end: None,
@@ -212,12 +215,24 @@ mod tests {
     #[test]
     fn within_a_sequential_session_each_adapter_is_tested_against_the_reference_unpaired() {
         let config = DecisionConfig::default();
-        let rows = within(&session_with_energy(0.9), &config);
-        assert!(!rows.is_empty());
-        // A reference-pair cell has one request per adapter: too few to test, and it says so.
-        let (one_request, rows): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.cell.ends_with("reference_pair"));
+        // One run per adapter, as recorded: a reference-pair cell has one request per adapter,
+        // too few to test, and it says so; the other rows keep their figures and get no verdict
+        // (the requests of one run cannot show run-to-run effects).
+        let rows = within(&session_with_energy(0.9, 1), &config);
+        let (one_request, one_run): (Vec<_>, Vec<_>) =
+            rows.into_iter().partition(|r| r.cell.ends_with("reference_pair"));
+        assert!(!one_request.is_empty() && !one_run.is_empty());
         assert!(one_request.iter().all(|r| r.ratio.is_none() && r.reason.is_some()), "{one_request:?}");
-        assert!(!rows.is_empty());
+        assert!(lines(&one_request, &config)[0].contains("not tested: 1 and 1 requests"), "{one_request:?}");
+        for r in &one_run {
+            let ratio = r.ratio.unwrap_or_else(|| panic!("{r:?}"));
+            assert!((ratio.ratio - 0.9).abs() < 0.01 && ratio.upper < 1.0, "{ratio:?}");
+            assert_eq!(ratio.verdict, Verdict::Inconclusive, "{ratio:?}");
+        }
+        // Four runs per adapter: each side's run means, and a verdict.
+        let rows: Vec<EnergyRow> =
+            within(&session_with_energy(0.9, 4), &config).into_iter().filter(|r| !r.cell.ends_with("reference_pair")).collect();
+        assert_eq!(rows.len(), one_run.len());
         for r in &rows {
             // The recorded session ran its adapters one after the other: requests, not pairs.
             assert_eq!(
@@ -231,15 +246,14 @@ mod tests {
         }
         let text = lines(&rows, &config);
         assert_eq!(text.len(), rows.len() + 1);
-        assert!(lines(&one_request, &config)[0].contains("not tested: 1 and 1 requests"), "{one_request:?}");
         assert!(
             text[0].starts_with("energy fake:0 ")
                 && text[0].contains("controlled/stock unpaired (sequential order): 0.9"),
             "{text:?}"
         );
         assert!(text.last().unwrap().contains("the overall verdict and the exit code are time's"));
-        // The same readings as an interleaved session: adjacent requests paired.
-        let mut interleaved = session_with_energy(0.9);
+        // The same readings as an interleaved session: adjacent requests paired, by run.
+        let mut interleaved = session_with_energy(0.9, 4);
         interleaved.job.order = decode_baseline_wire::session::WorkerOrder::Interleaved;
         let paired: Vec<EnergyRow> = within(&interleaved, &config).into_iter().filter(|r| r.ratio.is_some()).collect();
         assert!(!paired.is_empty());
@@ -253,7 +267,7 @@ mod tests {
     #[test]
     fn across_sessions_b_is_tested_against_a_through_the_reference() {
         let config = DecisionConfig::default();
-        let (a, b) = (session_with_energy(0.9), session_with_energy(0.8));
+        let (a, b) = (session_with_energy(0.9, 4), session_with_energy(0.8, 4));
         let tested = |rows: Vec<EnergyRow>| -> Vec<EnergyRow> {
             rows.into_iter().filter(|r| !r.cell.ends_with("reference_pair")).collect()
         };
@@ -266,8 +280,15 @@ mod tests {
             assert_eq!(ratio.verdict, Verdict::Faster);
         }
         // The same energy in both sessions: no difference within the margin.
-        let same = tested(across(&a, &session_with_energy(0.9), &config));
+        let same = tested(across(&a, &session_with_energy(0.9, 4), &config));
         assert!(same.iter().all(|r| r.ratio.is_some_and(|x| x.verdict == Verdict::NoDifference)), "{same:?}");
+        // Sessions of one run each: the difference keeps its figures and gets no verdict.
+        let one_run = tested(across(&session_with_energy(0.9, 1), &session_with_energy(0.8, 1), &config));
+        assert!(!one_run.is_empty());
+        for r in &one_run {
+            let ratio = r.ratio.unwrap_or_else(|| panic!("{r:?}"));
+            assert!((ratio.ratio - 0.8 / 0.9).abs() < 0.01 && ratio.verdict == Verdict::Inconclusive, "{ratio:?}");
+        }
         // A session without readings gives no rows, not empty ones.
         let mut bare = a.clone();
         bare.workers.iter_mut().for_each(|w| w.energy = None);

@@ -132,7 +132,7 @@ fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, settings: 
         None => (Basis::RatioOfMedians, of_medians(cell.sample(adapter), cell.sample(reference))),
     };
     let mut aa = match (&basis, &estimate) {
-        (Basis::Paired, Ok(main)) => aa::paired(cell, adapter, main, settings),
+        (Basis::Paired, Ok(_)) => aa::paired(cell, adapter, settings),
         _ => aa::recorded(&[("", cell)], &[adapter, reference], false),
     };
     if aa.is_empty() {
@@ -422,17 +422,31 @@ mod tests {
         (0..runs).map(|r| (0..n / runs).map(|k| (1e6 * ratio * noise(k + 31 * r), 1e6)).collect()).collect()
     }
 
-    fn request(level: f64, k: usize) -> MeasuredRequest {
+    /// Request `k` of run `run` at `level` ns per step, with a fixed pseudo-random ±2 % wiggle.
+    fn request(level: f64, k: usize, run: usize) -> MeasuredRequest {
         let wiggle = 1.0 + 0.02 * (((k * 37) % 11) as f64 / 5.0 - 1.0);
-        MeasuredRequest { positions: vec![17, 18, 19], dur_ns: vec![(level * wiggle) as u64; 3] }
+        MeasuredRequest { run, positions: vec![17, 18, 19], dur_ns: vec![(level * wiggle) as u64; 3] }
+    }
+
+    /// Forty requests of `ratio` × 1 ms per step in `runs` runs of ten, run `r` offset by
+    /// `0.2 % × (((7 r + 3 salt) mod 5) − 2)`; one run for `runs` 0 or 1.
+    fn requests(ratio: f64, runs: usize, salt: usize) -> Vec<MeasuredRequest> {
+        let per_run = 40 / runs.max(1);
+        (0..40)
+            .map(|k| {
+                let run = k / per_run;
+                let offset = 1.0 + 0.002 * (((run * 7 + salt * 3) % 5) as f64 - 2.0);
+                request(1e6 * ratio * offset, k + 3 * salt, run)
+            })
+            .collect()
     }
 
     /// A cell with controlled at `ratio` × stock: interleaved with `runs` runs of pairs, or
-    /// sequential (`runs` 0).
+    /// sequential with one run a side (`runs` 0).
     fn cell(ratio: f64, runs: usize) -> CellData {
         let mut adapters = BTreeMap::new();
-        adapters.insert(Adapter::Controlled, (0..40).map(|k| request(1e6 * ratio, k)).collect());
-        adapters.insert(Adapter::Stock, (0..40).map(|k| request(1e6, k + 3)).collect());
+        adapters.insert(Adapter::Controlled, requests(ratio, 1, 0));
+        adapters.insert(Adapter::Stock, requests(1.0, 1, 1));
         let mut c = CellData {
             cell: "tiny.L16.headline".to_owned(),
             mode: decode_baseline_wire::Mode::Headline,
@@ -451,6 +465,15 @@ mod tests {
         c
     }
 
+    /// A sequential cell (no pairs) with controlled at `ratio` × stock, `runs` runs a side.
+    fn sequential(ratio: f64, runs: usize) -> CellData {
+        let mut c = cell(ratio, 0);
+        c.adapters.insert(Adapter::Controlled, requests(ratio, runs, 0));
+        c.adapters.insert(Adapter::Stock, requests(1.0, runs, 1));
+        c.runs = [(Adapter::Controlled, runs), (Adapter::Stock, runs)].into_iter().collect();
+        c
+    }
+
     fn settings() -> Settings<'static> {
         Settings { config: DecisionConfig::default(), profiles: None }
     }
@@ -465,13 +488,29 @@ mod tests {
     #[test]
     fn each_design_gets_its_rule_and_the_verdict_follows_the_effect() {
         for (ratio, verdict) in [(1.0, Verdict::NoDifference), (1.10, Verdict::Slower), (0.90, Verdict::Faster)] {
-            for (runs, rule) in [(1, Rule::PairedBlocks), (4, Rule::PairedRunMeans), (0, Rule::RequestMedians)] {
-                let rows = within_rows(&[cell(ratio, runs)], &settings());
+            let designs = [
+                ("interleaved, 1 run", cell(ratio, 1), Rule::PairedBlocks),
+                ("interleaved, 4 runs", cell(ratio, 4), Rule::PairedRunMeans),
+                ("sequential, 1 run a side", sequential(ratio, 1), Rule::RequestMedians),
+                ("sequential, 4 runs a side", sequential(ratio, 4), Rule::RunMeans),
+            ];
+            for (design, cell, rule) in designs {
+                let rows = within_rows(&[cell], &settings());
                 let d = decision(&rows[0]);
-                assert_eq!((d.rule, d.verdict), (rule, verdict), "ratio {ratio}, runs {runs}: {d:?}");
-                assert!((d.ratio / ratio - 1.0).abs() < 0.01, "{d:?}");
+                let several = matches!(rule, Rule::PairedRunMeans | Rule::RunMeans);
+                // One run per side cannot show run-to-run effects: no verdict, whatever the effect.
+                let expected = if several { verdict } else { Verdict::Inconclusive };
+                assert_eq!((d.rule, d.verdict), (rule, expected), "ratio {ratio}, {design}: {d:?}");
+                assert_eq!(d.run_effects_measured, several, "{design}: {d:?}");
+                // The estimate follows the effect either way, and so does its interval.
+                assert!((d.ratio / ratio - 1.0).abs() < 0.01, "{design}: {d:?}");
+                assert!(d.ci.lower < ratio && ratio < d.ci.upper, "{design}: {d:?}");
+                // Away from 1 the interval excludes 1, on the effect's side, one run or several.
+                assert!(ratio == 1.0 || (d.ci.lower > 1.0) == (ratio > 1.0) && (d.ci.upper < 1.0) == (ratio < 1.0), "{design}: {d:?}");
                 assert_eq!(d.error, ErrorSource::Own);
-                assert_eq!(d.run_effects_measured, rule == Rule::PairedRunMeans);
+                if rule == Rule::RunMeans {
+                    assert_eq!((d.units, d.pairs), (8, 0), "one unit per run: {d:?}");
+                }
             }
         }
     }
@@ -479,14 +518,21 @@ mod tests {
     #[test]
     fn holm_runs_over_the_judged_rows_of_a_comparison() {
         // Two cells, each alone significant at p just under 5 %; together Holm withholds both.
-        let mut a = cell(1.0, 1);
+        // Four interleaved runs of ten pairs, the runs offset by a few tenths of a percent: the
+        // run means are the units.
+        let mut a = cell(1.0, 4);
         let noise = [1.0, 1.05, 0.97, 1.02, 0.99, 1.04, 0.96, 1.03, 1.01, 0.98];
         let shifted = |shift: f64| -> Vec<Vec<(f64, f64)>> {
-            vec![(0..20).map(|k| (1e6 * (1.0 + shift) * noise[(k / 2) % 10], 1e6)).collect()]
+            (0..4)
+                .map(|r: usize| {
+                    let offset = 1.0 + 0.002 * (((r * 7) % 5) as f64 - 2.0);
+                    (0..10).map(|k| (1e6 * (1.0 + shift) * offset * noise[(k + 3 * r) % 10], 1e6)).collect()
+                })
+                .collect()
         };
         // Find the shift whose single-row p-value lies in (0.025, 0.05).
-        let shift = (1..200)
-            .map(|i| f64::from(i) * 0.0005)
+        let shift = (1..400)
+            .map(|i| f64::from(i) * 0.00025)
             .find(|&s| {
                 a.pairs.insert(Adapter::Controlled, shifted(s));
                 let p = decision(&within_rows(&[a.clone()], &settings())[0]).p_value;
@@ -495,12 +541,14 @@ mod tests {
             .expect("some shift gives p in (0.025, 0.05)");
         a.pairs.insert(Adapter::Controlled, shifted(shift));
         let alone = within_rows(&[a.clone()], &settings());
-        assert_eq!(decision(&alone[0]).verdict, Verdict::Slower);
+        let d = decision(&alone[0]);
+        assert_eq!((d.rule, d.units, d.verdict), (Rule::PairedRunMeans, 4, Verdict::Slower), "{d:?}");
         let mut b = a.clone();
         b.cell = "tiny.L512.headline".to_owned();
         let both = within_rows(&[a, b], &settings());
         for row in &both {
             let d = decision(row);
+            assert!(d.run_effects_measured, "{d:?}");
             assert!(!d.significant && d.verdict != Verdict::Slower, "{d:?}");
             assert!((0.025..0.05).contains(&d.p_value) && d.holm_level <= 0.05, "{d:?}");
         }

@@ -235,7 +235,7 @@ pub fn rule_line(report: &CompareReport) -> String {
             (ErrorSource::Profile, _, _) => "the host noise profile's (larger than the row's own)",
             (ErrorSource::Own, true, _) => "own (larger than the host noise profile's)",
             (ErrorSource::Own, false, true) => "own, from run means (holds run-to-run effects)",
-            (ErrorSource::Own, false, false) => "own, without a host noise profile (run-to-run effects not measured)",
+            (ErrorSource::Own, false, false) => "own, blind to run-to-run effects (one run per side, no noise profile): no verdict",
         };
         *errors.entry(error).or_default() += 1;
     }
@@ -254,7 +254,11 @@ pub fn error_words(d: &crate::stats::Decision) -> String {
         (Some(p), ErrorSource::Profile) => format!("error: the noise profile's, sd {:.4} on {} df", p.sd, p.df()),
         (Some(p), ErrorSource::Own) => format!("error: own, larger than the noise profile's sd {:.4}", p.sd),
         (None, _) if d.run_effects_measured => "error holds run-to-run effects".to_owned(),
-        (None, _) => "own error: run-to-run effects not measured".to_owned(),
+        (None, _) => format!(
+            "no verdict: one run per side cannot show run-to-run effects; rerun with --repetitions {} or \
+             with a noise profile of this design (decode-baseline calibrate)",
+            crate::stats::REPETITIONS_FOR_A_VERDICT
+        ),
     }
 }
 

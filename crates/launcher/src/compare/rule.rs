@@ -3,13 +3,16 @@
 //! formulas):
 //!
 //! - one session, interleaved: the adapter's request pairs with the reference, as A B / B A
-//!   blocks (`paired_blocks` for one repetition, `paired_run_means` for several);
-//! - one session, sequential (no pairs): Yuen's two-sample test on the per-request log medians
-//!   of the adapter and the reference (`request_medians`);
+//!   blocks, by run (`paired_blocks` for one run, `paired_run_means` for several). The A/A
+//!   group is one more interleaved run of the same programs and counts as a run;
+//! - one session, sequential (no pairs): with at least two runs per side, Welch's test on the
+//!   runs' means of per-request log medians (`run_means`); with one, Yuen's two-sample test on
+//!   the per-request log medians (`request_medians`, blind to run-to-run effects: no verdict);
 //! - two sessions, against the reference: the difference of the two sessions' estimates above
 //!   (`session_difference`);
-//! - two sessions, raw: Yuen's two-sample test on the adapter's per-request log medians in B
-//!   and in A (`raw_request_medians`);
+//! - two sessions, raw: the adapter's own times in B against A, by run means with two runs a
+//!   side or more (`run_means`), else Yuen's test on per-request log medians
+//!   (`raw_request_medians`, no verdict);
 //! - the A/A check of an interleaved row: the A/A group's paired estimate against the main
 //!   groups' (`session_difference` of the two): a significant difference is a run-to-run effect
 //!   that a one-run error does not hold.
@@ -21,26 +24,28 @@ use crate::session::CellData;
 
 /// `adapter` against the cell's reference within one session.
 pub fn within(cell: &CellData, adapter: &Adapter, trim: f64) -> Result<LogEstimate, String> {
+    let reference = &cell.reference;
     match cell.pairs.get(adapter) {
-        Some(pairs) => paired(pairs, trim).map_err(|e| format!("{adapter} against {}: {e}", cell.reference)),
-        None => two_sample(
-            &cell.log_request_medians(adapter)?,
-            &cell.log_request_medians(&cell.reference)?,
-            trim,
-            Rule::RequestMedians,
-        )
-        .map_err(|e| format!("{adapter} against {}: {e}", cell.reference)),
+        Some(pairs) => {
+            let runs: Vec<Vec<(f64, f64)>> =
+                pairs.iter().chain(cell.aa_pairs.get(adapter).into_iter().flatten()).cloned().collect();
+            paired(&runs, trim).map_err(|e| format!("{adapter} against {reference}: {e}"))
+        }
+        None => unpaired((cell, adapter), (cell, reference), trim, Rule::RequestMedians)
+            .map_err(|e| format!("{adapter} against {reference}: {e}")),
     }
 }
 
-/// Yuen's two-sample estimate, refusing a side of fewer than two requests in those words.
-fn two_sample(x: &[f64], reference: &[f64], trim: f64, rule: Rule) -> Result<LogEstimate, StatsError> {
-    for side in [x, reference] {
-        if side.len() < 2 {
-            return Err(StatsError::TooFew { what: "requests", expected: 2, actual: side.len() });
-        }
-    }
-    LogEstimate::two_sample(x, reference, trim, rule)
+/// Two sides without pairs (`LogEstimate::unpaired`): run means from two runs a side, else the
+/// requests under `one_run_rule`.
+fn unpaired(
+    (x_cell, x): (&CellData, &Adapter),
+    (r_cell, r): (&CellData, &Adapter),
+    trim: f64,
+    one_run_rule: Rule,
+) -> Result<LogEstimate, String> {
+    LogEstimate::unpaired(&x_cell.log_request_medians_by_run(x)?, &r_cell.log_request_medians_by_run(r)?, trim, one_run_rule)
+        .map_err(|e| e.to_string())
 }
 
 fn paired(pairs: &[Vec<(f64, f64)>], trim: f64) -> Result<LogEstimate, StatsError> {
@@ -55,13 +60,16 @@ pub fn against_reference(cb: &CellData, ca: &CellData, adapter: &Adapter, trim: 
 
 /// `adapter`'s own times, session B over session A.
 pub fn raw(cb: &CellData, ca: &CellData, adapter: &Adapter, trim: f64) -> Result<LogEstimate, String> {
-    two_sample(&cb.log_request_medians(adapter)?, &ca.log_request_medians(adapter)?, trim, Rule::RawRequestMedians)
+    unpaired((cb, adapter), (ca, adapter), trim, Rule::RawRequestMedians)
         .map_err(|e| format!("{adapter}, B against A: {e}"))
 }
 
 /// The A/A group's paired estimate of `adapter` against the reference, minus the main groups':
-/// `None` without an A/A group of pairs.
-pub fn aa_group(cell: &CellData, adapter: &Adapter, main: &LogEstimate, trim: f64) -> Option<LogEstimate> {
+/// `None` without an A/A group of pairs. It asks whether a run-to-run effect exists at all;
+/// under that null there is none, and the pairs' own error is the whole error, so the test is
+/// decided on it.
+pub fn aa_group(cell: &CellData, adapter: &Adapter, trim: f64) -> Option<LogEstimate> {
+    let main = paired(cell.pairs.get(adapter)?, trim).ok()?;
     let aa = paired(cell.aa_pairs.get(adapter)?, trim).ok()?;
-    Some(LogEstimate::difference(&aa, main))
+    Some(LogEstimate { run_effects_measured: true, ..LogEstimate::difference(&aa, &main) })
 }

@@ -133,24 +133,38 @@ pub fn energy_estimate(
     let (own, theirs) =
         (observations(workers, cell, adapter, domain, &[]), observations(workers, cell, reference, domain, &[]));
     if interleaved {
-        let d: Vec<f64> = pairs(&own, &theirs).0.into_iter().map(|(d, _)| d).collect();
-        paired_energy_estimate(&d, trim).map_err(|e| format!("{} pairs with a reading on both sides: {e}", d.len()))
+        let d = by_run(&pairs(&own, &theirs).0, true);
+        paired_energy_estimate(&d, trim)
+            .map_err(|e| format!("{} pairs with a reading on both sides: {e}", d.iter().map(Vec::len).sum::<usize>()))
     } else {
         let (x, r) = (log_per_token(&own, true), log_per_token(&theirs, true));
-        LogEstimate::two_sample(&x, &r, trim, Rule::RequestMedians)
-            .map_err(|e| format!("{} and {} requests with a reading: {e}", x.len(), r.len()))
+        LogEstimate::unpaired(&x, &r, trim, Rule::RequestMedians).map_err(|e| {
+            let count = |side: &[Vec<f64>]| side.iter().map(Vec::len).sum::<usize>();
+            format!("{} and {} requests with a reading: {e}", count(&x), count(&r))
+        })
     }
 }
 
-/// The log joules per token of the requests with a reading, the throttled ones only when
-/// `keep_throttled`.
-fn log_per_token(obs: &[Observation], keep_throttled: bool) -> Vec<f64> {
-    obs.iter()
-        .filter(|o| keep_throttled || !o.throttled)
-        .filter_map(|o| o.per_token)
-        .filter(|j| *j > 0.0)
-        .map(f64::ln)
-        .collect()
+/// Values `(repetition, value, throttled)` grouped by repetition in repetition order, the
+/// throttled ones only when `keep_throttled`.
+fn by_run(values: &[(u32, f64, bool)], keep_throttled: bool) -> Vec<Vec<f64>> {
+    let mut runs: std::collections::BTreeMap<u32, Vec<f64>> = std::collections::BTreeMap::new();
+    for &(repetition, value, throttled) in values {
+        if keep_throttled || !throttled {
+            runs.entry(repetition).or_default().push(value);
+        }
+    }
+    runs.into_values().collect()
+}
+
+/// The log joules per token of the requests with a reading, by repetition, the throttled ones
+/// only when `keep_throttled`.
+fn log_per_token(obs: &[Observation], keep_throttled: bool) -> Vec<Vec<f64>> {
+    let values: Vec<(u32, f64, bool)> = obs
+        .iter()
+        .filter_map(|o| o.per_token.filter(|j| *j > 0.0).map(|j| (o.repetition, j.ln(), o.throttled)))
+        .collect();
+    by_run(&values, keep_throttled)
 }
 
 fn analyze_domain(
@@ -251,13 +265,15 @@ fn adapter_energy(obs: &[Observation], config: &BootstrapConfig) -> Option<Adapt
 
 /// `own` against `theirs`, request by request within each repetition: each pair's log ratio of
 /// joules per token and whether either side was throttled, and how many pairs lacked a reading.
-fn pairs(own: &[Observation], theirs: &[Observation]) -> (Vec<(f64, bool)>, usize) {
+fn pairs(own: &[Observation], theirs: &[Observation]) -> (Vec<(u32, f64, bool)>, usize) {
     let mut kept = Vec::new();
     let mut dropped = 0;
     for o in own {
         let Some(t) = theirs.iter().find(|t| t.repetition == o.repetition && t.index == o.index) else { continue };
         match (o.per_token, t.per_token) {
-            (Some(x), Some(r)) if x > 0.0 && r > 0.0 => kept.push(((x / r).ln(), o.throttled || t.throttled)),
+            (Some(x), Some(r)) if x > 0.0 && r > 0.0 => {
+                kept.push((o.repetition, (x / r).ln(), o.throttled || t.throttled))
+            }
             _ => dropped += 1,
         }
     }
@@ -267,27 +283,27 @@ fn pairs(own: &[Observation], theirs: &[Observation]) -> (Vec<(f64, bool)>, usiz
 /// `own` against `theirs`: the paired ratio of all pairs and of the unthrottled ones.
 fn paired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy> {
     let (kept, dropped_pairs) = pairs(own, theirs);
-    let all: Vec<f64> = kept.iter().map(|(d, _)| *d).collect();
-    let unthrottled: Vec<f64> = kept.iter().filter(|(_, throttled)| !throttled).map(|(d, _)| *d).collect();
-    if all.is_empty() && dropped_pairs == 0 {
+    let (all, unthrottled) = (by_run(&kept, true), by_run(&kept, false));
+    let count = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).sum::<usize>();
+    if kept.is_empty() && dropped_pairs == 0 {
         return None;
     }
-    let throttled_pairs = all.len() - unthrottled.len();
-    let share = if all.is_empty() { 0.0 } else { throttled_pairs as f64 / all.len() as f64 };
+    let throttled_pairs = count(&all) - count(&unthrottled);
+    let share = if kept.is_empty() { 0.0 } else { throttled_pairs as f64 / kept.len() as f64 };
     let warning = (share > MAX_THROTTLED_SHARE).then(|| {
         format!(
             "{throttled_pairs} of {} request pairs ({:.0} %) were throttled on either side (more than {:.0} %): \
              the energy ratio without them rests on {} pairs",
-            all.len(),
+            kept.len(),
             share * 100.0,
             MAX_THROTTLED_SHARE * 100.0,
-            unthrottled.len()
+            count(&unthrottled)
         )
     });
     Some(PairedEnergy {
         all: paired_energy_ratio(&all, &DecisionConfig::default()).ok(),
         unthrottled: paired_energy_ratio(&unthrottled, &DecisionConfig::default()).ok(),
-        pairs: all.len(),
+        pairs: kept.len(),
         throttled_pairs,
         dropped_pairs,
         max_throttled_share: MAX_THROTTLED_SHARE,
@@ -306,9 +322,7 @@ fn unpaired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy>
     let config = DecisionConfig::default();
     let ratio = |keep_throttled: bool| {
         let (x, r) = (log_per_token(own, keep_throttled), log_per_token(theirs, keep_throttled));
-        LogEstimate::two_sample(&x, &r, config.trim, Rule::RequestMedians)
-            .ok()
-            .and_then(|e| energy_ratio(&e, &config).ok())
+        LogEstimate::unpaired(&x, &r, config.trim, Rule::RequestMedians).ok().and_then(|e| energy_ratio(&e, &config).ok())
     };
     let with_reading = |o: &&Observation| o.per_token.is_some();
     let requests = own.iter().filter(with_reading).count() + theirs.iter().filter(with_reading).count();

@@ -9,20 +9,22 @@ use decode_baseline_wire::energy::EnergyRatio;
 
 use crate::stats::{DecisionConfig, LogEstimate, PairBlocks, StatsError};
 
-/// The paired estimate of the pair log ratios in request order (at least two pairs, one block;
-/// a last unpaired pair is left out, as for time): what [`paired_energy_ratio`] tests, and
-/// what two sessions' comparison subtracts (`compare`).
-pub fn paired_energy_estimate(log_ratios: &[f64], trim: f64) -> Result<LogEstimate, StatsError> {
-    if let Some((index, &value)) = log_ratios.iter().enumerate().find(|(_, d)| !d.is_finite()) {
+/// The paired estimate of the pair log ratios, by worker run and in request order within each
+/// (at least two pairs, one block; a run's last unpaired pair is left out, as for time): what
+/// [`paired_energy_ratio`] tests, and what two sessions' comparison subtracts (`compare`).
+/// Several runs give the run-means rule, whose error holds run-to-run effects; one run gives
+/// no verdict (`stats::decision`).
+pub fn paired_energy_estimate(runs: &[Vec<f64>], trim: f64) -> Result<LogEstimate, StatsError> {
+    if let Some((index, &value)) = runs.iter().flatten().enumerate().find(|(_, d)| !d.is_finite()) {
         return Err(StatsError::NotFinite { index, value });
     }
-    let blocks = PairBlocks::from_blocks(vec![PairBlocks::blocks_of(log_ratios)])?;
+    let blocks = PairBlocks::from_blocks(runs.iter().map(|run| PairBlocks::blocks_of(run)).collect())?;
     LogEstimate::paired(&blocks, trim)
 }
 
-/// The ratio, its interval and verdict from the pair log ratios in request order.
-pub fn paired_energy_ratio(log_ratios: &[f64], config: &DecisionConfig) -> Result<EnergyRatio, StatsError> {
-    energy_ratio(&paired_energy_estimate(log_ratios, config.trim)?, config)
+/// The ratio, its interval and verdict from the pair log ratios by run.
+pub fn paired_energy_ratio(runs: &[Vec<f64>], config: &DecisionConfig) -> Result<EnergyRatio, StatsError> {
+    energy_ratio(&paired_energy_estimate(runs, config.trim)?, config)
 }
 
 /// `estimate` tested (a family of one) and written as an energy ratio.
@@ -46,12 +48,18 @@ mod tests {
     use crate::stats::Verdict;
 
     /// Pair log ratios around `ln effect`, the A B / B A order effect `±0.04` cancelling within
-    /// each block, plus a small spread between blocks.
-    fn pairs(effect: f64, blocks: usize) -> Vec<f64> {
-        (0..blocks)
-            .flat_map(|b| {
-                let spread = 0.005 * ((b * 7 % 5) as f64 - 2.0);
-                [effect.ln() + 0.04 + spread, effect.ln() - 0.04 + spread]
+    /// each block, plus a small spread between blocks, in three runs whose offsets are
+    /// −0.004, 0 and +0.004.
+    fn pairs(effect: f64, blocks: usize) -> Vec<Vec<f64>> {
+        (0..3)
+            .map(|run| {
+                let offset = 0.004 * (run as f64 - 1.0);
+                (0..blocks)
+                    .flat_map(|b| {
+                        let spread = 0.005 * (((b + run) * 7 % 5) as f64 - 2.0);
+                        [effect.ln() + 0.04 + spread + offset, effect.ln() - 0.04 + spread + offset]
+                    })
+                    .collect()
             })
             .collect()
     }
@@ -59,19 +67,23 @@ mod tests {
     #[test]
     fn a_clear_difference_is_a_verdict_and_the_interval_holds_the_ratio() {
         let more = paired_energy_ratio(&pairs(1.10, 10), &DecisionConfig::default()).unwrap();
-        assert_eq!((more.verdict, more.pairs), (Verdict::Slower, 20), "{more:?}");
+        assert_eq!((more.verdict, more.pairs), (Verdict::Slower, 60), "{more:?}");
         assert!((more.ratio - 1.10).abs() < 0.01 && more.lower < more.ratio && more.ratio < more.upper, "{more:?}");
         let less = paired_energy_ratio(&pairs(0.90, 10), &DecisionConfig::default()).unwrap();
         assert_eq!(less.verdict, Verdict::Faster, "{less:?}");
         let same = paired_energy_ratio(&pairs(1.0, 10), &DecisionConfig::default()).unwrap();
         assert_eq!(same.verdict, Verdict::NoDifference, "{same:?}");
         assert!((same.confidence - 0.95).abs() < 1e-12);
+        // One run cannot show run-to-run effects: its figures, and no verdict.
+        let one = paired_energy_ratio(&pairs(1.10, 10)[..1], &DecisionConfig::default()).unwrap();
+        assert_eq!((one.verdict, one.pairs), (Verdict::Inconclusive, 20), "{one:?}");
+        assert!(one.lower > 1.0, "{one:?}");
     }
 
     #[test]
     fn swapping_the_sides_inverts_the_ratio_and_its_interval() {
         let d = pairs(1.07, 6);
-        let neg: Vec<f64> = d.iter().map(|x| -x).collect();
+        let neg: Vec<Vec<f64>> = d.iter().map(|run| run.iter().map(|x| -x).collect()).collect();
         let config = DecisionConfig::default();
         let (a, b) = (paired_energy_ratio(&d, &config).unwrap(), paired_energy_ratio(&neg, &config).unwrap());
         assert!((a.ratio * b.ratio - 1.0).abs() < 1e-12);
@@ -81,7 +93,10 @@ mod tests {
     #[test]
     fn fewer_than_one_block_or_a_non_finite_pair_is_refused() {
         let config = DecisionConfig::default();
-        assert!(matches!(paired_energy_ratio(&[0.1], &config), Err(StatsError::TooFew { .. })));
-        assert!(matches!(paired_energy_ratio(&[0.1, f64::INFINITY], &config), Err(StatsError::NotFinite { .. })));
+        assert!(matches!(paired_energy_ratio(&[vec![0.1]], &config), Err(StatsError::TooFew { .. })));
+        assert!(matches!(
+            paired_energy_ratio(&[vec![0.1, 0.2], vec![0.1, f64::INFINITY]], &config),
+            Err(StatsError::NotFinite { index: 3, .. })
+        ));
     }
 }

@@ -81,6 +81,11 @@ pub struct RunOptions {
     /// planned number of looks. Needs `order: interleaved`.
     #[arg(long)]
     pub until_decided: bool,
+    /// Worker runs per adapter and cell, in place of the job's `repetitions`: a row's verdict
+    /// needs two runs or more a side (its error must hold run-to-run effects), and four give
+    /// it power (req/compare.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repetitions: Option<u32>,
     /// With `--until-decided`: the most pairs per cell (`200`) or the most time for the session
     /// (`5m`, `90s`); default 5m.
     #[arg(long, value_name = "5m|N", requires = "until_decided", value_parser = Budget::parse)]
@@ -201,6 +206,9 @@ fn prepare(mut resolved: session_job::ResolvedJob, args: &RunOptions, energy: bo
         }
         Err(err) => return Err(err.into()),
     };
+    if let Some(repetitions) = args.repetitions {
+        resolved.job.repetitions = repetitions;
+    }
     let cells = session_job::select_cells(&resolved, &loaded.manifest)?;
     if let Some(group) = &resolved.job.group {
         rank_group::check(group, args.dry_run).map_err(|problem| {
@@ -994,6 +1002,7 @@ mod tests {
             cpus: placement::Cpus::First,
             noise_profile: None,
             until_decided: false,
+            repetitions: None,
             budget: None,
             session_dir: None,
             quiet: true,

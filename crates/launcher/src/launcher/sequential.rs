@@ -18,7 +18,7 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use crate::stats::{pocock, DecisionConfig, PocockBoundary, MAX_LOOKS};
+use crate::stats::{pocock, verdict_of, DecisionConfig, PocockBoundary, Verdict, MAX_LOOKS};
 use decode_baseline_wire::{
     sequential::{SequentialCell, SequentialEnd, SequentialRecord, SequentialRow, SequentialVerdict},
     session::SessionReport,
@@ -211,16 +211,11 @@ fn look_row(row: &compare::Row, level: f64) -> Option<SequentialRow> {
     Some(match &row.outcome {
         RowResult::Compared { decision, .. } => SequentialRow {
             adapter,
-            verdict: if decision.p_value < level {
-                if decision.log_estimate > 0.0 {
-                    SequentialVerdict::Slower
-                } else {
-                    SequentialVerdict::Faster
-                }
-            } else if decision.equivalence_p_value < level {
-                SequentialVerdict::NoDifference
-            } else {
-                SequentialVerdict::Undecided
+            verdict: match verdict_of(decision, decision.p_value < level, decision.equivalence_p_value < level) {
+                Verdict::Faster => SequentialVerdict::Faster,
+                Verdict::Slower => SequentialVerdict::Slower,
+                Verdict::NoDifference => SequentialVerdict::NoDifference,
+                Verdict::Inconclusive => SequentialVerdict::Undecided,
             },
             ratio: Some(decision.ratio),
             p_value: Some(decision.p_value),

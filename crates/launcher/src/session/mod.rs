@@ -5,6 +5,8 @@
 //! depend on this module, not on each other.
 
 mod bench_record;
+#[cfg(test)]
+pub mod fixtures;
 mod load;
 mod read_error;
 mod rows;

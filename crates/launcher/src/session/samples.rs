@@ -19,6 +19,8 @@ use decode_baseline_wire::{
 /// One measured request: its decode steps, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeasuredRequest {
+    /// The worker run it belongs to, counted per adapter in the order the session ran them.
+    pub run: usize,
     /// Sequence position of each step (L+1, L+2, …).
     pub positions: Vec<u32>,
     /// Duration of each step, ns.
@@ -77,6 +79,17 @@ impl CellData {
                 }
             })
             .collect()
+    }
+
+    /// The log of each measured request's median step time of `adapter`, grouped by worker
+    /// run in run order: the units of the run-means rule.
+    pub fn log_request_medians_by_run(&self, adapter: &Adapter) -> Result<Vec<Vec<f64>>, String> {
+        let medians = self.log_request_medians(adapter)?;
+        let mut by_run: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        for (request, median) in self.adapters[adapter].iter().zip(medians) {
+            by_run.entry(request.run).or_default().push(median);
+        }
+        Ok(by_run.into_values().collect())
     }
 
     /// The steps of `adapter` as a by-request sample, for the bootstrap.
@@ -166,11 +179,13 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
         if run.aa {
             continue;
         }
+        let run_index = out[index].runs.get(&run.adapter).copied().unwrap_or(0);
         let requests = report
             .requests
             .iter()
             .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
             .map(|q| MeasuredRequest {
+                run: run_index,
                 positions: q.steps.iter().map(|s| s.position).collect(),
                 dur_ns: q.steps.iter().map(|s| s.dur_ns).collect(),
             })

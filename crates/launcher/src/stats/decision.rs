@@ -22,6 +22,16 @@
 //!   never the interval or the error.
 //! - **Verdict**: `faster` (`e < 0`) or `slower` (`e > 0`) when significant and not below the
 //!   floor; else `no_difference` when equivalent; else `inconclusive`.
+//! - **No verdict without a run-to-run error.** A row whose error cannot see run-to-run effects
+//!   (one worker run per side, a two-sample test of the requests of one run per side, and no
+//!   noise profile of its design) is `inconclusive` whatever its p-values, and takes no share of
+//!   `α` in Holm's family. One worker process of the same code is faster than another by an
+//!   offset the requests of that process all share; an error built from those requests alone
+//!   calls that offset a difference: with a per-process offset of sd 0.007–0.014 on the log
+//!   scale and a pair σ of 0.025, 18–41 % false alarms in one session (`simulation`, the
+//!   negative control). Its figures (ratio, interval, p-value) are kept for the reader; the way
+//!   out is several runs per side (`--repetitions`, [`REPETITIONS_FOR_A_VERDICT`]) or a noise
+//!   profile (`calibrate`).
 //! - **Interval**: `exp(e ± t_{1−α/2, ν} SE)`, the `1 − α` t-interval of the ratio (not Holm
 //!   adjusted: a row's interval can exclude 1 while Holm leaves it not significant).
 //! - **Smallest detectable difference** at power `1 − β` (default 80 %):
@@ -160,27 +170,55 @@ pub fn before_holm(
     })
 }
 
-/// Holm across `rows` (one comparison's judged rows, all with the same settings), then each
-/// row's verdict.
+/// Worker runs per side the run table suggests for a row that has no run-to-run error: with a
+/// pair σ of 0.025 and a per-run offset of sd 0.007–0.014, four runs of 20 pairs detect 3 % in
+/// 45–96 % of sessions at under 3 % false alarms over ten rows (`simulation`), where two runs
+/// (one degree of freedom) detect it in 5–10 %.
+pub const REPETITIONS_FOR_A_VERDICT: u32 = 4;
+
+/// Whether `decision` may be given a verdict at all: its error holds run-to-run effects (see
+/// the module docs).
+pub fn can_decide(decision: &Decision) -> bool {
+    decision.run_effects_measured
+}
+
+/// The verdict of `decision` when its difference test rejected (`significant`) or not, its
+/// equivalence test held (`equivalent`) or not: the one mapping every view and every look uses.
+pub fn verdict_of(decision: &Decision, significant: bool, equivalent: bool) -> Verdict {
+    let floor = decision.config.floor.map_or(0.0, |f| (1.0 + f).ln());
+    let below_floor = significant && decision.log_estimate.abs() < floor;
+    if !can_decide(decision) {
+        Verdict::Inconclusive
+    } else if significant && !below_floor {
+        if decision.log_estimate < 0.0 {
+            Verdict::Faster
+        } else {
+            Verdict::Slower
+        }
+    } else if equivalent {
+        Verdict::NoDifference
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// Holm across the rows of `rows` that can be decided (one comparison's judged rows, all with
+/// the same settings), then each row's verdict; a row that cannot be decided is `inconclusive`
+/// and left out of the family, so it costs the others no power.
 pub fn decide_family(rows: &mut [Decision]) {
     let Some(alpha) = rows.first().map(|r| r.config.alpha) else { return };
-    let p: Vec<f64> = rows.iter().map(|r| r.p_value).collect();
-    for (row, (level, rejected)) in rows.iter_mut().zip(holm(&p, alpha)) {
+    let family: Vec<usize> = (0..rows.len()).filter(|&i| can_decide(&rows[i])).collect();
+    let p: Vec<f64> = family.iter().map(|&i| rows[i].p_value).collect();
+    let mut outcome = vec![(alpha, false); rows.len()];
+    for (&i, decided) in family.iter().zip(holm(&p, alpha)) {
+        outcome[i] = decided;
+    }
+    for (row, (level, rejected)) in rows.iter_mut().zip(outcome) {
         row.holm_level = level;
         row.significant = rejected;
         let floor = row.config.floor.map_or(0.0, |f| (1.0 + f).ln());
         row.below_floor = rejected && row.log_estimate.abs() < floor;
-        row.verdict = if rejected && !row.below_floor {
-            if row.log_estimate < 0.0 {
-                Verdict::Faster
-            } else {
-                Verdict::Slower
-            }
-        } else if row.equivalent {
-            Verdict::NoDifference
-        } else {
-            Verdict::Inconclusive
-        };
+        row.verdict = verdict_of(row, rejected, row.equivalent);
     }
 }
 
@@ -199,7 +237,7 @@ mod tests {
             units: 10,
             pairs: 20,
             serial_correlation: None,
-            run_effects_measured: false,
+            run_effects_measured: true,
         }
     }
 
@@ -253,6 +291,33 @@ mod tests {
         decide_family(&mut rows);
         assert!(rows.iter().all(|r| r.verdict == Verdict::Inconclusive && !r.significant), "{rows:?}");
         assert_eq!(verdict(0.05, se, &c).verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn a_row_blind_to_run_effects_gets_no_verdict_and_no_share_of_alpha() {
+        let c = DecisionConfig::default();
+        let blind = LogEstimate { run_effects_measured: false, ..estimate(0.05, 0.001, 1e6) };
+        // Far past any boundary, and still no verdict: its error cannot see a process's offset.
+        let alone = decide_alone(&blind, None, 1, &c).unwrap();
+        assert_eq!((alone.verdict, alone.significant), (Verdict::Inconclusive, false), "{alone:?}");
+        assert!(alone.p_value < 1e-12 && !can_decide(&alone));
+        // Identical to the reference within the margin: not "no difference" either.
+        let same = decide_alone(&LogEstimate { run_effects_measured: false, ..estimate(0.0, 0.001, 1e6) }, None, 1, &c)
+            .unwrap();
+        assert_eq!(same.verdict, Verdict::Inconclusive);
+        // A profile of the design gives it the run-to-run error, and so a verdict.
+        let p = NoiseProfile { sd: 0.002, sessions: 20, label: "test".into() };
+        assert_eq!(decide_alone(&blind, Some(&p), 1, &c).unwrap().verdict, Verdict::Slower);
+        // Beside a decidable row at p ≈ 0.04, the blind row takes no share of α: Holm holds the
+        // decidable row to α itself, not α / 2.
+        let se = 0.05 / 2.054;
+        let mut rows = [
+            before_holm(&blind, None, 1, &c).unwrap(),
+            before_holm(&estimate(0.05, se, 1e6), None, 1, &c).unwrap(),
+        ];
+        decide_family(&mut rows);
+        assert_eq!((rows[0].verdict, rows[1].verdict), (Verdict::Inconclusive, Verdict::Slower), "{rows:?}");
+        assert_eq!(rows[1].holm_level, c.alpha);
     }
 
     #[test]

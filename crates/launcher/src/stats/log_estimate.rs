@@ -19,6 +19,11 @@
 //!   means, Welch–Satterthwaite degrees of freedom) of the adapter against the reference. The
 //!   machine's drift between the two workers' runs is in it, and run-to-run effects are not
 //!   measured (the requests of one run share them).
+//! - **`run_means`**, a sequential session (or the raw times of two sessions) with `R_x, R_r ≥ 2`
+//!   worker runs a side: per run the trimmed mean of its requests' log median step times; Welch's
+//!   test of the run means of one side against the other's (no trimming: a handful of values),
+//!   on Welch–Satterthwaite degrees of freedom. The run is the unit, so its error holds the
+//!   run-to-run effects the request medians of one run share.
 //! - **`session_difference`**, two sessions: `e_B − e_A` of the two sessions' estimates (each by
 //!   one of the rules above), error `√(SE_A² + SE_B²)`, Welch–Satterthwaite degrees of freedom.
 
@@ -107,6 +112,51 @@ impl LogEstimate {
         })
     }
 
+    /// Two sides without pairs, each side's values (per-request logs) grouped by worker run:
+    /// Welch's test of the runs' `trim` trimmed means when each side has two runs or more
+    /// (`run_means`), else Yuen's two-sample test of all values under `one_run_rule`, whose
+    /// error is blind to run-to-run effects (no verdict, `decision`). At least two values a side.
+    pub fn unpaired(x: &[Vec<f64>], reference: &[Vec<f64>], trim: f64, one_run_rule: Rule) -> Result<Self, StatsError> {
+        let runs = |side: &[Vec<f64>]| -> Vec<Vec<f64>> { side.iter().filter(|r| !r.is_empty()).cloned().collect() };
+        let (x, reference) = (runs(x), runs(reference));
+        if x.len() >= 2 && reference.len() >= 2 {
+            let means = |side: &[Vec<f64>]| -> Result<Vec<f64>, StatsError> {
+                side.iter()
+                    .map(|run| match run.as_slice() {
+                        [one] => Ok(*one),
+                        _ => TrimmedMean::of(run, trim).map(|t| t.mean),
+                    })
+                    .collect()
+            };
+            return Self::run_means(&means(&x)?, &means(&reference)?);
+        }
+        let (x, reference) = (x.concat(), reference.concat());
+        for side in [&x, &reference] {
+            if side.len() < 2 {
+                return Err(StatsError::TooFew { what: "requests", expected: 2, actual: side.len() });
+            }
+        }
+        Self::two_sample(&x, &reference, trim, one_run_rule)
+    }
+
+    /// Welch's test of run means `x` against `reference` (`run_means`, at least two a side):
+    /// the run is the unit, so the error holds run-to-run effects.
+    pub fn run_means(x: &[f64], reference: &[f64]) -> Result<Self, StatsError> {
+        let (a, b) = (TrimmedMean::of(x, 0.0)?, TrimmedMean::of(reference, 0.0)?);
+        let (estimate, se, df) = yuen_welch(&a, &b);
+        Ok(LogEstimate {
+            rule: Rule::RunMeans,
+            estimate,
+            se,
+            se_uncorrelated: se,
+            df,
+            units: a.n + b.n,
+            pairs: 0,
+            serial_correlation: None,
+            run_effects_measured: true,
+        })
+    }
+
     /// `b − a` of two sessions' estimates.
     pub fn difference(b: &LogEstimate, a: &LogEstimate) -> Self {
         let (db, da) = (b.se.powi(2), a.se.powi(2));
@@ -148,6 +198,25 @@ mod tests {
         assert!((several.estimate - 0.2).abs() < 1e-12);
         assert!((several.se - 0.1 / 3f64.sqrt()).abs() < 1e-12, "{several:?}");
         assert!(several.run_effects_measured && !one.run_effects_measured);
+    }
+
+    #[test]
+    fn unpaired_sides_use_run_means_from_two_runs_a_side_and_requests_below() {
+        // Runs of requests whose means are 0.1, 0.3 (x) and 0.0, 0.2 (reference): run means
+        // 0.2 against 0.1; each side's sd is 0.1 √2, its mean's error 0.1, so SE = 0.1 √2 on
+        // Welch's 2 df.
+        let run = |m: f64| vec![m - 0.01, m, m + 0.01];
+        let x = [run(0.1), run(0.3)];
+        let r = [run(0.0), run(0.2)];
+        let e = LogEstimate::unpaired(&x, &r, 0.2, Rule::RequestMedians).unwrap();
+        assert_eq!((e.rule, e.units, e.run_effects_measured), (Rule::RunMeans, 4, true));
+        assert!((e.estimate - 0.1).abs() < 1e-12 && (e.se - 0.1 * 2f64.sqrt()).abs() < 1e-12, "{e:?}");
+        assert!((e.df - 2.0).abs() < 1e-9, "{e:?}");
+        // One run a side: the requests, under the rule named, blind to run effects.
+        let one = LogEstimate::unpaired(&x[..1], &r, 0.2, Rule::RawRequestMedians).unwrap();
+        assert_eq!((one.rule, one.units, one.run_effects_measured), (Rule::RawRequestMedians, 9, false));
+        let err = LogEstimate::unpaired(&[vec![0.1]], &r, 0.2, Rule::RequestMedians).unwrap_err();
+        assert_eq!(err.to_string(), "too few requests: expected at least 2, got 1");
     }
 
     #[test]

@@ -29,7 +29,10 @@ mod simulation;
 
 pub use blocks::PairBlocks;
 pub use bootstrap::validate as validate_bootstrap;
-pub use decision::{before_holm, decide_alone, decide_family, t_quantile, validate as validate_decision_config};
+pub use decision::{
+    before_holm, can_decide, decide_alone, decide_family, t_quantile, validate as validate_decision_config, verdict_of,
+    REPETITIONS_FOR_A_VERDICT,
+};
 pub use decode_baseline_wire::decision::{
     Decision, DecisionConfig, ErrorSource, RatioInterval, DEFAULT_MARGIN, DEFAULT_POWER, DEFAULT_TEST_ALPHA,
 };

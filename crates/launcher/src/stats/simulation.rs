@@ -1,27 +1,34 @@
-//! The verdict engine proven apart from the host (issue 28, part 6): synthetic interleaved
-//! sessions of known per-pair σ, effect, serial correlation, run effects and tails, judged by
-//! the same functions `compare` uses (`PairBlocks` → `LogEstimate::paired` → `Decision`), with
-//! a seeded ChaCha8 stream, so every figure is reproducible:
+//! The verdict engine proven apart from the host (issues 28 and 42): synthetic sessions with
+//! noise at every level the design has (pairs, runs, sessions), judged by the same functions
+//! `compare`, the run table, the looks of `--until-decided`, the decomposition and the energy
+//! rows use (`PairBlocks` → `LogEstimate` → `Decision`), with a seeded ChaCha8 stream, so every
+//! figure is reproducible:
 //!
 //! ```sh
 //! cargo test --release -p decode-baseline-launcher --lib stats::simulation -- --nocapture --test-threads 1
 //! ```
 //!
-//! A session: `pairs` request pairs in `runs` worker runs; pair `k` has
-//! `d_k = θ + u_r + o_k + ε_k` with `θ = ln(1 + effect)`, a run effect `u_r ~ N(0, τ²)`, an
-//! order effect `o_k = ±ORDER_EFFECT` alternating with the A B / B A order (the blocks cancel
-//! it), and noise `ε_k` of standard deviation `σ`: normal, Student t₃ scaled to `σ`, or AR(1)
+//! A session: `pairs` request pairs in `runs` worker runs; pair `k` of run `r` has
+//! `d_k = θ + c + u_r + o_k + ε_k` with `θ = ln(1 + effect)`, a session effect `c ~ N(0, γ²)`
+//! shared by every run of the session (`session_sd`), a run effect `u_r ~ N(0, τ²)` (`run_sd`:
+//! what makes one worker process of the same code faster than another), an order effect
+//! `o_k = ±ORDER_EFFECT` alternating with the A B / B A order (the blocks cancel it), and noise
+//! `ε_k` of standard deviation `σ`: normal, Student t₃ scaled to `σ`, or AR(1)
 //! `ε_k = ρ ε_{k−1} + √(1 − ρ²) η_k` within a run. "With a profile" means a host noise profile
 //! measured from `K = 20` A/A sessions of the same design (`PROFILE_SESSIONS`), a fresh profile
 //! for every 20 sessions judged.
 //!
-//! Monte-Carlo error: `N = SESSIONS` sessions per cell; a rate `p` has standard error
-//! `√(p (1 − p) / N)`, and every bound below allows three of them.
+//! The levels measured on this project's host (`req/findings.md` §21 and issue 42): pair σ
+//! 0.025 at `--cpus first`, a per-process offset of sd 0.007–0.014, and a session-level part
+//! of about 0.007 that no number of runs removes.
+//!
+//! Monte-Carlo error: `N = SESSIONS` sessions (or comparisons) per cell; a rate `p` has
+//! standard error `√(p (1 − p) / N)`, and every bound below allows three of them.
 
 use rand_chacha::{rand_core::RngCore, rand_core::SeedableRng, ChaCha8Rng};
 
 use super::blocks::PairBlocks;
-use super::log_estimate::LogEstimate;
+use super::log_estimate::{LogEstimate, Rule};
 use super::{Decision, DecisionConfig, NoiseProfile, Verdict};
 
 /// Sessions per cell.
@@ -41,15 +48,23 @@ enum Noise {
 #[derive(Debug, Clone, Copy)]
 struct Design {
     sigma: f64,
+    /// Pairs in all, `pairs / runs` per run.
     pairs: usize,
     runs: usize,
     run_sd: f64,
+    session_sd: f64,
     noise: Noise,
 }
 
 impl Design {
+    /// One run of `pairs` pairs, one level of noise.
     fn plain(sigma: f64, pairs: usize) -> Self {
-        Design { sigma, pairs, runs: 1, run_sd: 0.0, noise: Noise::Normal }
+        Design { sigma, pairs, runs: 1, run_sd: 0.0, session_sd: 0.0, noise: Noise::Normal }
+    }
+
+    /// `runs` runs of `per_run` pairs with pair σ `sigma` and run sd `run_sd`.
+    fn two_level(sigma: f64, run_sd: f64, runs: usize, per_run: usize) -> Self {
+        Design { sigma, pairs: runs * per_run, runs, run_sd, session_sd: 0.0, noise: Noise::Normal }
     }
 
     fn seed(&self, effect: f64, salt: u64) -> u64 {
@@ -63,6 +78,7 @@ impl Design {
             ^ ((self.runs as u64) << 32)
             ^ (((self.run_sd * 1e4) as u64) << 40)
             ^ (noise << 52)
+            ^ (((self.session_sd * 1e4) as u64) << 56)
             ^ (((effect * 1e4) as u64) << 8)
             ^ salt
     }
@@ -101,36 +117,53 @@ impl Gen {
         z / (chi2 / 3.0).sqrt() / 3f64.sqrt()
     }
 
-    /// The block log differences of one synthetic session, by run.
-    fn session(&mut self, d: &Design, theta: f64) -> Vec<Vec<f64>> {
+    /// The pair log differences `d_k` of one synthetic session, by run.
+    fn diffs(&mut self, d: &Design, theta: f64) -> Vec<Vec<f64>> {
         let per_run = d.pairs / d.runs;
+        // Drawn only when asked for, so that designs without it keep the stream they had.
+        let session = if d.session_sd > 0.0 { d.session_sd * self.normal() } else { 0.0 };
         (0..d.runs)
             .map(|_| {
                 let u = d.run_sd * self.normal();
                 let mut eps = 0.0;
-                let diffs: Vec<f64> = (0..per_run)
+                (0..per_run)
                     .map(|k| {
                         eps = match d.noise {
                             Noise::Normal => self.normal(),
                             Noise::StudentT3 => self.t3(),
-                            Noise::Ar1(rho) if k == 0 => {
-                                let _ = rho;
-                                self.normal()
-                            }
+                            Noise::Ar1(_) if k == 0 => self.normal(),
                             Noise::Ar1(rho) => rho * eps + (1.0 - rho * rho).sqrt() * self.normal(),
                         };
                         let order = if k % 2 == 0 { ORDER_EFFECT } else { -ORDER_EFFECT };
-                        theta + u + order + d.sigma * eps
+                        theta + session + u + order + d.sigma * eps
                     })
-                    .collect();
-                PairBlocks::blocks_of(&diffs)
+                    .collect()
             })
             .collect()
     }
 
+    /// The block log differences of one synthetic session, by run.
+    fn session(&mut self, d: &Design, theta: f64) -> Vec<Vec<f64>> {
+        self.diffs(d, theta).iter().map(|run| PairBlocks::blocks_of(run)).collect()
+    }
+
+    /// The paired estimate of one synthetic session, as `compare` makes it.
     fn estimate(&mut self, d: &Design, theta: f64, config: &DecisionConfig) -> LogEstimate {
         let blocks = PairBlocks::from_blocks(self.session(d, theta)).unwrap();
         LogEstimate::paired(&blocks, config.trim).unwrap()
+    }
+
+    /// The negative control: every run's blocks pooled as if one run, and judged as if that error
+    /// held run-to-run effects; what a rule that ignores the run level would do.
+    fn pooled_estimate(&mut self, d: &Design, theta: f64, config: &DecisionConfig) -> LogEstimate {
+        let blocks = PairBlocks::from_blocks(vec![self.session(d, theta).concat()]).unwrap();
+        LogEstimate { run_effects_measured: true, ..LogEstimate::paired(&blocks, config.trim).unwrap() }
+    }
+
+    /// A profile of `K = PROFILE_SESSIONS` A/A sessions of `d`.
+    fn profile(&mut self, d: &Design, config: &DecisionConfig) -> NoiseProfile {
+        let estimates: Vec<f64> = (0..PROFILE_SESSIONS).map(|_| self.estimate(d, 0.0, config).estimate).collect();
+        crate::stats::profile_of(&estimates, "simulated").unwrap()
     }
 }
 
@@ -174,9 +207,7 @@ fn run_cell(design: &Design, effect: f64, with_profile: bool) -> Rates {
     let mut decisions = Vec::with_capacity(SESSIONS);
     for i in 0..SESSIONS {
         if with_profile && i % PROFILE_SESSIONS == 0 {
-            let estimates: Vec<f64> =
-                (0..PROFILE_SESSIONS).map(|_| aa.estimate(design, 0.0, &config).estimate).collect();
-            profile = Some(crate::stats::profile_of(&estimates, "simulated").unwrap());
+            profile = Some(aa.profile(design, &config));
         }
         let estimate = sessions.estimate(design, theta, &config);
         decisions.push(crate::stats::decide_alone(&estimate, profile.as_ref(), 1, &config).unwrap());
@@ -193,7 +224,9 @@ const ALPHA: f64 = 0.05;
 
 #[test]
 fn the_paired_test_holds_its_false_alarm_rate_and_reaches_the_issues_detection_rates() {
-    // (σ, pairs, detection of 3 %, detection of 10 %): issue 28's "paired test" column.
+    // One run of pairs, one level of noise: with a profile of its design (issue 28's "paired
+    // test" column), and without one, where the row's error cannot see run-to-run effects and
+    // no verdict is given at all.
     let targets: [(f64, usize, f64, f64); 5] = [
         (0.25, 20, 0.04, 0.25),
         (0.25, 200, 0.29, 1.00),
@@ -234,6 +267,8 @@ fn the_paired_test_holds_its_false_alarm_rate_and_reaches_the_issues_detection_r
                         failures.push(format!("σ {sigma}, {pairs} pairs: detection of {what} {got} < {want}"));
                     }
                 }
+            } else if ten.slower + ten.faster + zero.no_difference > 0.0 {
+                failures.push(format!("σ {sigma}, {pairs} pairs: a one-run row without a profile got a verdict"));
             }
         }
     }
@@ -278,10 +313,10 @@ fn heavy_tails_and_run_effects_keep_the_false_alarm_rate() {
     println!("\nscenario | error | false alarms | detect 10 % | coverage");
     let mut failures = Vec::new();
     let scenarios = [
-        ("t3 tails, σ 0.10, 200 pairs", Design { noise: Noise::StudentT3, ..Design::plain(0.10, 200) }, false),
-        ("t3 tails, σ 0.25, 20 pairs", Design { noise: Noise::StudentT3, ..Design::plain(0.25, 20) }, false),
-        ("4 runs, run SD 0.05, σ 0.10, 200 pairs", Design { runs: 4, run_sd: 0.05, ..Design::plain(0.10, 200) }, false),
-        ("1 run, run SD 0.05, σ 0.10, 200 pairs", Design { run_sd: 0.05, ..Design::plain(0.10, 200) }, true),
+        ("t3 tails, 4 runs × 50, run SD 0.01, σ 0.10", Design { noise: Noise::StudentT3, ..Design::two_level(0.10, 0.01, 4, 50) }, false),
+        ("t3 tails, 6 runs × 8, run SD 0.014, σ 0.025", Design { noise: Noise::StudentT3, ..Design::two_level(0.025, 0.014, 6, 8) }, false),
+        ("4 runs × 50, run SD 0.05, σ 0.10", Design::two_level(0.10, 0.05, 4, 50), false),
+        ("1 run × 200, run SD 0.05, σ 0.10", Design::two_level(0.10, 0.05, 1, 200), true),
     ];
     for (name, design, with_profile) in scenarios {
         let (zero, ten) = (run_cell(&design, 0.0, with_profile), run_cell(&design, 0.10, with_profile));
@@ -290,32 +325,42 @@ fn heavy_tails_and_run_effects_keep_the_false_alarm_rate() {
         if zero.alarms() > ALPHA + slack(ALPHA) {
             failures.push(format!("{name}, {error}: false alarms {}", zero.alarms()));
         }
-    }
-    // Why a profile: one run per side cannot see a run effect, and its own error calls it a
-    // difference far more often than α.
-    let blind = run_cell(&Design { run_sd: 0.05, ..Design::plain(0.10, 200) }, 0.0, false);
-    println!("1 run, run SD 0.05, σ 0.10, 200 pairs | own | {:.3} | - | {:.3}", blind.alarms(), blind.covered);
-    if blind.alarms() <= ALPHA + slack(ALPHA) {
-        failures.push(format!("a run effect of 0.05 went unseen by the own error: false alarms {}", blind.alarms()));
+        if zero.covered < 1.0 - ALPHA - slack(ALPHA) {
+            failures.push(format!("{name}, {error}: coverage {}", zero.covered));
+        }
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// One cell of the two-sample rule (`request_medians`, a sequential session's time rows and its
-/// energy rows): `requests` per-request log values per side, the numerator shifted by
-/// `ln(1 + effect)`, noise of standard deviation `sigma` (normal or t₃), one run per side.
-fn two_sample_cell(sigma: f64, requests: usize, noise: Noise, effect: f64) -> Rates {
-    use super::log_estimate::Rule;
+/// The per-request log values of one sequential session (no pairs): per side `runs` runs of
+/// `per_run` requests, each run offset by `u_r ~ N(0, run_sd²)`, the numerator's shifted by
+/// `theta`, noise of standard deviation `sigma` (normal or t₃); the session term shared by both
+/// sides cancels in their difference and is left out.
+fn unpaired_session(g: &mut Gen, d: &Design, theta: f64) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let per_run = d.pairs / d.runs;
+    let mut side = |shift: f64| -> Vec<Vec<f64>> {
+        (0..d.runs)
+            .map(|_| {
+                let u = d.run_sd * g.normal();
+                (0..per_run)
+                    .map(|_| shift + u + d.sigma * if d.noise == Noise::StudentT3 { g.t3() } else { g.normal() })
+                    .collect()
+            })
+            .collect()
+    };
+    (side(theta), side(0.0))
+}
+
+/// One cell of the unpaired rule (a sequential session's time and energy rows, `run_means`
+/// from two runs a side, `request_medians` below).
+fn two_sample_cell(design: &Design, effect: f64) -> Rates {
     let config = DecisionConfig::default();
     let theta = (1.0 + effect).ln();
-    let seed = Design { sigma, pairs: requests, runs: 1, run_sd: 0.0, noise }.seed(effect, 0x2_5A);
-    let mut g = Gen::new(seed);
-    let draw = |g: &mut Gen| sigma * if noise == Noise::StudentT3 { g.t3() } else { g.normal() };
+    let mut g = Gen::new(design.seed(effect, 0x2_5A));
     let decisions: Vec<Decision> = (0..SESSIONS)
         .map(|_| {
-            let x: Vec<f64> = (0..requests).map(|_| theta + draw(&mut g)).collect();
-            let r: Vec<f64> = (0..requests).map(|_| draw(&mut g)).collect();
-            let estimate = LogEstimate::two_sample(&x, &r, config.trim, Rule::RequestMedians).unwrap();
+            let (x, r) = unpaired_session(&mut g, design, theta);
+            let estimate = LogEstimate::unpaired(&x, &r, config.trim, Rule::RequestMedians).unwrap();
             crate::stats::decide_alone(&estimate, None, 1, &config).unwrap()
         })
         .collect();
@@ -323,33 +368,36 @@ fn two_sample_cell(sigma: f64, requests: usize, noise: Noise, effect: f64) -> Ra
 }
 
 #[test]
-fn the_two_sample_rule_of_sequential_sessions_holds_its_false_alarm_rate() {
-    // Independent requests, one run per side: what the rule assumes. Run-to-run effects are
-    // outside it, as the output says ("run-to-run effects not measured").
-    println!("\nnoise | σ per request | requests | false alarms | coverage at 0 | no diff. at 3 % | detect 10 %");
+fn the_unpaired_rule_of_sequential_sessions_holds_its_false_alarm_rate_on_two_level_noise() {
+    // Per-request σ 0.05–0.10 and a per-run offset: the run is the unit from two runs a side;
+    // one run a side gives no verdict (its requests share the run's offset).
+    println!("\nnoise | σ per request | run SD | runs × requests | false alarms | coverage at 0 | no diff. at 3 % | detect 10 %");
     let mut failures = Vec::new();
     for noise in [Noise::Normal, Noise::StudentT3] {
-        for (sigma, requests) in [(0.05, 20), (0.10, 20), (0.10, 40)] {
-            let (zero, three, ten) = (
-                two_sample_cell(sigma, requests, noise, 0.0),
-                two_sample_cell(sigma, requests, noise, 0.03),
-                two_sample_cell(sigma, requests, noise, 0.10),
-            );
+        for (sigma, run_sd, runs, per_run) in
+            [(0.05, 0.014, 3, 8), (0.10, 0.014, 4, 8), (0.05, 0.03, 6, 8), (0.05, 0.014, 1, 20)]
+        {
+            let design = Design { noise, ..Design::two_level(sigma, run_sd, runs, per_run) };
+            let (zero, three, ten) =
+                (two_sample_cell(&design, 0.0), two_sample_cell(&design, 0.03), two_sample_cell(&design, 0.10));
             println!(
-                "{noise:?} | {sigma} | {requests} | {:.3} | {:.3} | {:.3} | {:.3}",
+                "{noise:?} | {sigma} | {run_sd} | {runs} × {per_run} | {:.3} | {:.3} | {:.3} | {:.3}",
                 zero.alarms(),
                 zero.covered,
                 three.no_difference,
                 ten.slower
             );
             if zero.alarms() > ALPHA + slack(ALPHA) {
-                failures.push(format!("{noise:?} σ {sigma}, {requests}: false alarms {}", zero.alarms()));
+                failures.push(format!("{noise:?} {design:?}: false alarms {}", zero.alarms()));
             }
-            if zero.covered < 1.0 - ALPHA - slack(ALPHA) {
-                failures.push(format!("{noise:?} σ {sigma}, {requests}: coverage {}", zero.covered));
+            if runs >= 2 && zero.covered < 1.0 - ALPHA - slack(ALPHA) {
+                failures.push(format!("{noise:?} {design:?}: coverage {}", zero.covered));
             }
             if three.no_difference > ALPHA + slack(ALPHA) {
-                failures.push(format!("{noise:?} σ {sigma}, {requests}: no difference at 3 % {}", three.no_difference));
+                failures.push(format!("{noise:?} {design:?}: no difference at 3 % {}", three.no_difference));
+            }
+            if runs == 1 && ten.slower > 0.0 {
+                failures.push(format!("{noise:?} {design:?}: one run a side got a verdict"));
             }
         }
     }
@@ -377,27 +425,231 @@ fn difference_cell(design: &Design, base: f64, effect: f64) -> Rates {
 #[test]
 fn the_difference_of_two_cells_holds_its_false_alarm_rate_and_detects_a_tenth() {
     let mut failures = Vec::new();
-    // (σ, pairs, the least detection of a 10 % difference), both cells at a ratio of 0.8. Found
-    // (2026-12-03): false alarms 0.036, 0.049, 0.032; coverage 0.964, 0.952, 0.968; 10 % detected
-    // 0.517, 1.000, 0.939.
-    for (sigma, pairs, detect) in [(0.10, 20, 0.45), (0.10, 200, 0.99), (0.25, 200, 0.85)] {
-        let design = Design::plain(sigma, pairs);
+    // (design, the least detection of a 10 % difference), both cells at a ratio of 0.8.
+    for (design, detect) in [
+        (Design::two_level(0.025, 0.007, 3, 8), 0.60),
+        (Design::two_level(0.025, 0.014, 4, 8), 0.80),
+        (Design::two_level(0.10, 0.014, 6, 8), 0.80),
+    ] {
         let null = difference_cell(&design, 0.8, 0.0);
         let tenth = difference_cell(&design, 0.8, 0.10);
         println!(
-            "σ {sigma}, {pairs} pairs: false alarms {:.3}, coverage {:.3}, 10 % detected {:.3}",
+            "σ {}, run SD {}, {} runs × {}: false alarms {:.3}, coverage {:.3}, 10 % detected {:.3}",
+            design.sigma,
+            design.run_sd,
+            design.runs,
+            design.pairs / design.runs,
             null.alarms(),
             null.covered,
             tenth.slower
         );
         if null.alarms() > ALPHA + slack(ALPHA) {
-            failures.push(format!("σ {sigma}, {pairs} pairs: false alarms {}", null.alarms()));
+            failures.push(format!("{design:?}: false alarms {}", null.alarms()));
         }
         if null.covered < 1.0 - ALPHA - slack(ALPHA) {
-            failures.push(format!("σ {sigma}, {pairs} pairs: coverage {}", null.covered));
+            failures.push(format!("{design:?}: coverage {}", null.covered));
         }
         if tenth.slower < detect {
-            failures.push(format!("σ {sigma}, {pairs} pairs: 10 % detected {} < {detect}", tenth.slower));
+            failures.push(format!("{design:?}: 10 % detected {} < {detect}", tenth.slower));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// What one rule path made of `SESSIONS` draws at one effect: the share of draws with any
+/// row faster or slower, the share of rows called slower, and the share of rows whose interval
+/// held the true ratio.
+#[derive(Debug, Clone, Copy, Default)]
+struct PathRates {
+    any_alarm: f64,
+    slower_rows: f64,
+    covered_rows: f64,
+    mde_median: f64,
+}
+
+impl PathRates {
+    /// `draws`: the decided rows of each draw.
+    fn of(draws: &[Vec<Decision>], effect: f64) -> PathRates {
+        let n = draws.len() as f64;
+        let rows: Vec<&Decision> = draws.iter().flatten().collect();
+        let m = rows.len().max(1) as f64;
+        let mut mdes: Vec<f64> = rows.iter().map(|d| d.mde).collect();
+        mdes.sort_by(f64::total_cmp);
+        PathRates {
+            any_alarm: draws
+                .iter()
+                .filter(|rows| rows.iter().any(|d| matches!(d.verdict, Verdict::Faster | Verdict::Slower)))
+                .count() as f64
+                / n,
+            slower_rows: rows.iter().filter(|d| d.verdict == Verdict::Slower).count() as f64 / m,
+            covered_rows: rows.iter().filter(|d| d.ci.contains(1.0 + effect)).count() as f64 / m,
+            mde_median: mdes.get(mdes.len() / 2).copied().unwrap_or(f64::NAN),
+        }
+    }
+}
+
+/// The rule paths, each judged as its command judges it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Path {
+    /// One session's row (the run table, `compare A`): the paired estimate, decided alone.
+    Within,
+    /// `compare A B` over ten rows, each the difference of two sessions' paired estimates,
+    /// Holm across the ten (the main job's judged rows).
+    Across,
+    /// An energy row: the pair log ratios by run through `energy::paired_energy_estimate`.
+    Energy,
+    /// `--until-decided`: one run per look, Pocock's boundary for the planned looks; the
+    /// decision at the first look that decides, or none.
+    Looks,
+}
+
+const ACROSS_ROWS: usize = 10;
+
+/// `SESSIONS` draws of `path` on `design` at `effect` (sessions B of `Across` carry it, A not),
+/// with a profile of the design (`K = 20` A/A sessions, renewed every 20 draws) when asked.
+fn path_cell(path: Path, design: &Design, effect: f64, with_profile: bool) -> PathRates {
+    let config = DecisionConfig::default();
+    let theta = (1.0 + effect).ln();
+    let mut g = Gen::new(design.seed(effect, 0x9A7_0000 + path as u64 * 16 + u64::from(with_profile)));
+    let mut aa = Gen::new(design.seed(effect, 0xAA_0000 + path as u64 * 16));
+    let mut profile: Option<NoiseProfile> = None;
+    let draws: Vec<Vec<Decision>> = (0..SESSIONS)
+        .map(|i| {
+            if with_profile && i % PROFILE_SESSIONS == 0 {
+                profile = Some(aa.profile(design, &config));
+            }
+            let profile = profile.as_ref();
+            let decide = |e: &LogEstimate, sessions| crate::stats::decide_alone(e, profile, sessions, &config).unwrap();
+            match path {
+                Path::Within => vec![decide(&g.estimate(design, theta, &config), 1)],
+                Path::Energy => {
+                    let runs = g.diffs(design, theta);
+                    vec![decide(&crate::energy::paired_energy_estimate(&runs, config.trim).unwrap(), 1)]
+                }
+                Path::Across => {
+                    let mut rows: Vec<Decision> = (0..ACROSS_ROWS)
+                        .map(|_| {
+                            let (b, a) = (g.estimate(design, theta, &config), g.estimate(design, 0.0, &config));
+                            crate::stats::before_holm(&LogEstimate::difference(&b, &a), profile, 2, &config).unwrap()
+                        })
+                        .collect();
+                    crate::stats::decide_family(&mut rows);
+                    rows
+                }
+                Path::Looks => {
+                    let level = crate::stats::pocock(design.runs, config.alpha).unwrap().nominal_alpha;
+                    let blocks = g.session(design, theta);
+                    let mut last = None;
+                    for k in 1..=design.runs {
+                        let e = LogEstimate::paired(&PairBlocks::from_blocks(blocks[..k].to_vec()).unwrap(), config.trim)
+                            .unwrap();
+                        let mut d = decide(&e, 1);
+                        d.verdict = crate::stats::verdict_of(&d, d.p_value < level, d.equivalence_p_value < level);
+                        let decided = d.verdict != Verdict::Inconclusive;
+                        last = Some(d);
+                        if decided {
+                            break;
+                        }
+                    }
+                    last.into_iter().collect()
+                }
+            }
+        })
+        .collect();
+    PathRates::of(&draws, effect)
+}
+
+#[test]
+fn every_rule_path_holds_its_false_alarm_rate_and_coverage_on_two_level_noise() {
+    // The host's levels (σ 0.025 a pair, a run offset of 0.007 or 0.014), 8 pairs a run (the
+    // frozen policy), 3, 4 or 6 runs. Asserted for every path: false alarms (any row of a draw)
+    // at most α + 3 SE, and intervals covering the true ratio at least 1 − α − 3 SE (not for the
+    // looks, whose interval is the fixed-sample one of the last look).
+    println!(
+        "\npath | σ | run SD | runs × pairs | false alarms (any row) | coverage | 3 % seen (rows) | 10 % seen (rows) | MDE (median)"
+    );
+    let mut failures = Vec::new();
+    for path in [Path::Within, Path::Across, Path::Energy, Path::Looks] {
+        for (run_sd, runs) in [(0.007, 3), (0.014, 3), (0.007, 4), (0.014, 4), (0.014, 6)] {
+            let design = Design::two_level(0.025, run_sd, runs, 8);
+            let (zero, three, ten) =
+                (path_cell(path, &design, 0.0, false), path_cell(path, &design, 0.03, false), path_cell(path, &design, 0.10, false));
+            println!(
+                "{path:?} | 0.025 | {run_sd} | {runs} × 8 | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} %",
+                zero.any_alarm,
+                zero.covered_rows,
+                three.slower_rows,
+                ten.slower_rows,
+                100.0 * zero.mde_median
+            );
+            if zero.any_alarm > ALPHA + slack(ALPHA) {
+                failures.push(format!("{path:?} {design:?}: false alarms {}", zero.any_alarm));
+            }
+            if path != Path::Looks && zero.covered_rows < 1.0 - ALPHA - slack(ALPHA) {
+                failures.push(format!("{path:?} {design:?}: coverage {}", zero.covered_rows));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_rule_blind_to_the_run_level_fails_the_same_check_and_one_run_gives_no_verdict() {
+    // The negative control: the same sessions, every run's blocks pooled as one run and judged
+    // as if that error held run-to-run effects (the rule before issue 42). It must fail the
+    // check the real rule passes; otherwise the check could not tell them apart.
+    let config = DecisionConfig::default();
+    println!("\nrule | σ | run SD | runs × pairs | false alarms | coverage");
+    let mut failures = Vec::new();
+    // 20 pairs a run, as the issue's review measured: the more pairs, the smaller the pairs'
+    // error and the more the run offset dominates what the pooled rule cannot see.
+    for (run_sd, runs) in [(0.007, 4), (0.014, 4), (0.014, 1)] {
+        let design = Design::two_level(0.025, run_sd, runs, 20);
+        let mut g = Gen::new(design.seed(0.0, 0xB11D));
+        let blind: Vec<Decision> = (0..SESSIONS)
+            .map(|_| crate::stats::decide_alone(&g.pooled_estimate(&design, 0.0, &config), None, 1, &config).unwrap())
+            .collect();
+        let blind = Rates::of(&blind, 0.0);
+        let real = run_cell(&design, 0.0, false);
+        println!("pooled as one run | 0.025 | {run_sd} | {runs} × 20 | {:.3} | {:.3}", blind.alarms(), blind.covered);
+        println!("the rule | 0.025 | {run_sd} | {runs} × 20 | {:.3} | {:.3}", real.alarms(), real.covered);
+        if blind.alarms() <= ALPHA + slack(ALPHA) {
+            failures.push(format!("{design:?}: the pooled rule's false alarms {} pass the check", blind.alarms()));
+        }
+        if real.alarms() > ALPHA + slack(ALPHA) {
+            failures.push(format!("{design:?}: the rule's false alarms {}", real.alarms()));
+        }
+        if runs == 1 && real.alarms() + real.no_difference > 0.0 {
+            failures.push(format!("{design:?}: one run got a verdict"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_session_level_term_needs_a_profile_of_the_design() {
+    // A session-level part (about 0.007 measured here, findings §21) is shared by every run of a
+    // session: within one session it is part of the ratio the session measures, but between two
+    // sessions it is noise that no run-level error sees. A profile of K A/A sessions of the same
+    // design holds it, and `compare A B` with the profile keeps its level; without one, the
+    // table below shows the cost, which the rule cannot remove without sessions to learn from.
+    println!("\npath | session SD | error | false alarms (any row) | coverage | 10 % seen (rows)");
+    let mut failures = Vec::new();
+    for session_sd in [0.0, 0.0072] {
+        let design = Design { session_sd, ..Design::two_level(0.025, 0.014, 4, 8) };
+        for with_profile in [false, true] {
+            let (zero, ten) = (
+                path_cell(Path::Across, &design, 0.0, with_profile),
+                path_cell(Path::Across, &design, 0.10, with_profile),
+            );
+            let error = if with_profile { "profile" } else { "run means" };
+            println!(
+                "Across | {session_sd} | {error} | {:.3} | {:.3} | {:.3}",
+                zero.any_alarm, zero.covered_rows, ten.slower_rows
+            );
+            if (with_profile || session_sd == 0.0) && zero.any_alarm > ALPHA + slack(ALPHA) {
+                failures.push(format!("session SD {session_sd}, {error}: false alarms {}", zero.any_alarm));
+            }
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
