@@ -4,6 +4,7 @@
 //!
 //! ```sh
 //! cargo bench --bench power                       # 10 pairs per order, 3 % slowdown
+//! cargo bench --bench power -- --cell my-model.my-model-L512.headline --slowdown-pct 5
 //! cargo bench --bench power -- --pairs 4 --slowdown-pct 5 --orders interleaved
 //! cargo bench --bench power -- --hog              # a CPU hog started half-way instead
 //! cargo bench --bench power -- --yardstick --pairs 10 --repetitions 2
@@ -56,9 +57,12 @@ use std::{
 
 use serde_json::{json, Value};
 
-const CELL: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
+/// The cell measured unless `--cell` names another of the manifest's (a model added with
+/// `manifest add-case` has its own).
+const DEFAULT_CELL: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
 
 struct Options {
+    cell: String,
     pairs: usize,
     slowdown_pct: f64,
     orders: Vec<String>,
@@ -73,12 +77,13 @@ struct Options {
 
 fn options() -> Options {
     let mut o = Options {
+        cell: DEFAULT_CELL.to_owned(),
         pairs: 10,
         slowdown_pct: 3.0,
         orders: vec!["alternate".into(), "interleaved".into()],
         hog: false,
         yardstick: false,
-        repetitions: 1,
+        repetitions: 3,
         cpus: "first".into(),
         until_decided: None,
         aa: true,
@@ -88,6 +93,7 @@ fn options() -> Options {
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
         match arg.as_str() {
+            "--cell" => o.cell = value(),
             "--pairs" => o.pairs = value().parse().expect("--pairs: a whole number"),
             "--slowdown-pct" => o.slowdown_pct = value().parse().expect("--slowdown-pct: a number"),
             "--orders" => o.orders = value().split(',').map(str::to_owned).collect(),
@@ -99,7 +105,7 @@ fn options() -> Options {
             "--no-aa" => o.aa = false,
             "--nominal-spin" => o.nominal_spin = true,
             other => panic!(
-                "unknown argument {other:?}; expected --pairs N, --slowdown-pct P, --orders a,b, --hog, --yardstick, \
+                "unknown argument {other:?}; expected --cell NAME, --pairs N, --slowdown-pct P, --orders a,b, --hog, --yardstick, \
                  --repetitions R, --cpus LIST, --until-decided BUDGET, --no-aa, --nominal-spin"
             ),
         }
@@ -118,6 +124,7 @@ fn repo() -> PathBuf {
 /// The adapters of a session, the slowed one, the reference, the worker runs per adapter and
 /// the `run` flags beyond `--job`.
 struct Lineup {
+    cell: String,
     adapters: &'static [&'static str],
     slowed: &'static str,
     reference: &'static str,
@@ -126,20 +133,21 @@ struct Lineup {
 }
 
 /// Controlled against stock, controlled slowed: the comparison of two sessions.
-fn against_stock() -> Lineup {
+fn against_stock(o: &Options) -> Lineup {
     Lineup {
+        cell: o.cell.clone(),
         adapters: &["controlled", "stock"],
         slowed: "controlled",
         reference: "stock",
-        repetitions: 1,
+        repetitions: o.repetitions,
         run_flags: vec![],
     }
 }
 
 /// Runs one session of the cell in `order`, the controlled loop slowed by `slowdown_us`;
 /// returns the session folder and its wall time in seconds.
-fn session(root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, f64) {
-    session_with(root, order, name, slowdown_us, None, &against_stock()).0
+fn session(o: &Options, root: &Path, order: &str, name: &str, slowdown_us: u32) -> (PathBuf, f64) {
+    session_with(root, order, name, slowdown_us, None, &against_stock(o)).0
 }
 
 /// As [`session`], with a CPU hog (one spinning shell per CPU) started `hog_after_s` into it;
@@ -155,7 +163,7 @@ fn session_with(
     let out = root.join(name);
     let job = root.join(format!("{name}.json"));
     let body = json!({
-        "schema_version": 1, "manifest": repo().join("workloads.json"), "cells": [CELL],
+        "schema_version": 1, "manifest": repo().join("workloads.json"), "cells": [lineup.cell],
         "adapters": lineup.adapters, "reference": lineup.reference, "output_root": out,
         "repetitions": lineup.repetitions, "order": order, "aa_pair": true
     });
@@ -203,9 +211,9 @@ fn session_ratio(session: &Path) -> (f64, f64, f64) {
 fn hog(o: &Options, root: &Path) {
     let mut results = Vec::new();
     for order in &o.orders {
-        let ((quiet, wall), _) = session_with(root, order, &format!("{order}-quiet"), 0, None, &against_stock());
+        let ((quiet, wall), _) = session_with(root, order, &format!("{order}-quiet"), 0, None, &against_stock(o));
         let ((busy, _), table) =
-            session_with(root, order, &format!("{order}-hog"), 0, Some(wall / 2.0), &against_stock());
+            session_with(root, order, &format!("{order}-hog"), 0, Some(wall / 2.0), &against_stock(o));
         let (q, b) = (session_ratio(&quiet), session_ratio(&busy));
         let warned = table.contains("warning: host:");
         println!(
@@ -229,6 +237,7 @@ fn yardstick(o: &Options, root: &Path) {
         run_flags.extend(["--until-decided".to_owned(), "--budget".to_owned(), budget.clone()]);
     }
     let lineup = Lineup {
+        cell: o.cell.clone(),
         adapters: &["controlled", "controlled-b"],
         slowed: "controlled-b",
         reference: "controlled",
@@ -247,7 +256,7 @@ fn yardstick(o: &Options, root: &Path) {
         let row = report["rows"].as_array().unwrap().iter().find(|r| r["adapter"] == "controlled-b").unwrap().clone();
         let ratio = row["outcome"]["decision"]["ratio"].as_f64().unwrap_or(f64::NAN);
         let (verdict, pairs) = match &o.until_decided {
-            Some(_) => sequential_verdict(&session),
+            Some(_) => sequential_verdict(&session, &o.cell),
             None => (verdict(&row), None),
         };
         Judged { verdict, mde: mde(&row), ratio, pairs, wall }
@@ -326,6 +335,7 @@ fn calibrate_spin(o: &Options, root: &Path) -> (u32, Vec<(u32, f64)>) {
     // Four were too few once: a first trial 4.5 points off wasted one (findings §21).
     const MAX_SPIN_TRIALS: usize = 6;
     let lineup = Lineup {
+        cell: o.cell.clone(),
         adapters: &["controlled", "controlled-b"],
         slowed: "controlled-b",
         reference: "controlled",
@@ -387,12 +397,12 @@ impl Judged {
 
 /// The verdict on `controlled-b` and the pairs it took, from a sequential session's record
 /// (`session.json`'s `sequential`; `inconclusive` when it was not decided).
-fn sequential_verdict(session: &Path) -> (String, Option<u32>) {
+fn sequential_verdict(session: &Path, cell: &str) -> (String, Option<u32>) {
     let value: Value = serde_json::from_slice(&std::fs::read(session.join("session.json")).unwrap()).unwrap();
     let cell = value["sequential"]["cells"]
         .as_array()
-        .and_then(|cells| cells.iter().find(|c| c["cell"] == CELL))
-        .unwrap_or_else(|| panic!("no sequential record of {CELL} in {}", session.display()));
+        .and_then(|cells| cells.iter().find(|c| c["cell"] == cell))
+        .unwrap_or_else(|| panic!("no sequential record of {cell} in {}", session.display()));
     let row = cell["rows"].as_array().and_then(|rows| rows.iter().find(|r| r["adapter"] == "controlled-b"));
     let verdict = match row.and_then(|r| r["verdict"].as_str()) {
         Some("undecided") | None => "inconclusive",
@@ -469,14 +479,14 @@ fn main() {
     }
     let mut results = Vec::new();
     for order in &o.orders {
-        let (calibration, _) = session(root.path(), order, &format!("{order}-calibration"), 0);
+        let (calibration, _) = session(&o, root.path(), order, &format!("{order}-calibration"), 0);
         let slowdown_us = nominal_spin_us(adapter_median_ns(&calibration, "controlled"), o.slowdown_pct);
         let (mut false_alarms, mut detections, mut aa_verdicts, mut b_verdicts) = (0, 0, Vec::new(), Vec::new());
         let (mut mdes_c, mut mdes_s, mut walls, mut aa_ratios, mut b_ratios) = (vec![], vec![], vec![], vec![], vec![]);
         for i in 0..o.pairs {
-            let (a, wa) = session(root.path(), order, &format!("{order}-{i}-a"), 0);
-            let (a2, wa2) = session(root.path(), order, &format!("{order}-{i}-a2"), 0);
-            let (b, wb) = session(root.path(), order, &format!("{order}-{i}-b"), slowdown_us);
+            let (a, wa) = session(&o, root.path(), order, &format!("{order}-{i}-a"), 0);
+            let (a2, wa2) = session(&o, root.path(), order, &format!("{order}-{i}-a2"), 0);
+            let (b, wb) = session(&o, root.path(), order, &format!("{order}-{i}-b"), slowdown_us);
             walls.extend([wa, wa2, wb]);
             let aa = compare(&a, &a2);
             let overall = aa["verdict"].as_str().unwrap_or("refused").to_owned();

@@ -215,7 +215,8 @@ struct Synth {
     model_files: Option<CaseFiles>,
     /// (cell, controlled level, stock level)
     cells: Vec<(&'static str, f64, f64)>,
-    /// Worker runs per adapter and cell (the job's `repetitions`), in alternate order.
+    /// Worker runs per adapter and cell (the job's `repetitions`; 3 unless `one_run`), in
+    /// alternate order; a reference-pair cell runs once.
     repetitions: u32,
     /// (cell, adapter, A/A interval)
     aa: Vec<(&'static str, Adapter, (f64, f64))>,
@@ -304,8 +305,10 @@ impl Synth {
             workers.push(worker(cell, adapter, level, slot, &self.ids, self.manifest_sha256));
         };
         for &(cell, controlled, stock) in &self.cells {
-            // The launcher's alternate order: controlled first in even repetitions, stock in odd.
-            for repetition in 0..self.repetitions {
+            // As the launcher plans them: a reference-pair cell runs once whatever the
+            // repetitions, and in alternate order controlled comes first in even repetitions.
+            let repetitions = if mode_of(cell) == Mode::ReferencePair { 1 } else { self.repetitions };
+            for repetition in 0..repetitions {
                 let mut runs = [(Adapter::Controlled, controlled), (Adapter::Stock, stock)];
                 if repetition % 2 == 1 {
                     runs.reverse();
@@ -390,15 +393,6 @@ impl Synth {
     /// Writes `<dir>/<id>/session.json` and returns the session folder.
     fn write(&self, dir: &Path) -> PathBuf {
         write_session(dir, &self.report())
-    }
-}
-
-/// Marks every run of `cell` after each adapter's first as failed validation, as the launcher
-/// records a run it rejected: compare leaves those out, and the cell keeps one run per adapter. A
-/// reference-pair cell (one request a run) is then left with one request a side.
-fn only_first_run_valid(report: &mut SessionReport, cell: &str) {
-    for run in report.workers.iter_mut().filter(|w| w.cell == cell && w.repetition > 0) {
-        run.validation_errors.push("synthetic: rejected".to_owned());
     }
 }
 
@@ -502,6 +496,100 @@ fn within_session_each_verdict_and_its_exit_code() {
     assert!(table.stdout.contains("verdict: slower (exit 11)"), "{}", table.stdout);
 }
 
+/// A session of one worker run per adapter (`--repetitions 1`): its error cannot see run-to-run
+/// effects (its A/A runs are no second run in a sequential session), so it gets no verdict,
+/// within one session or across two, whatever its figures say; the figures are still printed,
+/// and the output says how to get a verdict.
+#[test]
+fn a_one_run_session_gets_no_verdict_but_keeps_its_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 10 % slower, and identical: `slower` and `no_difference` with three runs
+    // (`within_session_each_verdict_and_its_exit_code`).
+    for (id, controlled) in [("one-slow", 660_000.0), ("one-same", 600_000.0)] {
+        let dir = Synth::new(id, vec![(HEADLINE, controlled, 600_000.0)]).one_run().measured().write(tmp.path());
+        let run = compare(&[&dir, &"--format", &"json"]);
+        assert_eq!(run.code, INCONCLUSIVE, "{id}: {}{}", run.stdout, run.stderr);
+        let j = json_of(&run);
+        assert_eq!((j["verdict"].clone(), j["exit_code"].clone()), (json!("inconclusive"), json!(INCONCLUSIVE)));
+        let d = &j["rows"][0]["outcome"]["decision"];
+        assert_eq!(
+            (d["verdict"].clone(), d["rule"].clone(), d["error"].clone(), d["run_effects_measured"].clone()),
+            (json!("inconclusive"), json!("request_medians"), json!("own"), json!(false)),
+            "{id}: {d}"
+        );
+        // Left out of Holm's family: never significant, whatever its p-value.
+        assert_eq!(d["significant"], false, "{id}: {d}");
+        // The figures: the ratio, its interval and the tests' p-values, as with three runs.
+        let ratio = d["ratio"].as_f64().unwrap();
+        let (lower, upper) = (d["ci"]["lower"].as_f64().unwrap(), d["ci"]["upper"].as_f64().unwrap());
+        assert!((ratio - controlled / 600_000.0).abs() < 0.01 && lower < ratio && ratio < upper, "{id}: {d}");
+        if id == "one-slow" {
+            assert!(lower > 1.05 && d["p_value"].as_f64().unwrap() < 1e-6, "{id}: {d}");
+        } else {
+            assert!(d["equivalent"] == true && upper < 1.03 && lower > 1.0 / 1.03, "{id}: {d}");
+        }
+    }
+    let one = tmp.path().join("one-slow");
+    let rule = "error: own, blind to run-to-run effects (one run per side, no noise profile): no verdict for 1 row";
+    let table = compare(&[&one]);
+    assert_eq!(table.code, INCONCLUSIVE, "{}", table.stderr);
+    for line in [rule, "1.100", "verdict: inconclusive (exit 13)"] {
+        assert!(table.stdout.contains(line), "expected `{line}` in\n{}", table.stdout);
+    }
+    let markdown = compare(&[&one, &"--format", &"markdown"]);
+    for line in [rule, "**verdict: inconclusive (exit 13)**"] {
+        assert!(markdown.stdout.contains(line), "expected `{line}` in\n{}", markdown.stdout);
+    }
+    // A one-run session's report page names the way out beside each tested row. (The recorded
+    // session, one run per adapter: the page's rows come from the launcher's analysis, which the
+    // synthetic sessions do not carry.)
+    let recorded_one = write_value(tmp.path(), "recorded-one-run", &recorded_value("back-to-back-a"));
+    let out = util::run(
+        Command::new(util::binary())
+            .arg("report")
+            .arg(&recorded_one)
+            .env("DECODE_BASELINE_PROFILE_DIR", "/nonexistent/decode-baseline-test-profiles"),
+    );
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let page = std::fs::read_to_string(recorded_one.join("index.html")).unwrap();
+    let words = "no verdict: one run per side cannot show run-to-run effects; rerun with --repetitions 4 or with a \
+                 noise profile of this design (decode-baseline calibrate)";
+    assert_eq!(page.matches(words).count(), 2, "headline and fixed-continuation rows: expected `{words}` in\n{page}");
+
+    // Across two sessions: a verdict only when both sessions' estimates hold run-to-run effects.
+    let three_a = Synth::new("three-a", vec![(HEADLINE, 600_000.0, 600_000.0)]).measured().write(tmp.path());
+    let three_b = Synth::new("three-b", vec![(HEADLINE, 540_000.0, 600_000.0)]).measured().write(tmp.path());
+    let one_a = Synth::new("one-a", vec![(HEADLINE, 600_000.0, 600_000.0)]).one_run().measured().write(tmp.path());
+    let one_b = Synth::new("one-b", vec![(HEADLINE, 540_000.0, 600_000.0)]).one_run().measured().write(tmp.path());
+    let both = compare(&[&three_a, &three_b, &"--format", &"json"]);
+    assert_eq!((both.code, verdicts(&both)[0].as_str()), (FASTER, "faster"), "{}", both.stderr);
+    for (name, a, b) in [("A one run", &one_a, &three_b), ("B one run", &three_a, &one_b), ("both", &one_a, &one_b)] {
+        let run = compare(&[a, b, &"--format", &"json"]);
+        assert_eq!(run.code, INCONCLUSIVE, "{name}: {}{}", run.stdout, run.stderr);
+        assert_eq!(verdicts(&run), ["inconclusive"; 3], "{name}");
+        let d = &json_of(&run)["rows"][0]["outcome"]["decision"];
+        assert_eq!(
+            (d["rule"].clone(), d["run_effects_measured"].clone(), d["significant"].clone()),
+            (json!("session_difference"), json!(false), json!(false)),
+            "{name}: {d}"
+        );
+        // Controlled 10 % faster against stock in B: the figure shows it.
+        let (ratio, upper) = (d["ratio"].as_f64().unwrap(), d["ci"]["upper"].as_f64().unwrap());
+        assert!((ratio - 0.9).abs() < 0.01 && upper < 1.0, "{name}: {d}");
+        // The raw rows, judged, of one run on a side: Yuen on the requests, no verdict.
+        let raw = compare(&[a, b, &"--raw", &"--format", &"json"]);
+        assert_eq!(raw.code, INCONCLUSIVE, "{name} --raw: {}", raw.stderr);
+        assert_eq!(verdicts(&raw), ["inconclusive"; 3], "{name} --raw");
+        let r = &json_of(&raw)["rows"][1]["outcome"]["decision"];
+        assert_eq!(
+            (r["rule"].clone(), r["run_effects_measured"].clone()),
+            (json!("raw_request_medians"), json!(false))
+        );
+        let table = compare(&[a, b]);
+        assert!(table.stdout.contains("no verdict for 3 rows"), "{name}: {}", table.stdout);
+    }
+}
+
 #[test]
 fn a_small_real_difference_is_a_verdict_and_a_floor_sets_it_aside() {
     let tmp = tempfile::tempdir().unwrap();
@@ -524,15 +612,12 @@ fn a_small_real_difference_is_a_verdict_and_a_floor_sets_it_aside() {
 #[test]
 fn slower_wins_over_faster_and_reference_pair_is_not_compared() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut report = Synth::new(
+    let dir = Synth::new(
         "mixed",
         vec![(HEADLINE, 540_000.0, 600_000.0), (FIXED, 700_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)],
     )
     .measured()
-    .report();
-    // The reference-pair cell with one valid run per adapter: one request a side.
-    only_first_run_valid(&mut report, REFERENCE);
-    let dir = write_session(tmp.path(), &report);
+    .write(tmp.path());
     let run = compare(&[&dir, &"--format", &"json"]);
     assert_eq!(run.code, SLOWER, "{}", run.stderr);
     assert_eq!(verdicts(&run), vec!["faster", "slower", "not_compared"]);
@@ -669,6 +754,13 @@ fn across_sessions_each_verdict_per_adapter() {
         let judged = compare(&[&a, &b, &"--raw", &"--format", &"json"]);
         assert_eq!(judged.code, raw_code, "{id} --raw: {}", judged.stderr);
         assert_eq!(verdicts(&judged), raw, "{id} --raw");
+        // Three runs a side: the raw rows are tested on the run means, one unit per run.
+        let raw_decision = &json_of(&judged)["rows"][1]["outcome"]["decision"];
+        assert_eq!(
+            (raw_decision["rule"].clone(), raw_decision["units"].clone()),
+            (json!("run_means"), json!(6)),
+            "{id}"
+        );
     }
     let table = compare(&[&a, &tmp.path().join("b-slow")]);
     assert!(table.stdout.contains("not judged (raw; --raw judges it)"), "{}", table.stdout);
@@ -1048,8 +1140,8 @@ fn bad_input_is_exit_2_with_the_path_and_the_field() {
     assert_eq!(run.code, BAD_INPUT);
     assert!(run.stderr.contains("nothing to compare"), "{}", run.stderr);
 
-    // A reference-pair cell run once: one request a side, nothing to test.
-    let only_reference = Synth::new("ref", vec![(REFERENCE, 600_000.0, 600_000.0)]).one_run().write(tmp.path());
+    // A reference-pair cell runs once: one request a side, nothing to test.
+    let only_reference = Synth::new("ref", vec![(REFERENCE, 600_000.0, 600_000.0)]).write(tmp.path());
     let run = compare(&[&only_reference]);
     assert_eq!(run.code, BAD_INPUT);
     assert!(run.stderr.contains("no cell could be compared"), "{}", run.stderr);
@@ -1065,12 +1157,8 @@ fn format_fixture(tmp: &Path) -> (PathBuf, PathBuf) {
         vec![(HEADLINE, 590_000.0, 610_000.0), (FIXED, 600_000.0, 600_000.0), (REFERENCE, 600_000.0, 600_000.0)],
     );
     a.aa = vec![(HEADLINE, Adapter::Controlled, (0.985, 1.012)), (HEADLINE, Adapter::Stock, (0.99, 1.004))];
-    let mut a = a.report();
-    // The reference-pair cell keeps one valid run per adapter, one request a side: the tables
-    // show a row that is not compared.
-    only_first_run_valid(&mut a, REFERENCE);
     let b = Synth::new("session-b", vec![(HEADLINE, 560_000.0, 612_000.0), (FIXED, 600_000.0, 640_000.0)]);
-    (write_session(tmp, &a), b.write(tmp))
+    (a.write(tmp), b.write(tmp))
 }
 
 #[test]
@@ -1305,30 +1393,95 @@ fn recorded_session_ratios_match_the_launchers_analysis() {
     for (row, below_one) in [(&j["rows"][0], true), (&j["rows"][1], false)] {
         let d = &row["outcome"]["decision"];
         let (lower, upper) = (d["ci"]["lower"].as_f64().unwrap(), d["ci"]["upper"].as_f64().unwrap());
-        assert_eq!(if below_one { upper < 1.0 } else { lower > 1.0 }, true, "{d}");
+        assert!(if below_one { upper < 1.0 } else { lower > 1.0 }, "{d}");
         assert!(d["p_value"].as_f64().unwrap() < 0.01, "{d}");
         assert_eq!((d["rule"].clone(), d["run_effects_measured"].clone()), (json!("request_medians"), json!(false)));
     }
     assert!(compare(&[&recorded("back-to-back-a")]).stdout.contains("warning: tiny-qwen3.tiny-qwen3-L16.headline"));
 }
 
+/// A noise profile of the recorded sessions' design (their host, libmlx, order and placement) in
+/// the headline and fixed-continuation cells, as `calibrate` writes one: 20 A/A sessions of
+/// controlled/stock with one repetition, whose log estimates spread by `sd`.
+fn recorded_profile(dir: &Path, sd: f64) -> PathBuf {
+    use decode_baseline_launcher::{noise_profiles, session::load_session};
+    use decode_baseline_wire::profile::{NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION};
+    let session = load_session(&recorded("back-to-back-a")).unwrap().report;
+    // ±x in turn over 20 sessions: a sample standard deviation of x √(20/19).
+    let x = sd * (19.0f64 / 20.0).sqrt();
+    let log_estimates: Vec<f64> = (0..20).map(|k| if k % 2 == 0 { x } else { -x }).collect();
+    let designs = [HEADLINE, FIXED]
+        .map(|cell| ProfiledDesign {
+            design: noise_profiles::design_of(&session, cell, "tiny-qwen3"),
+            pair: "controlled/stock".to_owned(),
+            repetitions: 1,
+            log_estimates: log_estimates.clone(),
+            sd,
+            sessions: (0..20).map(|k| format!("aa-{k}")).collect(),
+        })
+        .into();
+    let file = NoiseProfileFile {
+        schema_version: NOISE_PROFILE_SCHEMA_VERSION,
+        written_utc: "2026-01-01T00:00:00Z".to_owned(),
+        designs,
+    };
+    let path = dir.join("profile.json");
+    noise_profiles::write(&path, &file).unwrap();
+    path
+}
+
 #[test]
 fn recorded_sessions_give_every_verdict_when_one_adapter_is_made_faster_or_slower() {
     let tmp = tempfile::tempdir().unwrap();
     let a = recorded("back-to-back-a");
+    let profile = recorded_profile(tmp.path(), 0.1);
     // The factors are large because the sessions were recorded on a loaded 2-core machine: the
     // rows' smallest detectable differences are 60–120 %.
     for (name, factor, verdict, code) in [("fast", 0.2, "faster", FASTER), ("slow", 6.0, "slower", SLOWER)] {
         let mut b = recorded_value("back-to-back-b");
         scale_steps(&mut b, "controlled", factor);
         let b = write_value(tmp.path(), name, &b);
-        let run = compare(&[&a, &b, &"--format", &"json"]);
-        assert_eq!(run.code, code, "{name}: {}", run.stderr);
         let nc = "not_compared";
         let unjudged = "inconclusive";
+
+        // Each session ran one worker per adapter: the intervals move clear of 1 with the
+        // factor, but an error that cannot see run-to-run effects gives no verdict.
+        let blind = compare(&[&a, &b, &"--format", &"json"]);
+        assert_eq!(blind.code, INCONCLUSIVE, "{name}: {}", blind.stderr);
+        assert_eq!(
+            verdicts(&blind),
+            vec![unjudged, unjudged, unjudged, unjudged, unjudged, unjudged, nc, nc, nc],
+            "{name}"
+        );
+        let j = json_of(&blind);
+        for row in [&j["rows"][0], &j["rows"][3]] {
+            let d = &row["outcome"]["decision"];
+            let (lower, upper) = (d["ci"]["lower"].as_f64().unwrap(), d["ci"]["upper"].as_f64().unwrap());
+            assert!(if factor < 1.0 { upper < 1.0 } else { lower > 1.0 }, "{name}: {d}");
+            assert_eq!(d["run_effects_measured"], false, "{name}: {d}");
+        }
+        let raw = compare(&[&a, &b, &"--raw", &"--format", &"json"]);
+        assert_eq!(raw.code, INCONCLUSIVE, "{name} --raw: {}", raw.stderr);
+        assert_eq!(
+            verdicts(&raw),
+            vec![unjudged, unjudged, unjudged, unjudged, unjudged, unjudged, nc, nc, nc],
+            "{name} --raw"
+        );
+
+        // A noise profile of their design holds the run-to-run effects: every verdict.
+        let run = compare(&[&a, &b, &"--noise-profile", &profile, &"--format", &"json"]);
+        assert_eq!(run.code, code, "{name}: {}", run.stderr);
         let v = verdicts(&run);
         assert_eq!(v, vec![verdict, unjudged, unjudged, verdict, unjudged, unjudged, nc, nc, nc], "{name}");
-        let raw = compare(&[&a, &b, &"--raw", &"--format", &"json"]);
+        // The profile's error (sd 0.1 √2 across two sessions) is below these rows' own: they
+        // keep their own, which the profile vouches for as holding run-to-run effects.
+        let d = &json_of(&run)["rows"][0]["outcome"]["decision"];
+        assert_eq!(
+            (d["error"].clone(), d["profile"]["sessions"].clone(), d["run_effects_measured"].clone()),
+            (json!("own"), json!(20), json!(true)),
+            "{name}: {d}"
+        );
+        let raw = compare(&[&a, &b, &"--raw", &"--noise-profile", &profile, &"--format", &"json"]);
         assert_eq!(raw.code, code, "{name} --raw: {}", raw.stderr);
         // Stock's raw rows, unchanged between the sessions, are too noisy to show it unchanged.
         let unshown = "inconclusive";

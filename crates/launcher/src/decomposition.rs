@@ -242,19 +242,17 @@ mod tests {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
         let mut s = session::fixtures::repeated(&session::load_session(&path).unwrap().report, 4);
         s.job.order = WorkerOrder::Interleaved;
-        let stock: Vec<((String, u32, bool), Vec<Vec<u64>>)> = s
-            .workers
-            .iter()
-            .filter(|w| w.adapter == Adapter::Stock)
-            .map(|w| {
-                let steps = w.report.as_ref().unwrap().requests.iter();
-                ((w.cell.clone(), w.repetition, w.aa), steps.map(|q| q.steps.iter().map(|st| st.dur_ns).collect()).collect())
-            })
-            .collect();
+        // Each stock run's step times by request, keyed by its cell, repetition and A/A mark.
+        let mut stock = std::collections::BTreeMap::new();
+        for w in s.workers.iter().filter(|w| w.adapter == Adapter::Stock) {
+            let steps = w.report.as_ref().unwrap().requests.iter();
+            let durs: Vec<Vec<u64>> = steps.map(|q| q.steps.iter().map(|st| st.dur_ns).collect()).collect();
+            stock.insert((w.cell.clone(), w.repetition, w.aa), durs);
+        }
         for w in s.workers.iter_mut().filter(|w| w.adapter == Adapter::Controlled) {
             let factor = if w.cell.ends_with(".headline") { headline } else { fixed };
             let offset = 1.0 + session::fixtures::run_offset(w.repetition, 1);
-            let (_, reference) = stock.iter().find(|(k, _)| *k == (w.cell.clone(), w.repetition, w.aa)).unwrap();
+            let reference = &stock[&(w.cell.clone(), w.repetition, w.aa)];
             for (q, durs) in w.report.as_mut().unwrap().requests.iter_mut().zip(reference) {
                 for (i, (step, d)) in q.steps.iter_mut().zip(durs).enumerate() {
                     let spread = 1.0 + 0.005 * ((i * 5 + q.index as usize) % 7) as f64 - 0.015;
@@ -285,7 +283,11 @@ mod tests {
         );
         let (h, f, only) = (p.headline.as_ref().unwrap(), p.fixed.as_ref().unwrap(), p.headline_only.as_ref().unwrap());
         // Four interleaved runs and the A/A group, one unit each: the errors hold run-to-run effects.
-        assert_eq!((h.rule, h.units, f.rule, f.units), (Rule::PairedRunMeans, 5, Rule::PairedRunMeans, 4), "{h:?} {f:?}");
+        assert_eq!(
+            (h.rule, h.units, f.rule, f.units),
+            (Rule::PairedRunMeans, 5, Rule::PairedRunMeans, 4),
+            "{h:?} {f:?}"
+        );
         assert!((h.ratio - 1.10).abs() < 0.01 && h.verdict == Verdict::Slower, "{h:?}");
         assert!((f.ratio - 1.0).abs() < 0.01 && f.verdict == Verdict::NoDifference, "{f:?}");
         // The identity holds on the estimates, and the part is tested with both errors.

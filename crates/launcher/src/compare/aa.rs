@@ -87,16 +87,30 @@ pub fn warnings(decision: &Decision, aa: &mut [AaResult]) -> Vec<String> {
         let Some(ratio) = result.ratio() else { continue };
         result.dwarfs_interval = ratio.ln().abs() > half_width;
         let moved = format!("{:+.1} %", 100.0 * (ratio - 1.0));
+        // A row decided on run means holds run-to-run effects in its error: a significant A/A
+        // group then shows their size, and a rerun far outside the interval is a run unlike the
+        // others rather than noise the error misses.
+        let held = decision.run_effects_measured;
         if let Some(test) = result.test.as_ref().filter(|t| t.significant) {
+            let consequence = if held {
+                "a run-to-run effect, which this row's error holds (its units are runs)"
+            } else {
+                "a run-to-run effect this row's error does not hold (a host noise profile or 2+ repetitions would)"
+            };
             out.push(format!(
-                "A/A {}: the A/A group moved the ratio by {moved} (p = {:.3}), beyond the pair-to-pair noise: a \
-                 run-to-run effect this row's error does not hold (a host noise profile or 3+ repetitions would)",
+                "A/A {}: the A/A group moved the ratio by {moved} (p = {:.3}), beyond the pair-to-pair noise: \
+                 {consequence}",
                 result.label, test.p_value
             ));
         } else if result.dwarfs_interval {
+            let consequence = if held {
+                "a run unlike the runs measured (rerun, or look at the host's activity)"
+            } else {
+                "the verdict's error may not hold run-to-run noise"
+            };
             out.push(format!(
                 "A/A {}: one rerun of the same code moved the ratio by {moved}, more than this row's interval \
-                 admits (±{:.1} %): the verdict's error may not hold run-to-run noise",
+                 admits (±{:.1} %): {consequence}",
                 result.label,
                 100.0 * (half_width.exp() - 1.0)
             ));
@@ -170,6 +184,7 @@ mod tests {
         assert!(!aa[0].dwarfs_interval);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].starts_with("A/A controlled against stock: the A/A group moved the ratio by +32.0 %"));
+        assert!(warnings[0].ends_with("which this row's error holds (its units are runs)"), "{warnings:?}");
 
         // An A/A group that agrees: tested, not significant, no warning.
         let (_, aa, warnings) = row_of(&cell(0.651, 0.651));

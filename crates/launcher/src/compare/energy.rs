@@ -179,7 +179,8 @@ mod tests {
     /// of a few tenths of a percent that differs between the runs and between the adapters.
     fn session_with_energy(controlled_factor: f64, runs: u32) -> SessionReport {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let mut session = crate::session::fixtures::repeated(&crate::session::load_session(&path).unwrap().report, runs);
+        let mut session =
+            crate::session::fixtures::repeated(&crate::session::load_session(&path).unwrap().report, runs);
         for w in &mut session.workers {
             let (factor, shift) = if w.adapter == Adapter::Controlled { (controlled_factor, 1) } else { (1.0, 0) };
             let offset = 1.0 + crate::session::fixtures::run_offset(w.repetition, shift);
@@ -230,8 +231,10 @@ mod tests {
             assert_eq!(ratio.verdict, Verdict::Inconclusive, "{ratio:?}");
         }
         // Four runs per adapter: each side's run means, and a verdict.
-        let rows: Vec<EnergyRow> =
-            within(&session_with_energy(0.9, 4), &config).into_iter().filter(|r| !r.cell.ends_with("reference_pair")).collect();
+        let rows: Vec<EnergyRow> = within(&session_with_energy(0.9, 4), &config)
+            .into_iter()
+            .filter(|r| !r.cell.ends_with("reference_pair"))
+            .collect();
         assert_eq!(rows.len(), one_run.len());
         for r in &rows {
             // The recorded session ran its adapters one after the other: requests, not pairs.

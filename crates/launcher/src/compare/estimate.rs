@@ -506,7 +506,10 @@ mod tests {
                 assert!((d.ratio / ratio - 1.0).abs() < 0.01, "{design}: {d:?}");
                 assert!(d.ci.lower < ratio && ratio < d.ci.upper, "{design}: {d:?}");
                 // Away from 1 the interval excludes 1, on the effect's side, one run or several.
-                assert!(ratio == 1.0 || (d.ci.lower > 1.0) == (ratio > 1.0) && (d.ci.upper < 1.0) == (ratio < 1.0), "{design}: {d:?}");
+                assert!(
+                    ratio == 1.0 || (d.ci.lower > 1.0) == (ratio > 1.0) && (d.ci.upper < 1.0) == (ratio < 1.0),
+                    "{design}: {d:?}"
+                );
                 assert_eq!(d.error, ErrorSource::Own);
                 if rule == Rule::RunMeans {
                     assert_eq!((d.units, d.pairs), (8, 0), "one unit per run: {d:?}");

@@ -15,6 +15,7 @@ mod json;
 mod markdown;
 mod render;
 pub(crate) mod rule;
+mod session_rows;
 mod table;
 
 pub use command::{run, CompareArgs, Format};
@@ -28,4 +29,5 @@ pub use estimate::{compare_within, within_rows, Settings};
 pub use json::Json;
 pub use markdown::Markdown;
 pub use render::{error_words, profile_lines};
+pub use session_rows::session_rows;
 pub use table::Table;

@@ -275,11 +275,13 @@ mod tests {
     use crate::{duration::human_ns, report::table};
     use decode_baseline_wire::session::SessionReport;
 
-    /// A session recorded by the launcher (`tests/data/sessions`), its controlled steps given a
+    /// A session recorded by the launcher (`tests/data/sessions`) as `runs` worker runs per
+    /// adapter (`session::fixtures::repeated`; 1: as recorded), its controlled steps given a
     /// build and evaluation split: build a fifth, evaluation three quarters of each step.
-    fn recorded_with_split() -> SessionReport {
+    fn recorded_with_split(runs: u32) -> SessionReport {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let mut session = crate::session::load_session(&path).unwrap().report;
+        let recorded = crate::session::load_session(&path).unwrap().report;
+        let mut session = if runs == 1 { recorded } else { crate::session::fixtures::repeated(&recorded, runs) };
         for worker in session.workers.iter_mut().filter(|w| w.adapter == Adapter::Controlled) {
             for step in worker.report.as_mut().unwrap().requests.iter_mut().flat_map(|q| q.steps.iter_mut()) {
                 step.build_ns = Some(step.dur_ns / 5);
@@ -291,7 +293,7 @@ mod tests {
 
     #[test]
     fn host_overhead_is_the_step_time_outside_evaluation_and_is_shown_under_controlled() {
-        let session = recorded_with_split();
+        let session = recorded_with_split(1);
         let cell: Cell = serde_json::from_value(serde_json::json!({
             "case": "tiny-qwen3", "prompt": "tiny-qwen3-L16", "mode": "headline"
         }))
@@ -331,10 +333,9 @@ mod tests {
 
     #[test]
     fn the_table_gives_each_adapters_verdict_by_compares_test() {
-        // The recorded session A (sequential, loaded host): compare calls controlled faster in
-        // the headline cell and slower in the fixed-continuation one; run's table says the same,
-        // with the rule, the error used and the A/A warnings under it.
-        let session = recorded_with_split();
+        // The recorded session A (sequential, loaded host) as four runs per adapter: compare
+        // calls controlled faster in the headline cell and slower in the fixed-continuation one;
+        // run's table says the same, with the rule, the error used and the A/A warnings under it.
         let cells: Vec<Cell> = ["headline", "fixed_continuation"]
             .iter()
             .map(|mode| {
@@ -344,26 +345,39 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        let body = analyze(&session.workers, &cells, false, &Adapter::Stock).body;
-        let table = table(&session, &body, None);
+        let table_of = |session: &SessionReport| {
+            table(session, &analyze(&session.workers, &cells, false, &Adapter::Stock).body, None)
+        };
+        let table = table_of(&recorded_with_split(4));
         let verdicts: Vec<&str> = table.lines().filter(|l| l.contains(" verdict controlled/stock: ")).collect();
         assert_eq!(verdicts.len(), 2, "{table}");
         assert!(
             verdicts[0].starts_with("tiny-qwen3.tiny-qwen3-L16.headline")
-                && verdicts[0].contains(": faster (ratio 0.389")
+                && verdicts[0].contains(": faster (ratio 0.389"),
+            "{}",
+            verdicts[0]
         );
-        assert!(verdicts[1].contains(": slower (ratio 1.672"), "{}", verdicts[1]);
-        assert!(verdicts[0].contains("Yuen–Welch t on per-request log medians"), "{}", verdicts[0]);
-        assert!(verdicts[0].contains("own error: run-to-run effects not measured"), "{}", verdicts[0]);
+        assert!(verdicts[1].contains(": slower (ratio 1.670"), "{}", verdicts[1]);
+        assert!(verdicts[0].contains("Welch t on run means"), "{}", verdicts[0]);
+        assert!(verdicts[0].contains("error holds run-to-run effects"), "{}", verdicts[0]);
         assert!(
             table.contains("warning: A/A controlled: one rerun of the same code moved the ratio by +39.0 %"),
             "{table}"
         );
+        assert!(table.contains("a run unlike the runs measured"), "{table}");
+        // As recorded, one run per adapter: the same ratios, and no verdict, with the way out.
+        let table = table_of(&recorded_with_split(1));
+        let verdicts: Vec<&str> = table.lines().filter(|l| l.contains(" verdict controlled/stock: ")).collect();
+        assert_eq!(verdicts.len(), 2, "{table}");
+        assert!(verdicts[0].contains(": inconclusive (ratio 0.389"), "{}", verdicts[0]);
+        assert!(verdicts[1].contains(": inconclusive (ratio 1.672"), "{}", verdicts[1]);
+        assert!(verdicts[0].contains("Yuen–Welch t on per-request log medians"), "{}", verdicts[0]);
+        assert!(verdicts[0].contains("no verdict: one run per side cannot show run-to-run effects"), "{}", verdicts[0]);
     }
 
     #[test]
     fn the_table_of_an_unpinned_session_says_so_first() {
-        let mut session = recorded_with_split();
+        let mut session = recorded_with_split(1);
         let body = analyze(&session.workers, &[], crate::schedule::interleaves(&session.job), &session.reference).body;
         assert!(!table(&session, &body, None).contains("unpinned"), "a pinned session says nothing of it");
         session.replaced_programs.insert(Adapter::Stock, vec!["/x/python".into(), "/x/outside.py".into()]);

@@ -13,8 +13,14 @@
 //! (or this host's profile file) holds the cell's design, else the pairs' own. The session's
 //! false-alarm rate is split over every row of every cell (Bonferroni: each row's looks at the
 //! Pocock level of `α / rows`), so several cells do not multiply it. The decision is recorded in
-//! `session.json` (`sequential`) and printed; the table below the lines is the ordinary
-//! fixed-sample test of the pairs that ran, whose level does not account for the looks.
+//! `session.json` (`sequential`) and printed; the table and the page show each looked-at row's
+//! sequential verdict (`compare::session_rows`), with the fixed-sample test of the same pairs, whose
+//! level does not account for the looks, as a warning where it differs.
+//!
+//! Every look judges with the one rule of `compare` (`stats::decision`): a look of one run has no
+//! run-to-run error and decides nothing without a noise profile, later looks use the run means on
+//! `k − 1` degrees of freedom; the simulation checks the whole procedure's false alarms on
+//! two-level noise (`stats::simulation`, path `Looks`).
 
 use std::{path::PathBuf, time::Duration};
 

@@ -41,7 +41,7 @@ figcaption{font-size:.8em;color:#555}";
 fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> anyhow::Result<String> {
     let rows = Rows::of(session);
     let settings = crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles };
-    let tested = crate::compare::within_rows(&crate::session::cells(session), &settings);
+    let tested = crate::compare::session_rows(session, &settings);
     let bench = BenchRecord::read(dir)?;
     let figures = crate::plot::session_figures(session);
     let mut h = String::new();
@@ -468,29 +468,41 @@ fn mib(bytes: u64) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_ratio_table_carries_the_tests_verdict_and_the_warnings_its_aa_results() {
-        // The recorded session A (sequential, loaded host): compare's verdicts per cell, the
-        // A/A results beside the headline row, and the A/A warning in the warnings section.
-        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
-        let session = crate::session::load_session(&path).unwrap().report;
-        let tmp = tempfile::tempdir().unwrap();
-        let page = render(&session, tmp.path(), None).unwrap();
+    /// The rows of the page's ratio table, each as its cells' text.
+    fn ratio_rows(page: &str) -> Vec<Vec<String>> {
         let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
-        let doc = roxmltree::Document::parse_with_options(&page, options).expect("well-formed");
-        let ratio_rows: Vec<Vec<String>> = doc
-            .descendants()
+        let doc = roxmltree::Document::parse_with_options(page, options).expect("well-formed");
+        doc.descendants()
             .filter(|n| n.has_tag_name("table") && n.attribute("id") == Some("ratio-table"))
             .flat_map(|t| t.descendants().filter(|n| n.has_tag_name("tr") && n.attribute("data-cell").is_some()))
             .map(|tr| {
                 tr.children().filter(|n| n.has_tag_name("td")).map(|td| td.text().unwrap_or("").to_owned()).collect()
             })
-            .collect();
-        assert_eq!(ratio_rows.len(), 2, "{page}");
-        assert_eq!((ratio_rows[0][4].as_str(), ratio_rows[1][4].as_str()), ("faster", "slower"), "{ratio_rows:?}");
-        assert!(ratio_rows[0][5].starts_with("0.389 ["), "{ratio_rows:?}");
-        assert_eq!(ratio_rows[0][7], "1.390, 1.286", "the headline cell's A/A results");
-        assert!(ratio_rows[0][8].contains("own error: run-to-run effects not measured"), "{ratio_rows:?}");
+            .collect()
+    }
+
+    #[test]
+    fn the_ratio_table_carries_the_tests_verdict_and_the_warnings_its_aa_results() {
+        // The recorded session A (sequential, loaded host) as four runs per adapter: compare's
+        // verdicts per cell, the A/A results beside the headline row, and the A/A warning in the
+        // warnings section.
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let recorded = crate::session::load_session(&path).unwrap().report;
+        let tmp = tempfile::tempdir().unwrap();
+        let page = render(&crate::session::fixtures::repeated(&recorded, 4), tmp.path(), None).unwrap();
+        let rows = ratio_rows(&page);
+        assert_eq!(rows.len(), 2, "{page}");
+        assert_eq!((rows[0][4].as_str(), rows[1][4].as_str()), ("faster", "slower"), "{rows:?}");
+        assert!(rows[0][5].starts_with("0.389 ["), "{rows:?}");
+        assert_eq!(rows[0][7], "1.390, 1.286", "the headline cell's A/A results");
+        assert!(rows[0][8].contains("error holds run-to-run effects"), "{rows:?}");
         assert!(page.contains("A/A controlled: one rerun of the same code moved the ratio by +39.0 %"), "{page}");
+        // As recorded, one run per adapter: the same ratios, no verdict, and the way to one.
+        let page = render(&recorded, tmp.path(), None).unwrap();
+        let rows = ratio_rows(&page);
+        assert_eq!(rows.len(), 2, "{page}");
+        assert_eq!((rows[0][4].as_str(), rows[1][4].as_str()), ("inconclusive", "inconclusive"), "{rows:?}");
+        assert!(rows[0][5].starts_with("0.389 [0.305, 0.496]"), "{rows:?}");
+        assert!(rows[0][8].contains("no verdict: one run per side cannot show run-to-run effects"), "{rows:?}");
     }
 }

@@ -50,7 +50,7 @@ pub(crate) fn table(
         .max(10);
     // The verdict of each adapter against the reference, by the test `compare` uses.
     let settings = crate::compare::Settings { config: DecisionConfig::default(), profiles };
-    let tested = crate::compare::within_rows(&crate::session::cells(report), &settings);
+    let tested = crate::compare::session_rows(report, &settings);
     // An unpinned session says so before its first figure.
     let mut out: String = report
         .replaced_programs

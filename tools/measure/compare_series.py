@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Compares sessions pairwise with `decode-baseline compare B A --format json` and tallies the
+verdicts: for each pair, the rows called faster or slower, the judged rows' ratios and MDEs.
+
+    tools/measure/compare_series.py BINARY A1 B1 [A2 B2 ...]
+
+Prints one line per pair and a summary: how many comparisons had any row called faster or
+slower, and, of the headline rows, how many were called slower (the detections of a slowdown
+in B). Used for issue 42's A/A and slowdown series (`tools/measure/aa_series.sh`)."""
+import json
+import statistics
+import subprocess
+import sys
+
+
+def compare(binary, a, b):
+    out = subprocess.run([binary, "compare", a, b, "--format", "json"], capture_output=True, text=True)
+    report = json.loads(out.stdout)
+    rows = []
+    for row in report["rows"]:
+        decision = row["outcome"].get("decision") if isinstance(row["outcome"], dict) else None
+        if not row["judged"] or decision is None:
+            continue
+        rows.append((row["cell"], decision["verdict"], decision["ratio"], decision["mde"]))
+    return out.returncode, report.get("verdict"), rows
+
+
+def main():
+    binary, sessions = sys.argv[1], sys.argv[2:]
+    pairs = list(zip(sessions[0::2], sessions[1::2]))
+    any_called, headline_slower, headline_rows, ratios = 0, 0, 0, []
+    for a, b in pairs:
+        code, verdict, rows = compare(binary, a, b)
+        called = [r for r in rows if r[1] in ("faster", "slower")]
+        any_called += bool(called)
+        for cell, v, ratio, _ in rows:
+            if cell.endswith(".headline"):
+                headline_rows += 1
+                headline_slower += v == "slower"
+                ratios.append(ratio)
+        mdes = [r[3] for r in rows]
+        print(
+            f"{b.rsplit('/', 1)[-1]} vs {a.rsplit('/', 1)[-1]}: exit {code} {verdict}; "
+            f"rows called {len(called)}/{len(rows)} {[(c.split('.', 1)[1], v, round(x, 3)) for c, v, x, _ in called]}; "
+            f"ratios {min(r[2] for r in rows):.3f}-{max(r[2] for r in rows):.3f}; "
+            f"MDE median {100 * statistics.median(mdes):.1f} %"
+        )
+    print(
+        f"summary: {len(pairs)} comparisons, {any_called} with any row called faster or slower; "
+        f"headline rows called slower {headline_slower}/{headline_rows}; "
+        f"headline ratio median {statistics.median(ratios):.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
