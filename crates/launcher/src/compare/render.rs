@@ -210,8 +210,17 @@ pub(super) fn ratio_line(report: &CompareReport) -> String {
 /// no difference only when shown within ±3.0 % (equivalence, TOST); MDE at 80 % power`.
 pub fn test_line(report: &CompareReport) -> String {
     let c = &report.settings;
-    let rows =
-        if report.judged_rows == 1 { "1 judged row".to_owned() } else { format!("{} judged rows", report.judged_rows) };
+    let judged = |n: usize| if n == 1 { "1 judged row".to_owned() } else { format!("{n} judged rows") };
+    let blind =
+        report.rows.iter().filter(|r| r.judged && r.decision().is_some_and(|d| !crate::stats::can_decide(d))).count();
+    let rows = match blind {
+        0 => judged(report.judged_rows),
+        _ => format!(
+            "{} of {} ({blind} without a run-to-run error take no share)",
+            report.judged_rows.saturating_sub(blind),
+            judged(report.judged_rows)
+        ),
+    };
     let floor = c.floor.map_or(String::new(), |f| format!("; practical floor {}", percent(f)));
     format!(
         "test: α {:.0} % two-sided, Holm across {rows}; no difference only when shown within {} (equivalence, \
@@ -222,26 +231,29 @@ pub fn test_line(report: &CompareReport) -> String {
     )
 }
 
-/// The rules and errors the rows used, counted, e.g. `rule: paired t on A B / B A blocks (…)
-/// for 2 rows; error: own, without a host noise profile (run-to-run effects not measured) for
-/// 2 rows`.
+/// The rules and errors the rows used, counted, e.g. `rule: paired t on run means (…) for 2
+/// rows; error: own, from run means (holds run-to-run effects) for 2 rows`.
 pub fn rule_line(report: &CompareReport) -> String {
-    let mut rules: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut errors: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut rules: BTreeMap<String, usize> = BTreeMap::new();
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     for row in &report.rows {
         let RowResult::Compared { decision, .. } = &row.outcome else { continue };
-        *rules.entry(decision.rule.describe()).or_default() += 1;
+        *rules.entry(decision.rule.describe().to_owned()).or_default() += 1;
         let error = match (decision.error, decision.profile.is_some(), decision.run_effects_measured) {
-            (ErrorSource::Profile, _, _) => "the host noise profile's (larger than the row's own)",
-            (ErrorSource::Own, true, _) => "own (larger than the host noise profile's)",
-            (ErrorSource::Own, false, true) => "own, from run means (holds run-to-run effects)",
-            (ErrorSource::Own, false, false) => "own, blind to run-to-run effects (one run per side, no noise profile): no verdict",
+            (ErrorSource::Profile, _, _) => "the host noise profile's (larger than the row's own)".to_owned(),
+            (ErrorSource::Own, true, _) => "own (larger than the host noise profile's)".to_owned(),
+            (ErrorSource::Own, false, true) => "own, from run means (holds run-to-run effects)".to_owned(),
+            (ErrorSource::Own, false, false) => format!(
+                "own, blind to run-to-run effects (one run per side, no noise profile): no verdict; --repetitions {} \
+                 or a noise profile of the design gives one",
+                crate::stats::REPETITIONS_FOR_A_VERDICT
+            ),
         };
         *errors.entry(error).or_default() += 1;
     }
     let rows = |n: usize| if n == 1 { "1 row".to_owned() } else { format!("{n} rows") };
     let list =
-        |m: BTreeMap<&str, usize>| m.into_iter().map(|(k, n)| format!("{k} for {}", rows(n))).collect::<Vec<_>>();
+        |m: BTreeMap<String, usize>| m.into_iter().map(|(k, n)| format!("{k} for {}", rows(n))).collect::<Vec<_>>();
     if rules.is_empty() {
         return "rule: none used (no row compared)".to_owned();
     }

@@ -44,8 +44,13 @@ fn unpaired(
     trim: f64,
     one_run_rule: Rule,
 ) -> Result<LogEstimate, String> {
-    LogEstimate::unpaired(&x_cell.log_request_medians_by_run(x)?, &r_cell.log_request_medians_by_run(r)?, trim, one_run_rule)
-        .map_err(|e| e.to_string())
+    LogEstimate::unpaired(
+        &x_cell.log_request_medians_by_run(x)?,
+        &r_cell.log_request_medians_by_run(r)?,
+        trim,
+        one_run_rule,
+    )
+    .map_err(|e| e.to_string())
 }
 
 fn paired(pairs: &[Vec<(f64, f64)>], trim: f64) -> Result<LogEstimate, StatsError> {

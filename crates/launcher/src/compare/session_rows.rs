@@ -119,7 +119,10 @@ mod tests {
             follow_the_looks(&mut rows, &record(looked));
             assert_eq!(rows[0].verdict(), Some(shown));
             let RowResult::Compared { warnings, .. } = &rows[0].outcome else { panic!() };
-            assert!(warnings.iter().any(|w| w.contains("look 4 of 4") && w.ends_with("would say slower")), "{warnings:?}");
+            assert!(
+                warnings.iter().any(|w| w.contains("look 4 of 4") && w.ends_with("would say slower")),
+                "{warnings:?}"
+            );
         }
         // The same verdict both ways: nothing to add.
         let mut rows = fixed.clone();

@@ -322,7 +322,9 @@ fn unpaired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy>
     let config = DecisionConfig::default();
     let ratio = |keep_throttled: bool| {
         let (x, r) = (log_per_token(own, keep_throttled), log_per_token(theirs, keep_throttled));
-        LogEstimate::unpaired(&x, &r, config.trim, Rule::RequestMedians).ok().and_then(|e| energy_ratio(&e, &config).ok())
+        LogEstimate::unpaired(&x, &r, config.trim, Rule::RequestMedians)
+            .ok()
+            .and_then(|e| energy_ratio(&e, &config).ok())
     };
     let with_reading = |o: &&Observation| o.per_token.is_some();
     let requests = own.iter().filter(with_reading).count() + theirs.iter().filter(with_reading).count();

@@ -311,10 +311,8 @@ mod tests {
         // Beside a decidable row at p ≈ 0.04, the blind row takes no share of α: Holm holds the
         // decidable row to α itself, not α / 2.
         let se = 0.05 / 2.054;
-        let mut rows = [
-            before_holm(&blind, None, 1, &c).unwrap(),
-            before_holm(&estimate(0.05, se, 1e6), None, 1, &c).unwrap(),
-        ];
+        let mut rows =
+            [before_holm(&blind, None, 1, &c).unwrap(), before_holm(&estimate(0.05, se, 1e6), None, 1, &c).unwrap()];
         decide_family(&mut rows);
         assert_eq!((rows[0].verdict, rows[1].verdict), (Verdict::Inconclusive, Verdict::Slower), "{rows:?}");
         assert_eq!(rows[1].holm_level, c.alpha);

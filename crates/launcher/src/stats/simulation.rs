@@ -313,8 +313,16 @@ fn heavy_tails_and_run_effects_keep_the_false_alarm_rate() {
     println!("\nscenario | error | false alarms | detect 10 % | coverage");
     let mut failures = Vec::new();
     let scenarios = [
-        ("t3 tails, 4 runs × 50, run SD 0.01, σ 0.10", Design { noise: Noise::StudentT3, ..Design::two_level(0.10, 0.01, 4, 50) }, false),
-        ("t3 tails, 6 runs × 8, run SD 0.014, σ 0.025", Design { noise: Noise::StudentT3, ..Design::two_level(0.025, 0.014, 6, 8) }, false),
+        (
+            "t3 tails, 4 runs × 50, run SD 0.01, σ 0.10",
+            Design { noise: Noise::StudentT3, ..Design::two_level(0.10, 0.01, 4, 50) },
+            false,
+        ),
+        (
+            "t3 tails, 6 runs × 8, run SD 0.014, σ 0.025",
+            Design { noise: Noise::StudentT3, ..Design::two_level(0.025, 0.014, 6, 8) },
+            false,
+        ),
         ("4 runs × 50, run SD 0.05, σ 0.10", Design::two_level(0.10, 0.05, 4, 50), false),
         ("1 run × 200, run SD 0.05, σ 0.10", Design::two_level(0.10, 0.05, 1, 200), true),
     ];
@@ -541,8 +549,9 @@ fn path_cell(path: Path, design: &Design, effect: f64, with_profile: bool) -> Pa
                     let blocks = g.session(design, theta);
                     let mut last = None;
                     for k in 1..=design.runs {
-                        let e = LogEstimate::paired(&PairBlocks::from_blocks(blocks[..k].to_vec()).unwrap(), config.trim)
-                            .unwrap();
+                        let e =
+                            LogEstimate::paired(&PairBlocks::from_blocks(blocks[..k].to_vec()).unwrap(), config.trim)
+                                .unwrap();
                         let mut d = decide(&e, 1);
                         d.verdict = crate::stats::verdict_of(&d, d.p_value < level, d.equivalence_p_value < level);
                         let decided = d.verdict != Verdict::Inconclusive;
@@ -572,8 +581,11 @@ fn every_rule_path_holds_its_false_alarm_rate_and_coverage_on_two_level_noise() 
     for path in [Path::Within, Path::Across, Path::Energy, Path::Looks] {
         for (run_sd, runs) in [(0.007, 3), (0.014, 3), (0.014, 4)] {
             let design = Design::two_level(0.025, run_sd, runs, 8);
-            let (zero, three, ten) =
-                (path_cell(path, &design, 0.0, false), path_cell(path, &design, 0.03, false), path_cell(path, &design, 0.10, false));
+            let (zero, three, ten) = (
+                path_cell(path, &design, 0.0, false),
+                path_cell(path, &design, 0.03, false),
+                path_cell(path, &design, 0.10, false),
+            );
             println!(
                 "{path:?} | 0.025 | {run_sd} | {runs} × 8 | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} %",
                 zero.any_alarm,
