@@ -268,7 +268,7 @@ fn run_policy_value_changed() {
             PinError { field, problem: PinProblem::PolicyNotFrozen { expected, actual } } => {
                 assert_eq!(
                     (field.to_string().as_str(), expected.as_str(), actual.as_str()),
-                    ("run_policy.warmup_requests", "5", "4")
+                    ("run_policy.warmup_requests", "2", "4")
                 )
             }
             other => panic!("{other:?}"),

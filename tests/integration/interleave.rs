@@ -218,8 +218,15 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
     let dir = s.session_dir();
     for cell in session["analysis"]["cells"].as_array().unwrap() {
         let name = cell["cell"].as_str().unwrap();
-        let requests = if cell["mode"] == "reference_pair" { 1 } else { total };
-        for (repetition, first) in [(0, "controlled"), (1, "stock")] {
+        // A reference-pair cell runs once, one request: one full stream per adapter.
+        let (requests, orders): (u32, &[(u32, &str)]) = if cell["mode"] == "reference_pair" {
+            (1, &[(0, "controlled")])
+        } else {
+            (total, &[(0, "controlled"), (1, "stock")])
+        };
+        let runs = session["workers"].as_array().unwrap().iter().filter(|w| w["cell"] == name).count();
+        assert_eq!(runs, 2 * orders.len(), "{name}: one run per adapter and repetition");
+        for &(repetition, first) in orders {
             let second = if first == "controlled" { "stock" } else { "controlled" };
             let job: Value = serde_json::from_slice(
                 &std::fs::read(dir.join(name).join(format!("{first}-{repetition}/job.json"))).unwrap(),

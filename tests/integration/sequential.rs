@@ -47,17 +47,18 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
     let profile: Value = serde_json::from_slice(&std::fs::read(&profile_file).unwrap()).unwrap();
     let sd = profile["designs"][0]["sd"].as_f64().unwrap_or_else(|| panic!("{profile:#}"));
 
-    // A sequential session, `controlled-b` slowed far beyond the noise: 2 looks of 20 pairs planned.
+    // A sequential session, `controlled-b` slowed far beyond the noise: 2 looks of 8 pairs planned
+    // (the frozen policy's measured requests per run).
     yardstick_job(root, "sequential");
     let mut cmd = util::launcher_in(root);
-    cmd.args(["--until-decided", "--budget", "40"]).env(SLOWDOWN_ENV, "2000").env(SLOWDOWN_ADAPTER_ENV, "controlled-b");
+    cmd.args(["--until-decided", "--budget", "16"]).env(SLOWDOWN_ENV, "2000").env(SLOWDOWN_ADAPTER_ENV, "controlled-b");
     let out = util::run(&mut cmd);
     let stderr = std::fs::read_to_string(root.join("launcher.stderr")).unwrap();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let folder = util::only_entry(&root.join("out/sequential"));
     let session: Value = serde_json::from_slice(&std::fs::read(folder.join("session.json")).unwrap()).unwrap();
     let record = &session["sequential"];
-    assert_eq!(record["budget"], "40 pairs", "{record:#}");
+    assert_eq!(record["budget"], "16 pairs", "{record:#}");
     assert_eq!(record["alpha"], 0.05);
     assert_eq!(record["rows"], 1, "one adapter against the reference in one cell");
     let cell = &record["cells"][0];
@@ -70,7 +71,7 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
     // ran and the printed line agree.
     let looks = cell["looks_done"].as_u64().unwrap();
     assert!((1..=2).contains(&looks), "{cell:#}");
-    assert_eq!(cell["pairs"], 20 * looks, "{cell:#}");
+    assert_eq!(cell["pairs"], 8 * looks, "{cell:#}");
     let ran = session["workers"].as_array().unwrap().len() as u64;
     assert_eq!(ran, 2 * looks, "one group of two workers per look, none after the decision");
     let row = &cell["rows"][0];
@@ -90,13 +91,13 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
     if cell["end"] == "decided" {
         assert_eq!(row["verdict"], "slower", "{cell:#}");
         assert!(row["p_value"].as_f64().unwrap() < level, "{cell:#}");
-        assert!(line.contains(&format!("decided after look {looks} of 2 ({} pairs;", 20 * looks)), "{line}");
+        assert!(line.contains(&format!("decided after look {looks} of 2 ({} pairs;", 8 * looks)), "{line}");
         assert!(line.contains("controlled-b slower"), "{line}");
     } else {
         assert_eq!(cell["end"], "last_look", "{cell:#}");
         assert_eq!(looks, 2, "{cell:#}");
         assert_eq!(row["verdict"], "undecided", "{cell:#}");
         assert!(row["p_value"].as_f64().unwrap() >= level, "{cell:#}");
-        assert!(line.contains("not decided after look 2 of 2 (40 pairs; the planned last look"), "{line}");
+        assert!(line.contains("not decided after look 2 of 2 (16 pairs; the planned last look"), "{line}");
     }
 }

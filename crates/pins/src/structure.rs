@@ -203,9 +203,9 @@ mod tests {
         let errors = check_policy(&policy);
         assert!(
             matches!(errors.as_slice(), [PinError { field, problem: PinProblem::PolicyNotFrozen { expected, actual } }]
-            if field == "run_policy.warmup_requests" && expected == "5" && actual == "4")
+            if field == "run_policy.warmup_requests" && expected == "2" && actual == "4")
         );
-        assert_eq!(errors[0].to_string(), "run_policy.warmup_requests: expected the frozen value 5, found 4");
+        assert_eq!(errors[0].to_string(), "run_policy.warmup_requests: expected the frozen value 2, found 4");
         let zero = RunPolicy { backstop_grace_s: 0, ..RunPolicy::frozen() };
         let errors = check_policy(&zero);
         assert!(matches!(errors.first(), Some(PinError { field, problem: PinProblem::PolicyNotPositive { value: 0 } })
