@@ -28,8 +28,8 @@
 //!   `α` in Holm's family. One worker process of the same code is faster than another by an
 //!   offset the requests of that process all share; an error built from those requests alone
 //!   calls that offset a difference: with a per-process offset of sd 0.007–0.014 on the log
-//!   scale and a pair σ of 0.025, 18–41 % false alarms in one session (`simulation`, the
-//!   negative control). Its figures (ratio, interval, p-value) are kept for the reader; the way
+//!   scale and a pair σ of 0.025, 14–26 % false alarms in one session at a stated 5 %
+//!   (`simulation`, the negative control). Its figures (ratio, interval, p-value) are kept for the reader; the way
 //!   out is several runs per side (`--repetitions`, [`REPETITIONS_FOR_A_VERDICT`]) or a noise
 //!   profile (`calibrate`).
 //! - **Interval**: `exp(e ± t_{1−α/2, ν} SE)`, the `1 − α` t-interval of the ratio (not Holm
@@ -171,9 +171,8 @@ pub fn before_holm(
 }
 
 /// Worker runs per side the run table suggests for a row that has no run-to-run error: with a
-/// pair σ of 0.025 and a per-run offset of sd 0.007–0.014, four runs of 20 pairs detect 3 % in
-/// 45–96 % of sessions at under 3 % false alarms over ten rows (`simulation`), where two runs
-/// (one degree of freedom) detect it in 5–10 %.
+/// pair σ of 0.025 and a per-run offset of sd 0.007–0.014, four runs of 8 pairs see 3 % in
+/// 65–92 % of sessions and three runs in 39–68 %, at 5 % false alarms (`simulation`).
 pub const REPETITIONS_FOR_A_VERDICT: u32 = 4;
 
 /// Whether `decision` may be given a verdict at all: its error holds run-to-run effects (see
@@ -185,11 +184,9 @@ pub fn can_decide(decision: &Decision) -> bool {
 /// The verdict of `decision` when its difference test rejected (`significant`) or not, its
 /// equivalence test held (`equivalent`) or not: the one mapping every view and every look uses.
 pub fn verdict_of(decision: &Decision, significant: bool, equivalent: bool) -> Verdict {
-    let floor = decision.config.floor.map_or(0.0, |f| (1.0 + f).ln());
-    let below_floor = significant && decision.log_estimate.abs() < floor;
     if !can_decide(decision) {
         Verdict::Inconclusive
-    } else if significant && !below_floor {
+    } else if significant && !below_floor(decision, significant) {
         if decision.log_estimate < 0.0 {
             Verdict::Faster
         } else {
@@ -200,6 +197,12 @@ pub fn verdict_of(decision: &Decision, significant: bool, equivalent: bool) -> V
     } else {
         Verdict::Inconclusive
     }
+}
+
+/// Whether a significant `decision` is smaller than the practical floor.
+fn below_floor(decision: &Decision, significant: bool) -> bool {
+    let floor = decision.config.floor.map_or(0.0, |f| (1.0 + f).ln());
+    significant && decision.log_estimate.abs() < floor
 }
 
 /// Holm across the rows of `rows` that can be decided (one comparison's judged rows, all with
@@ -216,8 +219,7 @@ pub fn decide_family(rows: &mut [Decision]) {
     for (row, (level, rejected)) in rows.iter_mut().zip(outcome) {
         row.holm_level = level;
         row.significant = rejected;
-        let floor = row.config.floor.map_or(0.0, |f| (1.0 + f).ln());
-        row.below_floor = rejected && row.log_estimate.abs() < floor;
+        row.below_floor = below_floor(row, rejected);
         row.verdict = verdict_of(row, rejected, row.equivalent);
     }
 }

@@ -76,10 +76,7 @@ impl LogEstimate {
                 run_effects_measured: false,
             });
         }
-        let means: Vec<f64> = runs
-            .iter()
-            .map(|run| if run.len() == 1 { Ok(run[0]) } else { TrimmedMean::of(run, trim).map(|t| t.mean) })
-            .collect::<Result<_, _>>()?;
+        let means: Vec<f64> = runs.iter().map(|run| run_mean(run, trim)).collect::<Result<_, _>>()?;
         let t = TrimmedMean::of(&means, 0.0)?;
         Ok(LogEstimate {
             rule: Rule::PairedRunMeans,
@@ -95,7 +92,8 @@ impl LogEstimate {
     }
 
     /// Yuen's two-sample estimate `mean_t(x) − mean_t(reference)` of per-request log medians
-    /// (`rule` is `request_medians` or `raw_request_medians`).
+    /// (`rule` is `request_medians` or `raw_request_medians`; [`Self::run_means`] uses it
+    /// untrimmed on run means).
     pub fn two_sample(x: &[f64], reference: &[f64], trim: f64, rule: Rule) -> Result<Self, StatsError> {
         let (a, b) = (TrimmedMean::of(x, trim)?, TrimmedMean::of(reference, trim)?);
         let (estimate, se, df) = yuen_welch(&a, &b);
@@ -120,14 +118,7 @@ impl LogEstimate {
         let runs = |side: &[Vec<f64>]| -> Vec<Vec<f64>> { side.iter().filter(|r| !r.is_empty()).cloned().collect() };
         let (x, reference) = (runs(x), runs(reference));
         if x.len() >= 2 && reference.len() >= 2 {
-            let means = |side: &[Vec<f64>]| -> Result<Vec<f64>, StatsError> {
-                side.iter()
-                    .map(|run| match run.as_slice() {
-                        [one] => Ok(*one),
-                        _ => TrimmedMean::of(run, trim).map(|t| t.mean),
-                    })
-                    .collect()
-            };
+            let means = |side: &[Vec<f64>]| side.iter().map(|run| run_mean(run, trim)).collect::<Result<Vec<f64>, _>>();
             return Self::run_means(&means(&x)?, &means(&reference)?);
         }
         let (x, reference) = (x.concat(), reference.concat());
@@ -140,21 +131,9 @@ impl LogEstimate {
     }
 
     /// Welch's test of run means `x` against `reference` (`run_means`, at least two a side):
-    /// the run is the unit, so the error holds run-to-run effects.
+    /// Yuen's untrimmed; the run is the unit, so the error holds run-to-run effects.
     pub fn run_means(x: &[f64], reference: &[f64]) -> Result<Self, StatsError> {
-        let (a, b) = (TrimmedMean::of(x, 0.0)?, TrimmedMean::of(reference, 0.0)?);
-        let (estimate, se, df) = yuen_welch(&a, &b);
-        Ok(LogEstimate {
-            rule: Rule::RunMeans,
-            estimate,
-            se,
-            se_uncorrelated: se,
-            df,
-            units: a.n + b.n,
-            pairs: 0,
-            serial_correlation: None,
-            run_effects_measured: true,
-        })
+        Ok(LogEstimate { run_effects_measured: true, ..Self::two_sample(x, reference, 0.0, Rule::RunMeans)? })
     }
 
     /// `b − a` of two sessions' estimates.
@@ -176,6 +155,14 @@ impl LogEstimate {
     /// The ratio, `exp(estimate)`.
     pub fn ratio(&self) -> f64 {
         self.estimate.exp()
+    }
+}
+
+/// A run's `trim` trimmed mean (a run of one value: that value): the unit of the run-means rules.
+fn run_mean(run: &[f64], trim: f64) -> Result<f64, StatsError> {
+    match run {
+        [one] => Ok(*one),
+        _ => TrimmedMean::of(run, trim).map(|t| t.mean),
     }
 }
 
