@@ -1403,25 +1403,35 @@ fn recorded_session_ratios_match_the_launchers_analysis() {
 }
 
 /// A noise profile of the recorded sessions' design (their host, libmlx, order and placement) in
-/// the headline and fixed-continuation cells, as `calibrate` writes one: 20 A/A sessions of
-/// controlled/stock with one repetition, whose log estimates spread by `sd`.
+/// the headline and fixed-continuation cells, every row (controlled/stock, and each adapter's
+/// own times), as `calibrate` fits one: 20 sessions with no spread within them, whose estimates
+/// spread by `sd` (the pairs) or `sd/√2` (each side, so that a row of two sides spreads by `sd`).
 fn recorded_profile(dir: &Path, sd: f64) -> PathBuf {
     use decode_baseline_launcher::{noise_profiles, session::load_session};
-    use decode_baseline_wire::profile::{NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION};
+    use decode_baseline_wire::profile::{NoiseProfileFile, ProfiledDesign, TwoLevelFit, NOISE_PROFILE_SCHEMA_VERSION};
     let session = load_session(&recorded("back-to-back-a")).unwrap().report;
-    // ±x in turn over 20 sessions: a sample standard deviation of x √(20/19).
-    let x = sd * (19.0f64 / 20.0).sqrt();
-    let log_estimates: Vec<f64> = (0..20).map(|k| if k % 2 == 0 { x } else { -x }).collect();
+    let fit = TwoLevelFit {
+        sessions: 20,
+        runs_per_session: 1.0,
+        units_per_run: 10.0,
+        unit_var: 0.0,
+        unit_df: 180.0,
+        run_var: 0.0,
+        run_df: 0.0,
+        estimate_var: sd * sd,
+        estimate_df: 19.0,
+    };
     let designs = [HEADLINE, FIXED]
-        .map(|cell| ProfiledDesign {
-            design: noise_profiles::design_of(&session, cell, "tiny-qwen3"),
-            pair: "controlled/stock".to_owned(),
-            repetitions: 1,
-            log_estimates: log_estimates.clone(),
-            sd,
+        .into_iter()
+        .flat_map(|cell| ["controlled/stock", "controlled", "stock"].map(|pair| (cell, pair)))
+        .map(|(cell, pair)| ProfiledDesign {
+            design: noise_profiles::design_of(&session, cell),
+            pair: pair.to_owned(),
+            fit: TwoLevelFit { estimate_var: if pair.contains('/') { sd * sd } else { sd * sd / 2.0 }, ..fit.clone() },
+            log_estimates: vec![0.0; 20],
             sessions: (0..20).map(|k| format!("aa-{k}")).collect(),
         })
-        .into();
+        .collect();
     let file = NoiseProfileFile {
         schema_version: NOISE_PROFILE_SCHEMA_VERSION,
         written_utc: "2026-01-01T00:00:00Z".to_owned(),
@@ -1715,31 +1725,39 @@ fn calibrate_from_sessions_writes_a_profile_that_compare_uses() {
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
-    assert_eq!(file["schema_version"], 2);
+    assert_eq!(file["schema_version"], 3);
+    // One entry per row of the cell: each adapter's own times, and their pairs.
     let designs = file["designs"].as_array().unwrap();
-    assert_eq!(designs.len(), 1, "{file}");
-    assert_eq!(designs[0]["design"]["placement"], "0");
-    assert_eq!(designs[0]["pair"], "controlled/stock");
-    assert_eq!(designs[0]["repetitions"], 1, "the sessions' size: one run per adapter");
-    let estimates: Vec<f64> =
-        designs[0]["log_estimates"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    // The sessions ran one adapter after the other (no pairs): one entry per adapter's own times.
+    let rows: Vec<&str> = designs.iter().map(|d| d["pair"].as_str().unwrap()).collect();
+    assert_eq!(rows, ["controlled", "stock"], "{file}");
+    let pairs = &designs[1];
+    assert_eq!((pairs["design"]["placement"].clone(), pairs["design"]["cell"].clone()), (json!("0"), json!(HEADLINE)));
+    assert_eq!(pairs["fit"]["runs_per_session"], 1.0, "the sessions' size: one run per adapter");
+    assert_eq!(pairs["fit"]["run_df"], 0.0, "one run a session: the run part counts as session-level");
+    let estimates: Vec<f64> = pairs["log_estimates"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_eq!(estimates.len(), 3);
-    // Each A/A session's estimate is its controlled/stock log ratio: 0, −ln 1.01, −ln 0.99.
-    for (got, want) in estimates.iter().zip([0.0, -(1.01f64.ln()), -(0.99f64.ln())]) {
+    // Each session's estimate of stock's own times: ln 600 µs, ln 606 µs, ln 594 µs; controlled's
+    // did not move.
+    for (got, want) in estimates.iter().zip([600_000.0f64.ln(), 606_000.0f64.ln(), 594_000.0f64.ln()]) {
         assert!((got - want).abs() < 2e-3, "{estimates:?}");
     }
-    assert!(designs[0]["sd"].as_f64().unwrap() > 0.005, "{file}");
+    assert!(pairs["fit"]["estimate_var"].as_f64().unwrap() > 0.005f64.powi(2), "{file}");
+    assert_eq!(designs[0]["fit"]["estimate_var"], 0.0, "{file}");
 
     let used = compare(&[&sessions[0], &"--noise-profile", &profile, &"--format", &"json"]);
     assert!(
         used.stderr.contains("noise profile: ")
-            && used.stderr.contains("3 A/A sessions of controlled/stock with 1 repetition"),
+            && used.stderr.contains("controlled fitted on 3 sessions of 1 runs")
+            && used.stderr.contains("stock fitted on 3 sessions of 1 runs"),
         "{}",
         used.stderr
     );
     let decision = &json_of(&used)["rows"][0]["outcome"]["decision"];
     assert_eq!(decision["error"], "profile", "{decision}");
-    assert_eq!(decision["df"], 2.0, "t on K − 1 degrees of freedom: {decision}");
+    let df = decision["df"].as_f64().unwrap();
+    // Sessions like those calibrated: nearly all of the variance is stock's spread, on K − 1.
+    assert!((2.0..2.2).contains(&df), "t on about K − 1 degrees of freedom: {decision}");
     // One run per side, and still a verdict: the profile's error holds the run-to-run effects.
     assert_eq!(
         (decision["rule"].clone(), decision["run_effects_measured"].clone(), decision["verdict"].clone()),

@@ -4,17 +4,21 @@ verdicts: for each pair, the rows called faster or slower, the judged rows' rati
 
     tools/measure/compare_series.py BINARY A1 B1 [A2 B2 ...]
 
+With PROFILE set, every comparison uses that noise profile file (`compare --noise-profile`).
+
 Prints one line per pair and a summary: how many comparisons had any row called faster or
 slower, and, of the headline rows, how many were called slower (the detections of a slowdown
 in B). Used for issue 42's A/A and slowdown series (`tools/measure/aa_series.sh`)."""
 import json
+import os
 import statistics
 import subprocess
 import sys
 
 
 def compare(binary, a, b):
-    out = subprocess.run([binary, "compare", a, b, "--format", "json"], capture_output=True, text=True)
+    profile = ["--noise-profile", os.environ["PROFILE"]] if os.environ.get("PROFILE") else []
+    out = subprocess.run([binary, "compare", a, b, "--format", "json", *profile], capture_output=True, text=True)
     report = json.loads(out.stdout)
     rows = []
     for row in report["rows"]:

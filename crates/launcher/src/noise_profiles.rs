@@ -101,7 +101,7 @@ pub fn write(path: &Path, file: &NoiseProfileFile) -> Result<(), ProfileFileErro
 }
 
 /// The design of `cell` (`<case>.<prompt>.<mode>`) in `session`.
-pub fn design_of(session: &SessionReport, cell: &str, case_id: &str) -> Design {
+pub fn design_of(session: &SessionReport, cell: &str) -> Design {
     let host = session.host.as_ref().map_or("unknown".to_owned(), |h| {
         format!(
             "{} ({} {}, {} CPUs, {})",
@@ -128,42 +128,36 @@ pub fn design_of(session: &SessionReport, cell: &str, case_id: &str) -> Design {
         host,
         device,
         libmlx_sha256: libmlx.join(","),
-        case_id: case_id.to_owned(),
-        mode: cell.rsplit('.').next().unwrap_or(cell).to_owned(),
+        cell: cell.to_owned(),
         order: format!("{:?}", session.job.order).to_lowercase(),
         placement,
     }
 }
 
-/// Puts `entry` into `file`, replacing the entry of the same design, pair and size.
+/// Puts `entry` into `file`, replacing the entry of the same design and row.
 pub fn upsert(file: &mut NoiseProfileFile, entry: ProfiledDesign) {
-    let key = |d: &ProfiledDesign| (d.design.clone(), d.pair.clone(), d.repetitions);
+    let key = |d: &ProfiledDesign| (d.design.clone(), d.pair.clone());
     file.designs.retain(|d| key(d) != key(&entry));
     file.designs.push(entry);
     file.designs.sort_by_key(key);
 }
 
-/// `1 repetition`, `6 repetitions`: a session's size in words.
-pub fn repetitions(n: u32) -> String {
-    if n == 1 {
-        "1 repetition".to_owned()
-    } else {
-        format!("{n} repetitions")
+/// The profile entry's row of `adapter` against `reference`: `adapter/reference` for their
+/// pairs, the adapter's name alone for its own times.
+pub fn row_key(adapter: &Adapter, reference: Option<&Adapter>) -> String {
+    match reference {
+        Some(reference) => format!("{}/{}", adapter.as_str(), reference.as_str()),
+        None => adapter.as_str().to_owned(),
     }
 }
 
-/// Whether an entry's pair (`numerator/reference`) is of `adapter`'s runs.
-fn covers(pair: &str, adapter: &Adapter) -> bool {
-    pair.split('/').any(|a| a == adapter.as_str())
-}
-
-/// The error bound an entry gives a session of `runs` runs per adapter, and its factor. An
-/// entry of `R` runs per session has `sd² = a² + b²/R` (a session-level part `a`, a part that
-/// shrinks with the runs, `req/findings.md` §21); for `j < R` runs `a² + b²/j ≤ sd²·R/j`, for
-/// `j ≥ R` `≤ sd²`: `sd · √max(1, R/j)` holds whatever `a` and `b` are.
-fn sized(entry: &ProfiledDesign, runs: usize) -> (f64, f64) {
-    let factor = (f64::from(entry.repetitions) / runs.max(1) as f64).max(1.0).sqrt();
-    (entry.sd * factor, factor)
+/// One part of a row's error to look up: the entry's row ([`row_key`]) and the size of the
+/// sessions judged, worker runs and units per run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub key: String,
+    pub runs: usize,
+    pub units: f64,
 }
 
 /// The noise profiles the rows of one comparison may use: one profile file, and the design of
@@ -176,59 +170,29 @@ pub struct Profiles {
 }
 
 impl Profiles {
-    /// The profile of the row `adapter` against `reference` in `cell`, for sessions of `runs`
-    /// runs per adapter. Per pair of the cell's design, the entry whose size gives the smallest
-    /// bound (`sized`). A pair with both adapters is used alone; else the pairs of each side
-    /// combine as `√((sd_x² + sd_r²)/2)` (an A/A pair's spread is twice one side's variance),
-    /// on the smaller `K`; one side profiled alone stands for both, and its label says so.
-    pub fn for_row(&self, cell: &str, adapter: &Adapter, reference: &Adapter, runs: usize) -> Option<NoiseProfile> {
+    /// The profile of a row of `cell` made of `parts` (its pairs' entry, or one entry per side
+    /// of a row without pairs), each sized to its sessions (`stats::profile`): `None` unless
+    /// every part has an entry of the cell's design. A side never borrows another's entry.
+    pub fn for_row(&self, cell: &str, parts: &[Part]) -> Option<NoiseProfile> {
         let design = self.designs.get(cell)?;
-        let best = |pred: &dyn Fn(&str) -> bool| {
-            self.file
-                .designs
-                .iter()
-                .filter(|e| &e.design == design && pred(&e.pair))
-                .map(|e| (e, sized(e, runs)))
-                .min_by(|(a, (x, _)), (b, (y, _))| {
-                    x.total_cmp(y).then(b.log_estimates.len().cmp(&a.log_estimates.len()))
-                })
-        };
-        let describe = |(e, (_, factor)): (&ProfiledDesign, (f64, f64))| {
-            let scaled = if factor > 1.0 {
-                format!(", ×{factor:.2} for sessions of {runs}")
-            } else if e.repetitions as usize != runs {
-                format!(", applied to sessions of {runs}")
-            } else {
-                String::new()
-            };
-            format!("{} A/A sessions of {} with {}{scaled}", e.log_estimates.len(), e.pair, repetitions(e.repetitions))
-        };
-        let profile = |sd: f64, sessions: usize, what: String| NoiseProfile {
-            sd,
-            sessions,
-            label: format!("{} ({what}, on {} {})", self.path.display(), design.case_id, design.mode),
-        };
-        if let Some(both @ (e, (sd, _))) = best(&|p| covers(p, adapter) && covers(p, reference)) {
-            return Some(profile(sd, e.log_estimates.len(), describe(both)));
+        let entries: Vec<(&ProfiledDesign, &Part)> = parts
+            .iter()
+            .map(|part| Some((self.file.designs.iter().find(|e| &e.design == design && e.pair == part.key)?, part)))
+            .collect::<Option<_>>()?;
+        if entries.is_empty() {
+            return None;
         }
-        match (best(&|p| covers(p, adapter)), best(&|p| covers(p, reference))) {
-            (Some(x @ (ex, (sx, _))), Some(r @ (er, (sr, _)))) => Some(profile(
-                ((sx * sx + sr * sr) / 2.0).sqrt(),
-                ex.log_estimates.len().min(er.log_estimates.len()),
-                format!("{} and {}, combined", describe(x), describe(r)),
-            )),
-            (Some(one @ (e, (sd, _))), None) | (None, Some(one @ (e, (sd, _)))) => Some(profile(
-                sd,
-                e.log_estimates.len(),
+        let what: Vec<String> = entries
+            .iter()
+            .map(|(e, part)| {
                 format!(
-                    "{}, standing for both: {} against {} is not profiled",
-                    describe(one),
-                    adapter.as_str(),
-                    reference.as_str()
-                ),
-            )),
-            (None, None) => None,
-        }
+                    "{} fitted on {} sessions of {:.0} runs × {:.0} units, sized to {} × {:.0}",
+                    e.pair, e.fit.sessions, e.fit.runs_per_session, e.fit.units_per_run, part.runs, part.units
+                )
+            })
+            .collect();
+        let fitted: Vec<_> = entries.iter().map(|(e, part)| (&e.fit, part.runs, part.units)).collect();
+        Some(crate::stats::profile_of(&fitted, format!("{} ({}, on {})", self.path.display(), what.join("; "), cell)))
     }
 }
 
@@ -239,7 +203,7 @@ impl Profiles {
 pub fn resolve(
     asked: Option<&Path>,
     sessions: &[&SessionReport],
-    cells: &[(String, String)],
+    cells: &[String],
 ) -> Result<(Option<Profiles>, Option<String>), ProfileFileError> {
     let path = match asked {
         Some(path) => path.to_owned(),
@@ -251,23 +215,21 @@ pub fn resolve(
     let file = read(&path)?;
     let mut designs = BTreeMap::new();
     let mut unmatched = Vec::new();
-    for (cell, case) in cells {
-        let mut of_cell: Vec<Design> = sessions.iter().map(|s| design_of(s, cell, case)).collect();
+    for cell in cells {
+        let mut of_cell: Vec<Design> = sessions.iter().map(|s| design_of(s, cell)).collect();
         of_cell.dedup();
         match of_cell.as_slice() {
             [design] if file.designs.iter().any(|e| &e.design == design) => {
                 designs.insert(cell.clone(), design.clone());
             }
-            [design] => unmatched.push(format!(
-                "{cell}: no entry for its design ({} {}, {}, placement {})",
-                design.case_id, design.mode, design.order, design.placement
-            )),
+            [design] => unmatched
+                .push(format!("{cell}: no entry for its design ({}, placement {})", design.order, design.placement)),
             _ => unmatched.push(format!("{cell}: the sessions' designs differ")),
         }
     }
     let note = (!unmatched.is_empty()).then(|| {
         format!(
-            "noise profile {}: not used for {}; run `decode-baseline calibrate` for a design",
+            "noise profile {}: not used for {}; run `decode-baseline calibrate --job` with the job of these sessions",
             path.display(),
             unmatched.join("; ")
         )
@@ -280,8 +242,7 @@ pub fn resolve(
 /// note of a cell without a profile, and a file that cannot be read as a warning (the verdicts
 /// then use their own error) rather than an error (`run`'s table and the report page).
 pub fn resolve_or_warn(asked: Option<&Path>, session: &SessionReport, quiet: bool) -> Option<Profiles> {
-    let cells: Vec<(String, String)> =
-        crate::session::cells(session).into_iter().map(|c| (c.cell, c.case_id)).collect();
+    let cells: Vec<String> = crate::session::cells(session).into_iter().map(|c| c.cell).collect();
     match resolve(asked, &[session], &cells) {
         Ok((profiles, note)) => {
             if let Some(note) = note.filter(|_| !quiet) {
@@ -301,27 +262,36 @@ pub fn resolve_or_warn(asked: Option<&Path>, session: &SessionReport, quiet: boo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use decode_baseline_wire::profile::TwoLevelFit;
 
     fn design(placement: &str) -> Design {
         Design {
             host: "box (linux x86_64, 2 CPUs, AMD EPYC)".into(),
             device: "cpu AMD EPYC".into(),
             libmlx_sha256: "ab".repeat(32),
-            case_id: "tiny-qwen3".into(),
-            mode: "headline".into(),
+            cell: "cell".into(),
             order: "interleaved".into(),
             placement: placement.into(),
         }
     }
 
-    fn entry(placement: &str, pair: &str, repetitions: u32, estimates: Vec<f64>) -> ProfiledDesign {
-        let sd = crate::stats::profile_of(&estimates, "x").unwrap().sd;
+    /// An entry fitted from two sessions of `runs` runs whose run means sit at ±`run` about
+    /// sessions at ±`session`, each run two units ±0.01 about its mean.
+    fn entry(placement: &str, pair: &str, runs: usize, run: f64, session: f64) -> ProfiledDesign {
+        let one = |mu: f64| -> Vec<Vec<f64>> {
+            (0..runs)
+                .map(|r| {
+                    let m = mu + if r % 2 == 0 { run } else { -run };
+                    vec![m - 0.01, m + 0.01]
+                })
+                .collect()
+        };
+        let (fit, log_estimates) = crate::stats::fit_profile(&[one(session), one(-session)], 0.0).unwrap();
         ProfiledDesign {
             design: design(placement),
             pair: pair.into(),
-            repetitions,
-            log_estimates: estimates,
-            sd,
+            fit,
+            log_estimates,
             sessions: vec!["out/a".into()],
         }
     }
@@ -338,14 +308,18 @@ mod tests {
         }
     }
 
-    fn adapter(name: &str) -> Adapter {
-        name.parse().unwrap()
+    fn part(key: &str, runs: usize, units: f64) -> Part {
+        Part { key: key.into(), runs, units }
     }
 
-    const CC: &str = "controlled-b/controlled";
+    const CS: &str = "controlled/stock";
+
+    fn fit_of(p: &Profiles, key: &str) -> TwoLevelFit {
+        p.file.designs.iter().find(|e| e.pair == key).unwrap().fit.clone()
+    }
 
     #[test]
-    fn a_profile_file_round_trips_and_replaces_only_the_same_design_pair_and_size() {
+    fn a_profile_file_round_trips_and_replaces_only_the_same_design_and_row() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("profiles/box.json");
         let mut file = NoiseProfileFile {
@@ -353,67 +327,56 @@ mod tests {
             written_utc: "now".into(),
             designs: vec![],
         };
-        upsert(&mut file, entry("0", CC, 1, vec![0.01, -0.02, 0.005]));
-        upsert(&mut file, entry("0-1", CC, 1, vec![0.3, -0.2]));
-        upsert(&mut file, entry("0", CC, 6, vec![0.3, -0.2]));
-        upsert(&mut file, entry("0", "stock-b/stock", 1, vec![0.3, -0.2]));
-        upsert(&mut file, entry("0", CC, 1, vec![0.01, -0.01]));
+        upsert(&mut file, entry("0", CS, 2, 0.01, 0.0));
+        upsert(&mut file, entry("0-1", CS, 2, 0.01, 0.0));
+        upsert(&mut file, entry("0", "stock", 2, 0.01, 0.0));
+        upsert(&mut file, entry("0", CS, 3, 0.02, 0.05));
         write(&path, &file).unwrap();
         let back = read(&path).unwrap();
         assert_eq!(back, file);
-        assert_eq!(back.designs.len(), 4);
-        let replaced = back.designs.iter().find(|e| e.design == design("0") && e.pair == CC && e.repetitions == 1);
-        assert_eq!(replaced.unwrap().log_estimates, [0.01, -0.01]);
+        assert_eq!(back.designs.len(), 3);
+        let replaced = back.designs.iter().find(|e| e.design == design("0") && e.pair == CS);
+        assert_eq!(replaced.unwrap().fit.runs_per_session, 3.0);
     }
 
     #[test]
-    fn a_row_gets_its_pairs_profile_sized_to_its_session() {
-        let p = profiles(vec![entry("0", CC, 6, vec![0.01, -0.01]), entry("1", CC, 1, vec![0.5, -0.5])]);
-        let (b, c) = (adapter("controlled-b"), adapter("controlled"));
-        let sd6 = 0.02 / 2f64.sqrt();
-        let same = p.for_row("cell", &b, &c, 6).unwrap();
-        assert!((same.sd - sd6).abs() < 1e-12 && same.sessions == 2, "{same:?}");
-        assert!(same.label.contains("2 A/A sessions of controlled-b/controlled with 6 repetitions,"), "{}", same.label);
-        // Fewer runs than profiled: a² + b²/j ≤ sd²·R/j; more: ≤ sd².
-        let fewer = p.for_row("cell", &b, &c, 2).unwrap();
-        assert!((fewer.sd - sd6 * 3f64.sqrt()).abs() < 1e-12 && fewer.label.contains("×1.73 for sessions of 2"));
-        let more = p.for_row("cell", &b, &c, 12).unwrap();
-        assert!((more.sd - sd6).abs() < 1e-12 && more.label.contains("applied to sessions of 12"));
-        // Of two sizes, the smaller bound: the 6-run entry scaled, or the 1-run entry as it is.
-        let p = profiles(vec![entry("0", CC, 6, vec![0.01, -0.01]), entry("0", CC, 1, vec![0.03, -0.03])]);
-        assert!((p.for_row("cell", &b, &c, 1).unwrap().sd - sd6 * 6f64.sqrt()).abs() < 1e-12);
-        assert!((p.for_row("cell", &b, &c, 3).unwrap().sd - sd6 * 2f64.sqrt()).abs() < 1e-12);
-        let p = profiles(vec![entry("0", CC, 6, vec![0.01, -0.01]), entry("0", CC, 1, vec![0.012, -0.012])]);
-        assert!((p.for_row("cell", &b, &c, 1).unwrap().sd - 0.024 / 2f64.sqrt()).abs() < 1e-12);
-        assert!(p.for_row("other", &b, &c, 6).is_none());
-        assert!(profiles(vec![entry("1", CC, 6, vec![0.01, -0.01])]).for_row("cell", &b, &c, 6).is_none());
-    }
-
-    #[test]
-    fn a_row_across_two_profiled_loops_combines_them_and_one_side_alone_says_so() {
-        let both = profiles(vec![
-            entry("0", CC, 2, vec![0.03, -0.03]),
-            entry("0", "stock-b/stock", 2, vec![0.04, -0.04, 0.0]),
+    fn a_row_gets_its_own_entry_sized_to_its_session_and_a_side_never_borrows() {
+        let p = profiles(vec![
+            entry("0", CS, 2, 0.01, 0.0),
+            entry("0", "stock", 2, 0.02, 0.0),
+            entry("1", "controlled", 2, 0.0, 0.0),
         ]);
-        let (s, c, other) = (adapter("stock"), adapter("controlled"), adapter("python-sync"));
-        let combined = both.for_row("cell", &s, &c, 2).unwrap();
-        let (sc, ss) = (0.06 / 2f64.sqrt(), 0.04);
-        assert!((combined.sd - ((sc * sc + ss * ss) / 2.0).sqrt()).abs() < 1e-12, "{combined:?}");
-        assert_eq!(combined.sessions, 2);
-        assert!(combined.label.contains("combined"), "{}", combined.label);
-        let alone = both.for_row("cell", &other, &c, 2).unwrap();
-        assert!((alone.sd - sc).abs() < 1e-12);
-        assert!(alone.label.contains("standing for both: python-sync against controlled is not profiled"));
-        assert!(both.for_row("cell", &other, &adapter("outside"), 2).is_none());
+        let f = fit_of(&p, CS);
+        // Sessions at one estimate (S² = 0): held to the run part, which more runs shrink.
+        assert_eq!(f.estimate_var, 0.0, "{f:?}");
+        let two = p.for_row("cell", &[part(CS, 2, 2.0)]).unwrap();
+        let six = p.for_row("cell", &[part(CS, 6, 2.0)]).unwrap();
+        assert!((two.sd - (f.run_var / 2.0).sqrt()).abs() < 1e-12, "{two:?}");
+        assert!((six.sd - two.sd / 3f64.sqrt()).abs() < 1e-12, "{six:?}");
+        assert!(
+            two.label.contains("controlled/stock fitted on 2 sessions of 2 runs × 2 units, sized to 2 × 2"),
+            "{}",
+            two.label
+        );
+        // The sides of a row without pairs add; one side without its entry gives none.
+        let sides = p.for_row("cell", &[part("stock", 2, 2.0), part("stock", 2, 2.0)]).unwrap();
+        assert!((sides.sd - (2.0 * sized_var(&fit_of(&p, "stock"), 2, 2.0)).sqrt()).abs() < 1e-12);
+        assert!(p.for_row("cell", &[part("controlled", 2, 2.0), part("stock", 2, 2.0)]).is_none());
+        assert!(p.for_row("cell", &[part("controlled/stock-b", 2, 2.0)]).is_none());
+        assert!(p.for_row("other", &[part(CS, 2, 2.0)]).is_none());
+    }
+
+    fn sized_var(fit: &TwoLevelFit, runs: usize, units: f64) -> f64 {
+        crate::stats::profile_of(&[(fit, runs, units)], "x").sd.powi(2)
     }
 
     #[test]
     fn unknown_fields_and_versions_are_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("p.json");
-        std::fs::write(&path, r#"{"schema_version": 1, "written_utc": "x", "designs": []}"#).unwrap();
-        assert!(matches!(read(&path), Err(ProfileFileError::Version { found: 1, .. })));
-        std::fs::write(&path, r#"{"schema_version": 2, "written_utc": "x", "designs": [], "extra": 1}"#).unwrap();
+        std::fs::write(&path, r#"{"schema_version": 2, "written_utc": "x", "designs": []}"#).unwrap();
+        assert!(matches!(read(&path), Err(ProfileFileError::Version { found: 2, .. })));
+        std::fs::write(&path, r#"{"schema_version": 3, "written_utc": "x", "designs": [], "extra": 1}"#).unwrap();
         assert!(matches!(read(&path), Err(ProfileFileError::Parse { .. })));
     }
 }

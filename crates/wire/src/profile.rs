@@ -1,12 +1,13 @@
-//! The host noise profile file (`decode-baseline calibrate`): per design, the session-to-session
-//! spread of the paired-test log estimate over `K` A/A yardstick sessions. `compare` and `run`
-//! read it (`--noise-profile FILE`, or the default file of the host) and hold each verdict's
-//! error to at least the profile's (`crates/launcher/src/stats/profile.rs`).
+//! The host noise profile file (`decode-baseline calibrate`): per design and row, a two-level
+//! fit of how the row's estimate moves when nothing changed (a part per request unit, a part
+//! per worker run, a part per session), from `K` sessions of a job. `compare` and `run` read it
+//! (`--noise-profile FILE`, or the default file of the host) and hold each verdict's error to
+//! at least the profile's, sized to the session judged (`crates/launcher/src/stats/profile.rs`).
 
 use serde::{Deserialize, Serialize};
 
 /// The version [`NoiseProfileFile`] is written with; readers refuse any other.
-pub const NOISE_PROFILE_SCHEMA_VERSION: u32 = 2;
+pub const NOISE_PROFILE_SCHEMA_VERSION: u32 = 3;
 
 /// A profile file: one host's designs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -16,32 +17,60 @@ pub struct NoiseProfileFile {
     pub schema_version: u32,
     /// When `calibrate` wrote it, RFC 3339 UTC to the second.
     pub written_utc: String,
-    /// One entry per design, adapter pair and session size calibrated (a later `calibrate` of
-    /// the same three replaces it).
+    /// One entry per design and row (a later `calibrate` of the same two replaces it).
     pub designs: Vec<ProfiledDesign>,
 }
 
-/// The profile of one design, adapter pair and session size.
+/// The profile of one design and one row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProfiledDesign {
-    /// What the sessions had in common; a session matches when every field is equal.
+    /// What the sessions had in common; a session's cell matches when every field is equal.
     pub design: Design,
-    /// The adapter pair the A/A sessions measured, numerator over reference, e.g.
-    /// `controlled-b/controlled` or `stock-b/stock`: whose run-to-run noise the entry holds.
+    /// The row: `adapter/reference` for an adapter's request pairs with the reference in an
+    /// interleaved session (units: A B / B A blocks of pair log ratios), or one adapter's name
+    /// for its own times (units: per-request log median step times), which the rows without
+    /// pairs use (a sequential session's sides, the raw rows of two sessions).
     pub pair: String,
-    /// The session size: worker runs (repetitions) per adapter in each A/A session. A session
-    /// of another size is held to a bound derived from it (`crates/launcher/src/noise_profiles.rs`).
-    pub repetitions: u32,
-    /// The A/A sessions' log estimates (numerator `adapter` against `reference`), in run order.
+    /// The two-level fit of the row's units.
+    pub fit: TwoLevelFit,
+    /// The calibration sessions' estimates of the row (mean of run means), in run order.
     pub log_estimates: Vec<f64>,
-    /// Their sample standard deviation: one session's error from session to session.
-    pub sd: f64,
     /// The session folders they came from.
     pub sessions: Vec<String>,
 }
 
-/// A design: host, device, library, model, cell kind, order and placement.
+/// The variance of a row's estimate split by level, fitted from `K` sessions of `j` runs of
+/// `n` units each (`crates/launcher/src/stats/profile.rs` has the estimators and how a session
+/// of `j'` runs of `n'` units is sized from them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TwoLevelFit {
+    /// `K`, the sessions fitted.
+    pub sessions: usize,
+    /// `j`, the worker runs of a calibration session (their harmonic mean when they differ).
+    pub runs_per_session: f64,
+    /// `n`, the mean number of units in a run.
+    pub units_per_run: f64,
+    /// `b²`: one unit's variance as a run's trimmed mean sees it (the squared error of the
+    /// run's trimmed mean times its units), pooled over every run.
+    pub unit_var: f64,
+    /// Its degrees of freedom.
+    pub unit_df: f64,
+    /// The variance of one run's mean about its session's mean, pooled over the sessions (at
+    /// `n` units); `b²/n` when the sessions had one run each.
+    pub run_var: f64,
+    /// Its degrees of freedom, `Σ (j_k − 1)`; 0 with one run per session, when the run-level
+    /// part cannot be told from the session-level part and counts as session-level.
+    pub run_df: f64,
+    /// `S²`, the variance of the sessions' estimates: `c² + run_var/j`, with `c²` the part
+    /// shared by every run of a session.
+    pub estimate_var: f64,
+    /// Its degrees of freedom, `K − 1`.
+    pub estimate_df: f64,
+}
+
+/// A design: host, device, library, cell, order and placement.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Design {
@@ -51,10 +80,8 @@ pub struct Design {
     pub device: String,
     /// The libmlx the workers loaded, SHA-256 (several joined with `,`).
     pub libmlx_sha256: String,
-    /// The model case of the cell (its shape follows from the pinned files).
-    pub case_id: String,
-    /// The cell's mode (`headline`, `fixed_continuation`, …).
-    pub mode: String,
+    /// The cell, `<case>.<prompt>.<mode>`: model, prompt and mode.
+    pub cell: String,
     /// The session order (`interleaved`, `alternate`, `fixed`).
     pub order: String,
     /// The CPUs the workers got (`run --cpus`), or `unrecorded`.
@@ -62,13 +89,15 @@ pub struct Design {
 }
 
 // `crates/launcher/src/stats/profile.rs` documents how it enters a verdict's error.
-/// The session-to-session spread of one design's estimate on one host.
+/// The profile's error of one row, sized to the session(s) judged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoiseProfile {
-    /// Standard deviation of one session's log estimate over the A/A sessions.
+    /// The standard deviation of one session's estimate of the row, for the session's size.
     pub sd: f64,
-    /// `K`, the A/A sessions it was measured from.
+    /// The degrees of freedom of its t reference (Welch–Satterthwaite over the fit's levels).
+    pub df: f64,
+    /// `K`, the calibration sessions it was fitted from.
     pub sessions: usize,
     /// What it was measured on (host and design), for the output.
     pub label: String,
@@ -80,8 +109,8 @@ impl NoiseProfile {
         self.sd * (sessions as f64).sqrt()
     }
 
-    /// The degrees of freedom of its t reference, `K − 1`.
+    /// The degrees of freedom of its t reference.
     pub fn df(&self) -> f64 {
-        self.sessions as f64 - 1.0
+        self.df
     }
 }

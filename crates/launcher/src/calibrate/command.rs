@@ -1,15 +1,17 @@
-//! `decode-baseline calibrate`: runs `K` short A/A yardstick sessions (interleaved, the tiny
-//! fixture's L16 headline cell) of one loop against itself under a second name (`--loop
-//! controlled`: `controlled-b` against `controlled`; `--loop stock`: `stock-b` against `stock`,
-//! both declared in `workloads.json`), takes from each the paired-test log estimate `compare`
-//! would test (`crate::stats`), and writes their spread per design, pair and session size into
-//! the host's profile file (`crate::noise_profiles`, which also says how a row of two loops uses
-//! both).
+//! `decode-baseline calibrate`: runs `K` sessions of a job (`--job`; without one, the A/A
+//! yardstick of one loop against itself under a second name: `controlled-b` against
+//! `controlled`, or `stock-b` against `stock`, the tiny fixture's L16 headline cell), or reads
+//! sessions already run (`--from`), and fits every judged row of every cell (each adapter's
+//! pairs with the reference, and each adapter's own times) with the two-level model of
+//! `crate::stats::profile`: a unit part, a run part and a session part. The fits go into the
+//! host's profile file (`crate::noise_profiles`), one entry per design and row, and any later
+//! session of that design, of any size, is judged with them.
 
-use std::path::PathBuf;
+use std::{collections::BTreeMap, path::PathBuf};
 
 use anyhow::Context;
 use decode_baseline_wire::{
+    job::Mode,
     profile::{Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION},
     ExitCode,
 };
@@ -17,13 +19,19 @@ use serde_json::json;
 
 use crate::noise_profiles as profiles;
 use crate::{
-    compare::{self, RowResult, Settings},
+    compare::rule,
     launcher::{self, placement::Cpus, RunArgs, RunOptions},
+    stats::DecisionConfig,
 };
 
-/// The cell every calibration session runs: the tiny fixture's L16 headline cell.
+/// The cell of the yardstick sessions: the tiny fixture's L16 headline cell.
 pub const CELL: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
-/// The loop whose A/A noise is calibrated.
+
+/// Fewest runs per adapter a calibration session runs: with two or more, the run part and the
+/// session part separate within the sessions (`crate::stats::profile`).
+pub const MIN_CALIBRATION_REPETITIONS: u32 = 2;
+
+/// The loop whose A/A noise the yardstick calibrates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Loop {
     /// `controlled-b` against `controlled`.
@@ -44,30 +52,42 @@ impl Loop {
 
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
-    /// How many A/A sessions to run (at least 2; 20 or more for a useful t reference).
-    #[arg(long, value_name = "K", default_value_t = 20)]
+    /// The job to profile: every judged row of every cell it runs, for any model it names.
+    /// Without it, the A/A yardstick of `--loop`.
+    #[arg(long, value_name = "FILE", conflicts_with = "loop_")]
+    pub job: Option<PathBuf>,
+    /// How many sessions to run (at least 2; the session-level part of the fit is on K − 1
+    /// degrees of freedom).
+    #[arg(long, value_name = "K", default_value_t = 10)]
     pub sessions: usize,
-    /// The loop to calibrate: its A/A pair runs in every session.
-    #[arg(long = "loop", value_enum, default_value = "controlled")]
-    pub loop_: Loop,
-    /// Repetitions (interleaved groups) per session: the size of the sessions the profile is
-    /// for (a session of another size is held to a bound derived from it).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub repetitions: u32,
+    /// The yardstick's loop, when no `--job` is given: its A/A pair runs in every session.
+    #[arg(long = "loop", value_enum)]
+    pub loop_: Option<Loop>,
+    /// Worker runs per adapter in each session (default: the job's, and at least 2, so the run
+    /// and session parts separate).
+    #[arg(long, value_name = "N")]
+    pub repetitions: Option<u32>,
     /// The CPUs the workers may run on (see `run --cpus`); the profile is of that placement.
     #[arg(long, value_name = "LIST", default_value = "first", value_parser = Cpus::parse)]
     pub cpus: Cpus,
-    /// The profile file to write (its other designs are kept). Default: the host's profile,
+    /// The profile file to write (its other entries are kept). Default: the host's profile,
     /// `~/.cache/decode-baseline/profiles/<host>.json` (see `--noise-profile` of `compare`).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Where the sessions' folders go. Default: `out/calibrate` in the checkout.
     #[arg(long, value_name = "DIR")]
     pub output_root: Option<PathBuf>,
-    /// Make the profile from these existing A/A sessions (`session.json` or their folders)
-    /// instead of running new ones.
-    #[arg(long, value_name = "SESSION", num_args = 1.., conflicts_with = "sessions")]
+    /// Fit the profile from these existing sessions (`session.json` or their folders) instead
+    /// of running new ones.
+    #[arg(long, value_name = "SESSION", num_args = 1.., conflicts_with_all = ["sessions", "job"])]
     pub from: Vec<PathBuf>,
+}
+
+/// One row's units by run in each session, and the sessions' folders.
+#[derive(Default)]
+struct Collected {
+    units: Vec<Vec<Vec<f64>>>,
+    folders: Vec<String>,
 }
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
@@ -75,32 +95,38 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         Some(out) => out,
         None => crate::bad_input!("no --out given and no home folder for the default profile file"),
     };
-    let sessions = if args.from.is_empty() { run_sessions(&args)? } else { args.from.clone() };
+    let sessions = if args.from.is_empty() {
+        if args.sessions < crate::stats::MIN_PROFILE_SESSIONS {
+            crate::bad_input!("--sessions {}: calibrate needs at least 2 sessions", args.sessions);
+        }
+        match run_sessions(&args)? {
+            Ok(folders) => folders,
+            Err(code) => return Ok(code),
+        }
+    } else {
+        args.from.clone()
+    };
     if sessions.len() < crate::stats::MIN_PROFILE_SESSIONS {
-        eprintln!("decode-baseline: error: calibrate needs at least 2 A/A sessions, got {}", sessions.len());
-        return Ok(ExitCode::BadInput);
+        crate::bad_input!("calibrate needs at least 2 sessions, got {}", sessions.len());
     }
-    let mut estimates = Vec::new();
-    let mut folders = Vec::new();
-    let mut design = None;
+    let trim = DecisionConfig::default().trim;
+    let mut rows: BTreeMap<(Design, String), Collected> = BTreeMap::new();
     for path in &sessions {
         let loaded = crate::session::load_session(path)?;
-        let (estimate, this_design) = aa_estimate(&loaded)?;
-        if design.as_ref().is_some_and(|d| *d != this_design) {
-            crate::bad_input!(
-                "session {} is of another design, pair or size than the first one (host, device, libmlx, cell, \
-                 order, placement, adapters or repetitions differ): a profile stands for one of each",
-                loaded.path.display()
-            );
+        // A reference pair is one request a run, for the agreement check: never timed as a row.
+        for cell in crate::session::cells(&loaded.report).into_iter().filter(|c| c.mode != Mode::ReferencePair) {
+            let design = profiles::design_of(&loaded.report, &cell.cell);
+            let adapters: Vec<_> = cell.adapters.keys().cloned().collect();
+            let pairs = adapters.iter().filter(|a| **a != cell.reference).map(|a| (a, Some(&cell.reference)));
+            for (adapter, against) in adapters.iter().map(|a| (a, None)).chain(pairs) {
+                if let Some(units) = rule::units_by_run(&cell, adapter, against) {
+                    let entry = rows.entry((design.clone(), profiles::row_key(adapter, against))).or_default();
+                    entry.units.push(units);
+                    entry.folders.push(loaded.dir().display().to_string());
+                }
+            }
         }
-        println!("{}: log estimate {estimate:+.4} ({:+.2} %)", loaded.dir().display(), 100.0 * estimate.exp_m1());
-        design = Some(this_design);
-        estimates.push(estimate);
-        folders.push(loaded.dir().display().to_string());
     }
-    let (design, pair, repetitions) = design.expect("at least two sessions");
-    let profile =
-        crate::stats::profile_of(&estimates, "calibrate").map_err(|e| crate::exit::bad_input(e.to_string()))?;
     let mut file = match out.is_file() {
         true => profiles::read(&out)?,
         false => NoiseProfileFile {
@@ -110,87 +136,94 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         },
     };
     file.written_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    profiles::upsert(
-        &mut file,
-        ProfiledDesign {
-            design: design.clone(),
-            pair: pair.clone(),
-            repetitions,
-            log_estimates: estimates,
-            sd: profile.sd,
-            sessions: folders,
-        },
+    let width = rows.keys().map(|(d, _)| d.cell.len()).max().unwrap_or(4);
+    let pair_width = rows.keys().map(|(_, p)| p.len()).max().unwrap_or(3);
+    println!(
+        "{:<width$}  {:<pair_width$} {:>3} {:>7} {:>8} {:>8} {:>8} {:>6} {:>9}",
+        "cell", "row", "K", "runs×n", "session", "run", "unit/√n", "df", "one sess."
     );
+    let mut written = 0;
+    for ((design, pair), collected) in rows {
+        let (fit, log_estimates) = match crate::stats::fit_profile(&collected.units, trim) {
+            Ok(fitted) => fitted,
+            Err(err) => {
+                eprintln!("decode-baseline: note: {} {pair}: not profiled: {err}", design.cell);
+                continue;
+            }
+        };
+        let runs = fit.runs_per_session.round() as usize;
+        let one = crate::stats::profile_of(&[(&fit, runs, fit.units_per_run)], "");
+        let a2 = (fit.run_var - fit.unit_var / fit.units_per_run).max(0.0);
+        let c2 = (fit.estimate_var - fit.run_var / fit.runs_per_session).max(0.0);
+        let pct = |var: f64| format!("{:.2} %", 100.0 * var.sqrt().exp_m1());
+        println!(
+            "{:<width$}  {:<pair_width$} {:>3} {:>7} {:>8} {:>8} {:>8} {:>6.1} {:>9}",
+            design.cell,
+            pair,
+            fit.sessions,
+            format!("{}×{:.0}", fit.runs_per_session, fit.units_per_run),
+            pct(c2),
+            pct(a2),
+            pct(fit.unit_var / fit.units_per_run),
+            one.df,
+            pct(one.sd.powi(2)),
+        );
+        profiles::upsert(&mut file, ProfiledDesign { design, pair, fit, log_estimates, sessions: collected.folders });
+        written += 1;
+    }
+    if written == 0 {
+        crate::bad_input!("no row of these sessions could be profiled (see the notes above)");
+    }
     profiles::write(&out, &file)?;
     println!(
-        "noise profile: sd {:.4} of one session's log estimate ({:.2} %), K = {} sessions of {pair} with {}, \
-         t on {} df\n\
-         design: {} / {} / {} {} / {} / placement {}\nwritten: {}",
-        profile.sd,
-        100.0 * profile.sd.exp_m1(),
-        profile.sessions,
-        profiles::repetitions(repetitions),
-        profile.sessions - 1,
-        design.host,
-        design.device,
-        design.case_id,
-        design.mode,
-        design.order,
-        design.placement,
+        "noise profile: {written} rows written to {}\n\
+         columns: the sd of each part (session, run, and a run's units), and of one session's estimate like these",
         out.display()
     );
     Ok(ExitCode::Ok)
 }
 
-/// The paired-test log estimate of an A/A session's one row (`controlled-b` against
-/// `controlled`, or `stock-b` against `stock`, in the sessions `calibrate` runs), as `compare`
-/// of that session (without a profile) makes it, and what the profile entry is keyed by: the
-/// session's design, the row's adapter pair and the session's size (runs per adapter).
-fn aa_estimate(loaded: &crate::session::LoadedSession) -> anyhow::Result<(f64, (Design, String, u32))> {
-    let settings = Settings { config: Default::default(), profiles: None };
-    let report = compare::compare_within(loaded, &settings, false)?;
-    let [row] = report.rows.as_slice() else {
-        crate::bad_input!(
-            "session {}: {} rows; an A/A session for calibrate has one cell and two adapters (e.g. controlled-b \
-             against controlled)",
-            loaded.path.display(),
-            report.rows.len()
-        );
-    };
-    let (RowResult::Compared { decision, .. }, Some(adapter), Some(against)) =
-        (&row.outcome, &row.adapter, &row.against)
-    else {
-        crate::bad_input!("session {}: its row was not compared", loaded.path.display());
-    };
-    let cell = crate::session::cells(&loaded.report).into_iter().find(|c| c.cell == row.cell);
-    let case_id = cell.as_ref().map(|c| c.case_id.clone()).unwrap_or_default();
-    let runs = cell.as_ref().and_then(|c| c.runs.get(against).copied()).unwrap_or(0) as u32;
-    let key = (
-        profiles::design_of(&loaded.report, &row.cell, &case_id),
-        format!("{}/{}", adapter.as_str(), against.as_str()),
-        runs,
-    );
-    Ok((decision.log_estimate, key))
-}
-
-/// Runs the sessions; returns their folders.
-fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Vec<PathBuf>> {
+/// Runs the sessions; returns their folders, or the exit code of a session that did not end
+/// well (nothing is written then).
+fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, ExitCode>> {
     let repo = crate::launcher::session_job::repo_root();
     let root = args.output_root.clone().unwrap_or_else(|| repo.join("out/calibrate"));
     let batch = launcher::new_session_dir(&root)?;
-    let job = batch.join("job.json");
-    let (reference, numerator) = args.loop_.pair();
-    let body = json!({
-        "schema_version": 1, "manifest": repo.join("workloads.json"), "cells": [CELL],
-        "adapters": [reference, numerator], "reference": reference, "output_root": batch,
-        "repetitions": args.repetitions, "order": "interleaved", "aa_pair": false
-    });
-    std::fs::write(&job, body.to_string()).with_context(|| format!("failed to write {}", job.display()))?;
+    let (job, repetitions) = match &args.job {
+        Some(job) => {
+            let resolved = launcher::session_job::load(job)?;
+            (job.clone(), args.repetitions.unwrap_or(resolved.job.repetitions))
+        }
+        None => {
+            let job = batch.join("job.json");
+            let (reference, numerator) = args.loop_.unwrap_or(Loop::Controlled).pair();
+            let body = json!({
+                "schema_version": 1, "manifest": repo.join("workloads.json"), "cells": [CELL],
+                "adapters": [reference, numerator], "reference": reference, "output_root": batch,
+                "repetitions": 1, "order": "interleaved", "aa_pair": false
+            });
+            std::fs::write(&job, body.to_string()).with_context(|| format!("failed to write {}", job.display()))?;
+            (job, args.repetitions.unwrap_or(MIN_CALIBRATION_REPETITIONS))
+        }
+    };
+    if repetitions < MIN_CALIBRATION_REPETITIONS {
+        eprintln!(
+            "decode-baseline: note: {repetitions} run per adapter cannot tell the run part from the session part; \
+             calibrating with {MIN_CALIBRATION_REPETITIONS}"
+        );
+    }
+    let repetitions = repetitions.max(MIN_CALIBRATION_REPETITIONS);
     let mut folders = Vec::new();
     for i in 0..args.sessions {
-        let dir = batch.join(format!("aa-{i:02}"));
+        let dir = batch.join(format!("session-{i:02}"));
         std::fs::create_dir(&dir).with_context(|| format!("failed to create {}", dir.display()))?;
-        eprintln!("calibrate: session {}/{} in {}", i + 1, args.sessions, dir.display());
+        eprintln!(
+            "calibrate: session {}/{} ({repetitions} runs per adapter) in {}",
+            i + 1,
+            args.sessions,
+            dir.display()
+        );
+        let started = std::time::Instant::now();
         let code = launcher::run(RunArgs {
             job: job.clone(),
             options: RunOptions {
@@ -201,16 +234,21 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Vec<PathBuf>> {
                 cpus: args.cpus.clone(),
                 noise_profile: None,
                 until_decided: false,
-                repetitions: None,
+                repetitions: Some(repetitions),
                 budget: None,
                 session_dir: Some(dir.clone()),
                 quiet: true,
             },
         })?;
         if code != ExitCode::Ok {
-            anyhow::bail!("calibration session {} ended with {code:?}; nothing written", dir.display());
+            eprintln!(
+                "decode-baseline: error: calibration session {} ended with {code:?}; nothing written",
+                dir.display()
+            );
+            return Ok(Err(code));
         }
+        eprintln!("calibrate: session {}/{} done in {:.0} s", i + 1, args.sessions, started.elapsed().as_secs_f64());
         folders.push(dir);
     }
-    Ok(folders)
+    Ok(Ok(folders))
 }

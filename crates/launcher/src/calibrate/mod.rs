@@ -3,4 +3,4 @@
 
 mod command;
 
-pub use command::{run, CalibrateArgs};
+pub use command::{run, CalibrateArgs, MIN_CALIBRATION_REPETITIONS};

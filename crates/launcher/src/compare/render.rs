@@ -263,25 +263,25 @@ pub fn rule_line(report: &CompareReport) -> String {
 /// Whose error a row's test used, in the words of the run table and the report page.
 pub fn error_words(d: &crate::stats::Decision) -> String {
     match (&d.profile, d.error) {
-        (Some(p), ErrorSource::Profile) => format!("error: the noise profile's, sd {:.4} on {} df", p.sd, p.df()),
+        (Some(p), ErrorSource::Profile) => format!("error: the noise profile's, sd {:.4} on {:.0} df", p.sd, p.df()),
         (Some(p), ErrorSource::Own) => format!("error: own, larger than the noise profile's sd {:.4}", p.sd),
         (None, _) if d.run_effects_measured => "error holds run-to-run effects".to_owned(),
         (None, _) => format!(
             "no verdict: one run per side cannot show run-to-run effects; rerun with --repetitions {} or \
-             with a noise profile of this design (decode-baseline calibrate)",
+             with a noise profile of this design (decode-baseline calibrate --job)",
             crate::stats::REPETITIONS_FOR_A_VERDICT
         ),
     }
 }
 
 /// One line per noise profile the rows used (each row's own, `noise_profiles`), e.g.
-/// `noise profile: p.json (16 A/A sessions of controlled-b/controlled with 6 repetitions, on
-/// tiny-qwen3 headline): sd 0.0086 on 15 df`.
+/// `noise profile: p.json (controlled/stock fitted on 10 sessions of 3 runs × 4 units, sized to
+/// 3 × 4, on tiny-qwen3.tiny-qwen3-L16.headline): sd 0.0086 on 12 df`.
 pub fn profile_lines(rows: &[Row]) -> Vec<String> {
     let mut lines: Vec<String> = rows
         .iter()
         .filter_map(|row| row.decision()?.profile.as_ref())
-        .map(|p| format!("noise profile: {}: sd {:.4} on {} df", p.label, p.sd, p.df()))
+        .map(|p| format!("noise profile: {}: sd {:.4} on {:.0} df", p.label, p.sd, p.df()))
         .collect();
     lines.sort();
     lines.dedup();

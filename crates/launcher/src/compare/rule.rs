@@ -22,15 +22,29 @@ use decode_baseline_wire::Adapter;
 
 use crate::session::CellData;
 
+/// `adapter`'s request pairs with the reference by run, the A/A group's as one more run; `None`
+/// when the session did not pair them.
+fn pair_runs(cell: &CellData, adapter: &Adapter) -> Option<Vec<Vec<(f64, f64)>>> {
+    let pairs = cell.pairs.get(adapter)?;
+    Some(pairs.iter().chain(cell.aa_pairs.get(adapter).into_iter().flatten()).cloned().collect())
+}
+
+/// The units a row's estimate is the mean of run means of, by run: with `reference`, the A B /
+/// B A blocks of `adapter`'s pairs with it (`None` when the session did not pair them); without,
+/// `adapter`'s own per-request log medians. What a noise profile is fitted on and sized by
+/// (`crate::stats::profile`).
+pub fn units_by_run(cell: &CellData, adapter: &Adapter, reference: Option<&Adapter>) -> Option<Vec<Vec<f64>>> {
+    match reference {
+        Some(_) => Some(PairBlocks::from_pair_medians(&pair_runs(cell, adapter)?).ok()?.runs().to_vec()),
+        None => cell.log_request_medians_by_run(adapter).ok(),
+    }
+}
+
 /// `adapter` against the cell's reference within one session.
 pub fn within(cell: &CellData, adapter: &Adapter, trim: f64) -> Result<LogEstimate, String> {
     let reference = &cell.reference;
-    match cell.pairs.get(adapter) {
-        Some(pairs) => {
-            let runs: Vec<Vec<(f64, f64)>> =
-                pairs.iter().chain(cell.aa_pairs.get(adapter).into_iter().flatten()).cloned().collect();
-            paired(&runs, trim).map_err(|e| format!("{adapter} against {reference}: {e}"))
-        }
+    match pair_runs(cell, adapter) {
+        Some(runs) => paired(&runs, trim).map_err(|e| format!("{adapter} against {reference}: {e}")),
         None => unpaired((cell, adapter), (cell, reference), trim, Rule::RequestMedians)
             .map_err(|e| format!("{adapter} against {reference}: {e}")),
     }

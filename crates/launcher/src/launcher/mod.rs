@@ -15,6 +15,7 @@ mod output;
 pub mod placement;
 pub mod plan;
 mod preflight;
+mod progress_log;
 pub(crate) mod rank_group;
 mod rank_group_run;
 mod recovery;

@@ -152,7 +152,8 @@ pub fn run_session(resolved: session_job::ResolvedJob, options: &RunOptions) -> 
         }
         return Ok(SessionOutcome::without_report(ExitCode::Ok));
     }
-    let executed = execute(&session, options.quiet_wait, &mut Processes, &mut meter)?;
+    let log = !options.quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let executed = execute(&session, options.quiet_wait, log, &mut Processes, &mut meter)?;
     finish(session, executed, &Show::of(options))
 }
 
@@ -376,10 +377,12 @@ struct Executed {
 }
 
 /// Runs every group of the session in turn with `execution` and records each worker's run;
-/// `meter` reads energy at the gate of interleaved groups.
+/// `meter` reads energy at the gate of interleaved groups. With `log`, a line per finished group
+/// on stderr (`progress_log`: standard error is not a terminal, so the bar draws nothing).
 fn execute(
     session: &Session,
     quiet_wait: u64,
+    log: bool,
     execution: &mut dyn Execution,
     meter: &mut energy::Meter,
 ) -> anyhow::Result<Executed> {
@@ -398,6 +401,7 @@ fn execute(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} requests, ~{eta} left  {msg}")
             .expect("valid template"),
     );
+    let mut progress_log = super::progress_log::ProgressLog::new(session.schedule.groups().len(), total_requests);
     let interrupts = &session.interrupts;
     let mut executed = Executed {
         workers: Vec::new(),
@@ -445,6 +449,12 @@ fn execute(
         let activity = sampler.finish(measured);
         if let Some(note) = &quiet_note {
             progress.suspend(|| eprintln!("decode-baseline: {}: {note}", members[0].planned.cell.name()));
+        }
+        if log {
+            let requests = members.iter().map(|p| u64::from(p.requests())).sum();
+            let what = format!("{cell_name} {}", names.join(" + "));
+            let line = progress_log.group_done(&what, requests, group_started.elapsed(), session.started.elapsed());
+            eprintln!("decode-baseline: {line}");
         }
         if let Some(idle) = idle {
             executed.energy.idle.push(energy::idle_reading(
@@ -1052,7 +1062,7 @@ mod tests {
         let dir = session.dir.clone();
         let spec = "watts=120,throttle_every=5";
         let mut meter = fake_meter(spec);
-        let executed = execute(&session, 0, &mut fake, &mut meter).unwrap();
+        let executed = execute(&session, 0, false, &mut fake, &mut meter).unwrap();
         assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         let record = report.energy.as_ref().expect("an energy record");
@@ -1102,7 +1112,7 @@ mod tests {
         assert!(session.prepared.iter().all(|p| p.job.gate), "every lone worker goes through the gate");
         let dir = session.dir.clone();
         let mut meter = fake_meter("watts=120");
-        let executed = execute(&session, 0, &mut fake, &mut meter).unwrap();
+        let executed = execute(&session, 0, false, &mut fake, &mut meter).unwrap();
         assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         let record = report.energy.as_ref().expect("an energy record");
@@ -1134,7 +1144,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
         let dir = session.dir.clone();
-        let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
+        let executed = execute(&session, 0, false, &mut fake, &mut no_energy()).unwrap();
         assert_eq!(executed.quiet_wait, std::time::Duration::ZERO);
         assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
@@ -1148,7 +1158,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
         let dir = session.dir.clone();
-        let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
+        let executed = execute(&session, 0, false, &mut fake, &mut no_energy()).unwrap();
         assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert!(report.workers.iter().all(|w| w.energy.is_none()));
@@ -1169,7 +1179,7 @@ mod tests {
         let (session, mut fake) = prepared_session(tmp.path(), Status::Ok);
         assert_eq!(session.prepared.len(), 4, "two cells, two adapters");
         let dir = session.dir.clone();
-        let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
+        let executed = execute(&session, 0, false, &mut fake, &mut no_energy()).unwrap();
         assert!(executed.problems.is_empty(), "{:?}", executed.problems);
         assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
 
@@ -1195,7 +1205,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (session, mut fake) = prepared_session(tmp.path(), Status::Failed);
         let dir = session.dir.clone();
-        let executed = execute(&session, 0, &mut fake, &mut no_energy()).unwrap();
+        let executed = execute(&session, 0, false, &mut fake, &mut no_energy()).unwrap();
         assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::WorkerFailed);
         let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
         assert_eq!(report.status, SessionStatus::WorkerFailed);

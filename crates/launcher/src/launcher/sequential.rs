@@ -174,7 +174,7 @@ impl Sequential {
         record.looks_planned = k as u32;
         record.nominal_level = Some(level);
         let cells: Vec<_> = crate::session::cells(report).into_iter().filter(|c| c.cell == cell).collect();
-        let designs: Vec<(String, String)> = cells.iter().map(|c| (c.cell.clone(), c.case_id.clone())).collect();
+        let designs: Vec<String> = cells.iter().map(|c| c.cell.clone()).collect();
         // A profile file that cannot be read is the table's warning to give; the look uses the
         // pairs' own error then, as the table does.
         let profiles =

@@ -3,9 +3,9 @@
 //! with the smallest difference the data could have detected.
 //!
 //! With `e` the log ratio (`log_estimate`), `SE` its error and `ν` its degrees of freedom (the
-//! row's own, or with a host noise profile `max(SE_profile, SE_own)` on `K − 1`, see `profile`,
-//! where `SE_own` is taken before its serial-correlation inflation: the profile's
-//! session-to-session spread holds that correlation already),
+//! row's own, or with a host noise profile `max(SE_profile, SE_own)` on the profile's, see
+//! `profile`, where `SE_own` is taken before its serial-correlation inflation: the profile's
+//! fitted variances hold that correlation already),
 //! `T_ν` Student's t distribution (statrs), and the settings of [`DecisionConfig`]:
 //!
 //! - **Difference.** `p = 2 (1 − T_ν(|e| / SE))`. The rows of one comparison are one family:
@@ -308,7 +308,7 @@ mod tests {
             .unwrap();
         assert_eq!(same.verdict, Verdict::Inconclusive);
         // A profile of the design gives it the run-to-run error, and so a verdict.
-        let p = NoiseProfile { sd: 0.002, sessions: 20, label: "test".into() };
+        let p = NoiseProfile { sd: 0.002, df: 19.0, sessions: 20, label: "test".into() };
         assert_eq!(decide_alone(&blind, Some(&p), 1, &c).unwrap().verdict, Verdict::Slower);
         // Beside a decidable row at p ≈ 0.04, the blind row takes no share of α: Holm holds the
         // decidable row to α itself, not α / 2.
@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn a_profile_larger_than_the_own_error_is_used_on_k_minus_1_df() {
-        let p = NoiseProfile { sd: 0.02, sessions: 20, label: "test".into() };
+        let p = NoiseProfile { sd: 0.02, df: 19.0, sessions: 20, label: "test".into() };
         let c = DecisionConfig::default();
         let d = decide_alone(&estimate(0.05, 0.01, 100.0), Some(&p), 1, &c).unwrap();
         assert_eq!((d.error, d.se, d.df, d.own_se), (ErrorSource::Profile, 0.02, 19.0, 0.01));

@@ -30,9 +30,24 @@ use rand_chacha::{rand_core::RngCore, rand_core::SeedableRng, ChaCha8Rng};
 use super::blocks::PairBlocks;
 use super::log_estimate::{LogEstimate, Rule};
 use super::{Decision, DecisionConfig, NoiseProfile, Verdict};
+use decode_baseline_wire::profile::TwoLevelFit;
 
 /// Sessions per cell.
 const SESSIONS: usize = 2000;
+
+/// `fit` sized to `runs` runs of `judged`'s pairs per run, as `compare` sizes a profile.
+fn sized(fit: &TwoLevelFit, judged: &Design, runs: usize) -> NoiseProfile {
+    let blocks_per_run = (judged.pairs / judged.runs / 2) as f64;
+    crate::stats::profile_of(&[(fit, runs, blocks_per_run)], "simulated")
+}
+
+/// How a profile is made: `sessions` A/A sessions of `design`, renewed every
+/// `PROFILE_SESSIONS` sessions judged.
+#[derive(Debug, Clone, Copy)]
+struct Calibration {
+    design: Design,
+    sessions: usize,
+}
 /// A/A sessions per noise profile.
 const PROFILE_SESSIONS: usize = 20;
 /// The order effect every synthetic session carries (2 %, cancelled by the blocks).
@@ -160,10 +175,17 @@ impl Gen {
         LogEstimate { run_effects_measured: true, ..LogEstimate::paired(&blocks, config.trim).unwrap() }
     }
 
-    /// A profile of `K = PROFILE_SESSIONS` A/A sessions of `d`.
-    fn profile(&mut self, d: &Design, config: &DecisionConfig) -> NoiseProfile {
-        let estimates: Vec<f64> = (0..PROFILE_SESSIONS).map(|_| self.estimate(d, 0.0, config).estimate).collect();
-        crate::stats::profile_of(&estimates, "simulated").unwrap()
+    /// A profile fitted from `calibration.sessions` A/A sessions of `calibration.design`
+    /// (`stats::profile::fit`, as `calibrate` fits one).
+    fn fit(&mut self, calibration: &Calibration, config: &DecisionConfig) -> TwoLevelFit {
+        let sessions: Vec<Vec<Vec<f64>>> =
+            (0..calibration.sessions).map(|_| self.session(&calibration.design, 0.0)).collect();
+        crate::stats::fit_profile(&sessions, config.trim).unwrap().0
+    }
+
+    /// [`Self::fit`] sized to sessions of `judged`.
+    fn profile(&mut self, calibration: &Calibration, judged: &Design, config: &DecisionConfig) -> NoiseProfile {
+        sized(&self.fit(calibration, config), judged, judged.runs)
     }
 }
 
@@ -205,9 +227,10 @@ fn run_cell(design: &Design, effect: f64, with_profile: bool) -> Rates {
     let mut aa = Gen::new(design.seed(effect, 0xA_A000 + u64::from(with_profile)));
     let mut profile: Option<NoiseProfile> = None;
     let mut decisions = Vec::with_capacity(SESSIONS);
+    let calibration = Calibration { design: *design, sessions: PROFILE_SESSIONS };
     for i in 0..SESSIONS {
         if with_profile && i % PROFILE_SESSIONS == 0 {
-            profile = Some(aa.profile(design, &config));
+            profile = Some(aa.profile(&calibration, design, &config));
         }
         let estimate = sessions.estimate(design, theta, &config);
         decisions.push(crate::stats::decide_alone(&estimate, profile.as_ref(), 1, &config).unwrap());
@@ -516,17 +539,28 @@ const ACROSS_ROWS: usize = 10;
 /// `SESSIONS` draws of `path` on `design` at `effect` (sessions B of `Across` carry it, A not),
 /// with a profile of the design (`K = 20` A/A sessions, renewed every 20 draws) when asked.
 fn path_cell(path: Path, design: &Design, effect: f64, with_profile: bool) -> PathRates {
+    let calibration = with_profile.then_some(Calibration { design: *design, sessions: PROFILE_SESSIONS });
+    calibrated_path_cell(path, design, effect, calibration)
+}
+
+/// [`path_cell`] with a profile made as `calibration` says (of another size, or of fewer
+/// sessions), or none.
+fn calibrated_path_cell(path: Path, design: &Design, effect: f64, calibration: Option<Calibration>) -> PathRates {
     let config = DecisionConfig::default();
     let theta = (1.0 + effect).ln();
-    let mut g = Gen::new(design.seed(effect, 0x9A7_0000 + path as u64 * 16 + u64::from(with_profile)));
-    let mut aa = Gen::new(design.seed(effect, 0xAA_0000 + path as u64 * 16));
-    let mut profile: Option<NoiseProfile> = None;
+    let salt = calibration.map_or(0, |c| 1 + ((c.sessions as u64) << 4) + ((c.design.runs as u64) << 10));
+    let mut g = Gen::new(design.seed(effect, 0x9A7_0000 + path as u64 * 16 + salt));
+    let mut aa = Gen::new(design.seed(effect, 0xAA_0000 + path as u64 * 16 + (salt << 16)));
+    let mut fit: Option<TwoLevelFit> = None;
     let draws: Vec<Vec<Decision>> = (0..SESSIONS)
         .map(|i| {
-            if with_profile && i % PROFILE_SESSIONS == 0 {
-                profile = Some(aa.profile(design, &config));
+            if let Some(calibration) = calibration.filter(|_| i % PROFILE_SESSIONS == 0) {
+                fit = Some(aa.fit(&calibration, &config));
             }
-            let profile = profile.as_ref();
+            // Each look is sized to the runs it has, as `run --until-decided` sizes it.
+            let at = |runs| fit.as_ref().map(|f| sized(f, design, runs));
+            let whole = at(design.runs);
+            let profile = whole.as_ref();
             let decide = |e: &LogEstimate, sessions| crate::stats::decide_alone(e, profile, sessions, &config).unwrap();
             match path {
                 Path::Within => vec![decide(&g.estimate(design, theta, &config), 1)],
@@ -552,7 +586,7 @@ fn path_cell(path: Path, design: &Design, effect: f64, with_profile: bool) -> Pa
                         let e =
                             LogEstimate::paired(&PairBlocks::from_blocks(blocks[..k].to_vec()).unwrap(), config.trim)
                                 .unwrap();
-                        let mut d = decide(&e, 1);
+                        let mut d = crate::stats::decide_alone(&e, at(k).as_ref(), 1, &config).unwrap();
                         d.verdict = crate::stats::verdict_of(&d, d.p_value < level, d.equivalence_p_value < level);
                         let decided = d.verdict != Verdict::Inconclusive;
                         last = Some(d);
@@ -656,6 +690,51 @@ fn a_session_level_term_needs_a_profile_of_the_design() {
             if (with_profile || session_sd == 0.0) && zero.any_alarm > ALPHA + slack(ALPHA) {
                 failures.push(format!("session SD {session_sd}, {error}: false alarms {}", zero.any_alarm));
             }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_profile_fitted_at_one_size_holds_its_level_at_others_and_adds_power() {
+    // `calibrate --job`: K sessions of one size fitted by the two-level model, then sessions of
+    // other sizes judged with it, on the host's three levels (pair σ 0.025, run SD 0.014 or
+    // 0.007, session SD 0.0072), 8 pairs a run (the frozen policy). Asserted on every path: false
+    // alarms at most α + 3 SE, coverage at least 1 − α − 3 SE (not for the looks). The last
+    // column is the run means alone, blind to the session part (their false alarms across
+    // sessions are `a_session_level_term_needs_a_profile_of_the_design`'s).
+    println!(
+        "\npath | run SD | calibrated on K × runs | judged runs | false alarms (any row) | coverage | 3 % seen (rows) | 10 % seen (rows) | without a profile: 10 % seen"
+    );
+    let mut failures = Vec::new();
+    let design = |run_sd, runs| Design { session_sd: 0.0072, ..Design::two_level(0.025, run_sd, runs, 8) };
+    let cases = [
+        (Path::Within, 0.014, (10, 3), 3),
+        (Path::Within, 0.014, (10, 3), 1),
+        (Path::Across, 0.014, (10, 3), 3),
+        (Path::Across, 0.007, (10, 3), 3),
+        (Path::Across, 0.014, (10, 3), 6),
+        (Path::Across, 0.014, (6, 2), 4),
+        (Path::Looks, 0.014, (10, 3), 6),
+    ];
+    for (path, run_sd, (k, calibration_runs), runs) in cases {
+        let judged = design(run_sd, runs);
+        let calibration = Calibration { design: design(run_sd, calibration_runs), sessions: k };
+        let rates = |effect| calibrated_path_cell(path, &judged, effect, Some(calibration));
+        let (zero, three, ten) = (rates(0.0), rates(0.03), rates(0.10));
+        let bare = calibrated_path_cell(path, &judged, 0.10, None);
+        println!(
+            "{path:?} | {run_sd} | {k} × {calibration_runs} | {runs} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3}",
+            zero.any_alarm, zero.covered_rows, three.slower_rows, ten.slower_rows, bare.slower_rows
+        );
+        if zero.any_alarm > ALPHA + slack(ALPHA) {
+            failures.push(format!(
+                "{path:?} {judged:?} calibrated {k} × {calibration_runs}: false alarms {}",
+                zero.any_alarm
+            ));
+        }
+        if path != Path::Looks && zero.covered_rows < 1.0 - ALPHA - slack(ALPHA) {
+            failures.push(format!("{path:?} {judged:?}: coverage {}", zero.covered_rows));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
