@@ -87,10 +87,10 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
         .lines()
         .find(|l| l.contains("until-decided: ") && l.contains(CELL))
         .unwrap_or_else(|| panic!("{stderr}"));
-    assert!(line.contains(&format!("noise profile sd {sd:.4}")), "{line}");
+    assert!(line.contains(&format!("noise profile sd {used:.4}")), "{line}");
     // The report page says the same: the profile its verdicts used, and the record's lines.
     let page = std::fs::read_to_string(folder.join("index.html")).unwrap();
-    assert!(page.contains("2 A/A sessions of controlled-b/controlled with 1 repetition"), "{page}");
+    assert!(page.contains("controlled-b/controlled fitted on 2 sessions of 1 runs"), "{page}");
     let said = line.trim_start_matches("decode-baseline: ");
     assert!(page.contains(said), "the page carries the printed line: {said}");
     if cell["end"] == "decided" {

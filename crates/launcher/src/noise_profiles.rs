@@ -15,7 +15,7 @@ use crate::stats::NoiseProfile;
 use decode_baseline_wire::{
     profile::{Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION},
     session::SessionReport,
-    Adapter,
+    Adapter, Mode,
 };
 
 /// Overrides the folder of the default profile files (tests set it to a fresh folder).
@@ -196,6 +196,12 @@ impl Profiles {
     }
 }
 
+/// The cells of `session` whose rows are timed and tested, the ones a profile is for (a
+/// reference pair is one request a run, for the agreement check).
+pub fn timed_cells(session: &SessionReport) -> Vec<String> {
+    crate::session::cells(session).into_iter().filter(|c| c.mode != Mode::ReferencePair).map(|c| c.cell).collect()
+}
+
 /// Which profiles a comparison of `sessions` uses: the one file asked for (`--noise-profile`,
 /// which must read) or else the host's default file when it exists; each cell (`cells`: name
 /// and case) is matched by the design every session gives it. Returns the profiles and a line
@@ -242,7 +248,7 @@ pub fn resolve(
 /// note of a cell without a profile, and a file that cannot be read as a warning (the verdicts
 /// then use their own error) rather than an error (`run`'s table and the report page).
 pub fn resolve_or_warn(asked: Option<&Path>, session: &SessionReport, quiet: bool) -> Option<Profiles> {
-    let cells: Vec<String> = crate::session::cells(session).into_iter().map(|c| c.cell).collect();
+    let cells = timed_cells(session);
     match resolve(asked, &[session], &cells) {
         Ok((profiles, note)) => {
             if let Some(note) = note.filter(|_| !quiet) {

@@ -100,7 +100,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let b = args.b.as_ref().map(|b| load_session(b)).transpose()?;
     let sessions: Vec<&decode_baseline_wire::session::SessionReport> =
         std::iter::once(&a.report).chain(b.as_ref().map(|b| &b.report)).collect();
-    let cells: Vec<String> = crate::session::cells(&a.report).into_iter().map(|c| c.cell).collect();
+    let cells = crate::noise_profiles::timed_cells(&a.report);
     let (profiles, note) = crate::noise_profiles::resolve(args.noise_profile.as_deref(), &sessions, &cells)?;
     if let Some(note) = note {
         eprintln!("decode-baseline: note: {note}");

@@ -22,7 +22,7 @@ impl ProgressLog {
     }
 
     /// Counts a finished group of `requests` requests that took `wall`, `elapsed` into the
-    /// session, and returns its line, e.g. `[01:04] group 5/18 done: tiny-qwen3.….headline
+    /// session, and returns its line, e.g. `[1:04] group 5/18 done: tiny-qwen3.….headline
     /// controlled + stock in 11.9 s; 96/324 requests, about 2:32 left`.
     pub fn group_done(&mut self, what: &str, requests: u64, wall: Duration, elapsed: Duration) -> String {
         self.done += 1;

@@ -3,6 +3,7 @@
 //! report page (`index.html`) that `run` and `bench` write into every session folder and
 //! `report` rewrites; and the sentences they share.
 
+mod answer;
 mod command;
 mod energy;
 mod json;

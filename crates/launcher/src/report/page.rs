@@ -34,7 +34,7 @@ td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:8em}\
 thead th{background:#f4f4f4}tr.warn td{background:#fff6e0}.note{background:#eef5ff;padding:6px 10px;border-left:4px solid #1f77b4}\
 .problem{color:#a00000}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:.85em}\
 dt{font-weight:600}dd{margin:0;word-break:break-all}figure{margin:1em 0}figure svg{width:100%;height:auto;border:1px solid #eee}\
-figcaption{font-size:.8em;color:#555}";
+figcaption{font-size:.8em;color:#555}summary h2{display:inline}";
 
 /// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors), its
 /// verdicts tested with `profiles` as the run table's are.
@@ -61,6 +61,9 @@ fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> a
         human_ns(session.wall_ns as f64),
         session.workers.len()
     );
+    // The answer, then the figures, then the tables; the identity folded.
+    answer_section(&mut h, session, &tested);
+    figures_section(&mut h, &figures);
     model_section(&mut h, bench.as_ref());
     summary_section(&mut h, &rows, &tested);
     decomposition_section(&mut h, session, &settings.config);
@@ -71,7 +74,6 @@ fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> a
     memory_section(&mut h, &rows);
     super::energy::section(&mut h, session);
     identity_section(&mut h, session);
-    figures_section(&mut h, &figures);
     h.push_str("</body>\n</html>\n");
     Ok(h)
 }
@@ -125,6 +127,29 @@ fn ranks_section(h: &mut String, dir: &Path) {
          of the two sessions); how each adapter's ratio to the reference moves; what each rank reads and sums.</p>\n</section>",
         esc(&table)
     );
+}
+
+/// The answer first (`answer`): per case, each row's ratio, interval, verdict and detectable
+/// difference, and the case's agreement.
+fn answer_section(h: &mut String, session: &SessionReport, tested: &[crate::compare::Row]) {
+    let Some(analysis) = &session.analysis else { return };
+    let answers = super::answer::of(session, analysis, tested);
+    if answers.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<section id=\"answer\">\n<h2>Answer</h2>\n<p>Time per token, adapter over reference (below 1: faster), its 95 % \
+         interval, the verdict at α 5 % (Holm across the rows) and the smallest difference the session would see 4 \
+         times in 5.</p>\n",
+    );
+    for answer in &answers {
+        let _ = writeln!(h, "<h3>{}</h3>\n<div class=\"scroll\">\n<table class=\"answer\">", esc(&answer.case));
+        for (what, pair, words) in &answer.rows {
+            let _ = writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(what), esc(pair), esc(words));
+        }
+        let _ = writeln!(h, "</table>\n</div>\n<p>{}</p>", esc(&answer.agreement));
+    }
+    h.push_str("</section>\n");
 }
 
 fn model_section(h: &mut String, bench: Option<&BenchRecord>) {
@@ -395,7 +420,7 @@ fn memory_section(h: &mut String, rows: &Rows) {
 }
 
 fn identity_section(h: &mut String, session: &SessionReport) {
-    h.push_str("<section id=\"identity\">\n<h2>Identity</h2>\n<dl>\n");
+    h.push_str("<section id=\"identity\">\n<details>\n<summary><h2>Identity</h2></summary>\n<dl>\n");
     let mut item = |k: &str, v: &str| {
         let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
     };
@@ -437,7 +462,7 @@ fn identity_section(h: &mut String, session: &SessionReport) {
             }
         }
     }
-    h.push_str("</dl>\n</section>\n");
+    h.push_str("</dl>\n</details>\n</section>\n");
 }
 
 fn figures_section(h: &mut String, figures: &[Figure]) {

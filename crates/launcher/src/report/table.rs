@@ -152,6 +152,11 @@ pub(crate) fn table(
             human_ns(waited as f64)
         ));
     }
+    // The answer last, where a terminal leaves the eye.
+    let answer = super::answer::lines(&super::answer::of(report, analysis, &tested));
+    if !answer.is_empty() {
+        out.push_str(&format!("\n{}\n", answer.join("\n")));
+    }
     out
 }
 

@@ -1,0 +1,128 @@
+//! The answer first: per case (model), each adapter against the reference in each cell as one
+//! short line (ratio, interval, verdict, the smallest difference the session could detect) and
+//! the case's agreement in one line, worded once here for the end of `run`'s terminal output
+//! and the top of the report page, from the rows the verdicts were tested in
+//! (`compare::session_rows`).
+
+use std::collections::BTreeMap;
+
+use decode_baseline_wire::{analysis::Analysis, session::SessionReport, Adapter, Mode};
+
+use crate::compare::{Row, RowResult};
+
+/// One case's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseAnswer {
+    pub case: String,
+    /// Per judged row: the cell without its case (`<prompt>.<mode>`), the pair, and the words.
+    pub rows: Vec<(String, String, String)>,
+    /// Argmax and reference-stream agreement over the case's cells.
+    pub agreement: String,
+}
+
+/// The answers of `report`'s cases, from its tested `rows`.
+pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<CaseAnswer> {
+    let cells = crate::session::cells(report);
+    let case_of = |cell: &str| cells.iter().find(|c| c.cell == cell).map(|c| (c.case_id.clone(), c.mode));
+    let mut cases: BTreeMap<String, CaseAnswer> = BTreeMap::new();
+    for row in rows {
+        let Some((case, mode)) = case_of(&row.cell) else { continue };
+        if mode == Mode::ReferencePair {
+            continue;
+        }
+        let what = row.cell.strip_prefix(&format!("{case}.")).unwrap_or(&row.cell).to_owned();
+        let pair = format!("{}/{}", row.adapter.as_ref().map_or("", Adapter::as_str), report.reference.as_str());
+        let words = match &row.outcome {
+            RowResult::Compared { decision: d, .. } => format!(
+                "{:.3} [{:.3}, {:.3}]  {:<13} detectable ±{:.1} %",
+                d.ratio,
+                d.ci.lower,
+                d.ci.upper,
+                d.verdict.words(),
+                100.0 * d.mde
+            ),
+            RowResult::NotCompared { reason } => format!("not tested: {reason}"),
+        };
+        let answer = cases.entry(case.clone()).or_insert_with(|| CaseAnswer {
+            case,
+            rows: Vec::new(),
+            agreement: String::new(),
+        });
+        answer.rows.push((what, pair, words));
+    }
+    // Agreement, summed over each case's cells per adapter.
+    let mut argmax: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+    let mut streams: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+    for cell in &analysis.cells {
+        let Some((case, _)) = case_of(&cell.cell) else { continue };
+        let pair = |a: &Adapter| format!("{}/{}", a.as_str(), report.reference.as_str());
+        for (adapter, g) in &cell.argmax {
+            let e = argmax.entry((case.clone(), pair(adapter))).or_default();
+            *e = (e.0 + g.mismatches.len(), e.1 + g.steps_compared);
+        }
+        for (adapter, s) in &cell.stream {
+            let e = streams.entry((case.clone(), pair(adapter))).or_default();
+            *e = (e.0 + usize::from(s.identical), e.1 + 1);
+        }
+    }
+    for answer in cases.values_mut() {
+        let mine = |m: &BTreeMap<(String, String), (usize, usize)>| -> Vec<(String, (usize, usize))> {
+            m.iter().filter(|((c, _), _)| *c == answer.case).map(|((_, p), v)| (p.clone(), *v)).collect()
+        };
+        let mut parts: Vec<String> = mine(&argmax)
+            .into_iter()
+            .map(|(pair, (bad, steps))| format!("argmax {pair}: {bad} of {steps} steps differ"))
+            .collect();
+        parts.extend(
+            mine(&streams)
+                .into_iter()
+                .map(|(pair, (same, all))| format!("reference streams {pair}: {same} of {all} identical")),
+        );
+        answer.agreement = if parts.is_empty() { "agreement: not measured".to_owned() } else { parts.join("; ") };
+    }
+    cases.into_values().filter(|c| !c.rows.is_empty()).collect()
+}
+
+/// The answers as terminal lines: a heading, then per case its name, a line per row and its
+/// agreement.
+pub fn lines(answers: &[CaseAnswer]) -> Vec<String> {
+    if answers.is_empty() {
+        return Vec::new();
+    }
+    let what = answers.iter().flat_map(|a| a.rows.iter().map(|r| r.0.len())).max().unwrap_or(0);
+    let pair = answers.iter().flat_map(|a| a.rows.iter().map(|r| r.1.len())).max().unwrap_or(0);
+    let mut out =
+        vec!["answer: time per token, adapter over reference (below 1: faster), 95 % interval, verdict".to_owned()];
+    for answer in answers {
+        out.push(answer.case.clone());
+        for (w, p, words) in &answer.rows {
+            out.push(format!("  {w:<what$}  {p:<pair$}  {words}"));
+        }
+        out.push(format!("  {}", answer.agreement));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_case_gets_its_rows_under_its_name_and_one_agreement_line() {
+        let answers = vec![CaseAnswer {
+            case: "tiny-qwen3".into(),
+            rows: vec![
+                ("tiny-qwen3-L16.headline".into(), "controlled/stock".into(), "0.950 [0.930, 0.970]  faster".into()),
+                ("tiny-qwen3-L512.fixed_continuation".into(), "controlled/stock".into(), "1.000".into()),
+            ],
+            agreement: "argmax controlled/stock: 0 of 254 steps differ".into(),
+        }];
+        let lines = lines(&answers);
+        assert_eq!(lines.len(), 5, "{lines:#?}");
+        assert!(lines[0].starts_with("answer: "));
+        assert_eq!(lines[1], "tiny-qwen3");
+        assert_eq!(lines[2], "  tiny-qwen3-L16.headline             controlled/stock  0.950 [0.930, 0.970]  faster");
+        assert_eq!(lines[4], "  argmax controlled/stock: 0 of 254 steps differ");
+        assert!(super::lines(&[]).is_empty());
+    }
+}
