@@ -555,7 +555,7 @@ fn a_one_run_session_gets_no_verdict_but_keeps_its_figures() {
     assert!(out.status.success(), "{}", util::stderr(&out));
     let page = std::fs::read_to_string(recorded_one.join("index.html")).unwrap();
     let words = "no verdict: one run per side cannot show run-to-run effects; rerun with --repetitions 4 or with a \
-                 noise profile of this design (decode-baseline calibrate)";
+                 noise profile of this design (decode-baseline calibrate --job)";
     assert_eq!(page.matches(words).count(), 2, "headline and fixed-continuation rows: expected `{words}` in\n{page}");
 
     // Across two sessions: a verdict only when both sessions' estimates hold run-to-run effects.
