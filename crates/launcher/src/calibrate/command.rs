@@ -153,8 +153,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         };
         let runs = fit.runs_per_session.round() as usize;
         let one = crate::stats::profile_of(&[(&fit, runs, fit.units_per_run)], "");
-        let a2 = (fit.run_var - fit.unit_var / fit.units_per_run).max(0.0);
-        let c2 = (fit.estimate_var - fit.run_var / fit.runs_per_session).max(0.0);
+        let (c2, a2, units) = crate::stats::profile_levels(&fit);
         let pct = |var: f64| format!("{:.2} %", 100.0 * var.sqrt().exp_m1());
         println!(
             "{:<width$}  {:<pair_width$} {:>3} {:>7} {:>8} {:>8} {:>8} {:>6.1} {:>9}",
@@ -164,7 +163,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             format!("{}×{:.0}", fit.runs_per_session, fit.units_per_run),
             pct(c2),
             pct(a2),
-            pct(fit.unit_var / fit.units_per_run),
+            pct(units),
             one.df,
             pct(one.sd.powi(2)),
         );

@@ -47,7 +47,7 @@ pub use holm::holm;
 pub use log_estimate::{LogEstimate, Rule};
 pub use outliers::{tukey_outliers, MILD_IQR, SEVERE_IQR};
 pub use pocock::{crossing_probability, pocock, PocockBoundary, MAX_LOOKS};
-pub use profile::{fit as fit_profile, profile_of, MIN_PROFILE_SESSIONS, OUTSIDE_PROFILE};
+pub use profile::{fit as fit_profile, levels as profile_levels, profile_of, MIN_PROFILE_SESSIONS, OUTSIDE_PROFILE};
 pub use ratio::ratio_of_medians;
 pub use sample::{quantile_sorted, ClusteredSample, PairedSample, Sample, MIN_CLUSTERS, MIN_OBSERVATIONS, MIN_PAIRS};
 pub use summary::{summarize, summarize_requests, MAX_STABLE_CI_HALF_WIDTH, MAX_STABLE_CV, MIN_STABLE_UNITS};

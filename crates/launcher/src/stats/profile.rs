@@ -121,6 +121,13 @@ pub fn fit(sessions: &[Vec<Vec<f64>>], trim: f64) -> Result<(TwoLevelFit, Vec<f6
     ))
 }
 
+/// The fit's three levels as variances: the session part `c² = max(0, S² − R/j₀)`, the run
+/// part `a² = max(0, R − b²/n₀)` and one run's units `b²/n₀` (what `calibrate` prints).
+pub fn levels(fit: &TwoLevelFit) -> (f64, f64, f64) {
+    let (j0, n0) = (fit.runs_per_session, fit.units_per_run);
+    ((fit.estimate_var - fit.run_var / j0).max(0.0), (fit.run_var - fit.unit_var / n0).max(0.0), fit.unit_var / n0)
+}
+
 /// The variance of one session's estimate of `runs` runs of `units` units each under `fit`, and
 /// its degrees of freedom (see the module docs).
 pub fn sized(fit: &TwoLevelFit, runs: usize, units: f64) -> (f64, f64) {
@@ -134,10 +141,10 @@ pub fn sized(fit: &TwoLevelFit, runs: usize, units: f64) -> (f64, f64) {
         (fit.unit_var, (1.0 / n - 1.0 / n0) / j, fit.unit_df),
     ];
     let variance: f64 = parts.iter().map(|(v, c, _)| c * v).sum();
-    let floor = ((fit.run_var - fit.unit_var / n0).max(0.0) + fit.unit_var / n) / j;
+    let (_, a2, _) = levels(fit);
+    let run_part = [(a2 / j, run_df), (fit.unit_var / (n * j), fit.unit_df)];
+    let floor = run_part.iter().map(|(v, _)| v).sum::<f64>();
     if variance <= floor {
-        let run_part =
-            [((fit.run_var - fit.unit_var / n0).max(0.0) / j, run_df), (fit.unit_var / (n * j), fit.unit_df)];
         return (floor, welch_df(&run_part));
     }
     let denominator: f64 = parts.iter().filter(|(_, _, df)| *df > 0.0).map(|(v, c, df)| (c * v).powi(2) / df).sum();
