@@ -54,6 +54,10 @@ pub enum Command {
         #[arg(long, default_value_t = 17, value_parser = clap::value_parser!(u32).range(3..))]
         position: u32,
     },
+    /// Print the command reference (Markdown) generated from these definitions, as
+    /// `docs/commands.md` holds it.
+    #[command(hide = true)]
+    Reference,
     /// Run as a worker on a launcher-created folder (used by the launcher).
     #[command(hide = true)]
     Worker {
@@ -108,6 +112,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Env => environment(),
         Command::Calibrate(args) => launcher::calibrate::run(args),
         Command::Graph { case, position } => graph(&case, position),
+        Command::Reference => {
+            print!("{}", crate::reference::markdown(<Cli as clap::CommandFactory>::command()));
+            Ok(ExitCode::Ok)
+        }
         Command::Worker { out_dir, as_adapter } => worker(&out_dir, as_adapter.unwrap_or(Adapter::Controlled)),
     }
 }

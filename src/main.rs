@@ -6,6 +6,7 @@ use decode_baseline_pins::installed::DEFAULT_ENV_NAME;
 use decode_baseline_wire::manifest::ENV_NAME_ENV;
 
 mod cli;
+mod reference;
 
 fn main() {
     if let Err(why) = select_environment() {

@@ -387,6 +387,7 @@ impl Synth {
                 effective: effective.map(str::to_owned),
             }),
             sequential: None,
+            decisions: None,
         }
     }
 
@@ -1123,7 +1124,11 @@ fn bad_input_is_exit_2_with_the_path_and_the_field() {
     std::fs::write(&future, value.to_string()).unwrap();
     let run = compare(&[&future]);
     assert_eq!(run.code, BAD_INPUT);
-    assert!(run.stderr.contains("schema_version: expected 1 or 2 or 3 or 4 or 5 or 6 or 7, got 99"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("schema_version: expected 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8, got 99"),
+        "{}",
+        run.stderr
+    );
 
     let ok = Synth::new("ok", vec![(HEADLINE, 600_000.0, 600_000.0)]).write(tmp.path());
     let run = compare(&[&ok, &"--margin", &"1.5"]);

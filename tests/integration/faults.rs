@@ -727,7 +727,7 @@ fn a_replaced_program_unpins_the_session_and_compare_refuses_it_beside_a_pinned_
     let unpinned_dir = s.the_session_dir();
     let session = read_json(&unpinned_dir.join("session.json"));
     assert_eq!(session["status"], "ok");
-    assert_eq!(session["schema_version"], 7);
+    assert_eq!(session["schema_version"], 8);
     assert_eq!(session["unpinned"], true);
     let words: Vec<&str> = command.split_whitespace().collect();
     assert_eq!(session["replaced_programs"], json!({ "stock": words }));

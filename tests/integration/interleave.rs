@@ -299,8 +299,15 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
             assert_eq!(paired["ci"]["resampling"], "by_run_then_pair", "two repetitions: runs are resampled");
         }
     }
+    // The default view of a real session: the answer with each row's ratio, within 100 columns.
     let table = std::fs::read_to_string(s.root().join("launcher.stdout")).unwrap();
-    assert!(table.contains("controlled/stock paired"), "{table}");
+    let answer = &table[table.rfind("answer: ").expect("the answer")..];
+    assert!(answer.lines().any(|l| l.contains("controlled/stock") && l.contains(" [")), "{table}");
+    assert!(
+        table.lines().all(|l| l.chars().count() <= 100),
+        "wider than 100 columns:
+{table}"
+    );
 
     // Within the session, with two runs per adapter, the error comes from the run means and
     // holds run-to-run effects.
@@ -374,7 +381,7 @@ fn a_session_and_its_reports_record_the_backend_and_the_device() {
     let code = s.run(&mut s.launcher());
     assert_eq!(code, Some(0), "{}", s.stderr());
     let session = s.session();
-    assert_eq!(session["schema_version"], 7);
+    assert_eq!(session["schema_version"], 8);
     // Every energy source the launcher tried is recorded, read (with its domains) or missing
     // (with its reason), whatever this host has.
     let sources = session["energy"]["sources"].as_array().expect("energy.sources");

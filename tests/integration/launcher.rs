@@ -163,7 +163,7 @@ fn the_session_records_the_model_files_of_the_cases_it_ran() {
     let out = run(&mut s.launcher("no_report.sh"));
     assert_eq!(code(&out), Some(5), "{}", stderr(&out));
     let session = s.session();
-    assert_eq!(session["schema_version"], 7);
+    assert_eq!(session["schema_version"], 8);
     // Only the case of the cell that ran, not the manifest's other one.
     assert_eq!(session["model_files"], json!({"tiny": {"model.safetensors": ONES}}));
 }

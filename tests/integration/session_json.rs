@@ -58,7 +58,7 @@ fn a_real_session_json_validates_against_the_committed_schema() {
     let session = real_session();
     // The session filled in what the schema has to cover: typed host and lease, every part of
     // the analysis, an A/A run, worker reports with step records.
-    assert_eq!(session["schema_version"], 7);
+    assert_eq!(session["schema_version"], 8);
     assert!(session["host"]["hostname"].is_string() && session["lease"]["waited_ns"].is_u64(), "{}", session["host"]);
     let cells = session["analysis"]["cells"].as_array().unwrap();
     assert!(cells.iter().any(|c| !c["paired"].as_object().unwrap().is_empty()), "a paired ratio");
@@ -163,6 +163,7 @@ mod declared {
     use std::collections::BTreeMap;
 
     use serde::Deserialize;
+    use serde_json::Value;
 
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -191,6 +192,31 @@ mod declared {
         pub energy: Option<Energy>,
         pub placement: Option<Placement>,
         pub sequential: Option<Sequential>,
+        pub decisions: Option<Decisions>,
+    }
+
+    /// The rows as tested once when the session finished; each row's outcome is
+    /// `compare --format json`'s (declared in `compare.rs`' tests), read here as a value.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Decisions {
+        pub settings: Value,
+        pub noise_profile: Option<String>,
+        pub rows: Vec<DecidedRow>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct DecidedRow {
+        pub cell: String,
+        pub mode: String,
+        pub adapter: Option<String>,
+        pub basis: String,
+        pub against: Option<String>,
+        pub judged: bool,
+        pub numerator: Value,
+        pub denominator: Value,
+        pub outcome: Value,
     }
 
     #[derive(Deserialize)]
@@ -658,12 +684,25 @@ mod declared {
 fn a_real_session_json_parses_with_independently_declared_types() {
     let session: declared::Session = serde_json::from_value(real_session().clone())
         .unwrap_or_else(|err| panic!("session.json no longer matches its declaration here: {err}"));
-    assert_eq!(session.schema_version, 7);
+    assert_eq!(session.schema_version, 8);
     assert_eq!(session.status, "ok");
     let aa: Vec<&declared::Worker> = session.workers.iter().filter(|w| w.aa).collect();
     assert!(!aa.is_empty() && aa.iter().all(|w| w.intervention.is_none()), "the A/A group ran and ended by itself");
     let analysis = session.analysis.expect("an analysis");
     assert!(analysis.cells.iter().any(|c| c.adapters.contains_key("controlled") && c.adapters.contains_key("stock")));
+    // The decisions: a row per timed cell, controlled against the reference, no profile (the
+    // tests' profile folder is empty), each as `compare` of the session prints it.
+    let decisions = session.decisions.expect("decisions");
+    assert_eq!(decisions.noise_profile, None);
+    let timed = analysis.cells.iter().filter(|c| !c.cell.ends_with(".reference_pair")).count();
+    assert_eq!(decisions.rows.iter().filter(|r| r.outcome["result"] == "compared").count(), timed);
+    assert!(decisions.rows.iter().all(|r| r.adapter.as_deref() == Some("controlled") && r.basis == "paired"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("session.json"), real_session().to_string()).unwrap();
+    let out =
+        util::run(std::process::Command::new(util::binary()).args(["compare", "--format", "json"]).arg(dir.path()));
+    let compared: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(compared["rows"], real_session()["decisions"]["rows"], "compare of the session prints its decisions");
 
     // And the declaration is strict: a field the launcher might add is refused here too.
     let mut added = real_session().clone();

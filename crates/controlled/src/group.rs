@@ -115,7 +115,7 @@ impl Group {
         unsafe {
             let mut res = mlx_sys::mlx_array_new();
             let rc = mlx_sys::mlx_distributed_all_sum(&mut res, x.as_ptr(), self.raw, stream.as_ptr());
-            crate::model::layers::finish(rc, res, "all_sum")
+            crate::ffi::finish(rc, res, "all_sum")
         }
     }
 

@@ -9,6 +9,7 @@ pub use decode_baseline_model_config::{arch, config};
 pub mod compiled;
 pub mod contract;
 pub mod decode;
+mod ffi;
 pub mod graph;
 pub mod group;
 pub mod identity;

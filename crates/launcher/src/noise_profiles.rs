@@ -170,6 +170,11 @@ pub struct Profiles {
 }
 
 impl Profiles {
+    /// The profile file these profiles were read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The profile of a row of `cell` made of `parts` (its pairs' entry, or one entry per side
     /// of a row without pairs), each sized to its sessions (`stats::profile`): `None` unless
     /// every part has an entry of the cell's design. A side never borrows another's entry.

@@ -25,6 +25,7 @@ pub mod outdir;
 pub mod policy;
 pub mod profile;
 pub mod report;
+pub mod row;
 pub mod schema;
 pub mod sequential;
 pub mod session;

@@ -12,7 +12,7 @@ pub const SESSION_JOB_SCHEMA_VERSION: u32 = 1;
 /// The version of [`SessionReport`] this code writes. Every key added is a new version, so that
 /// a reader of an older version refuses a newer report by its version rather than by an unknown
 /// field; what each version changed is listed in `req/session.md` (`session.json`, "Versions").
-pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 7;
+pub const SESSION_REPORT_SCHEMA_VERSION: u32 = 8;
 /// The oldest version of [`SessionReport`] this code still reads; versions before
 /// [`SESSION_REPORT_SCHEMA_VERSION`] are converted to it when read (`compare`'s loader).
 pub const SESSION_REPORT_OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -372,6 +372,11 @@ pub struct SessionReport {
     /// 7 sessions of the first builds).
     #[serde(default)]
     pub sequential: Option<crate::sequential::SequentialRecord>,
+    /// Every adapter against the reference in every cell, tested once when the session
+    /// finished: the decision every view of the session reads. `null` before version 8 and in
+    /// sessions marked incomplete (readers then test the rows themselves).
+    #[serde(default)]
+    pub decisions: Option<crate::row::SessionDecisions>,
 }
 
 /// The CPU placement of a session's workers: what was asked for and what the workers got.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use decode_baseline_wire::group::{RankIdentity, RankJob, HOSTFILE_ENV, RANK_ENV};
 
-use crate::run::Refusal;
+use crate::refusal::Refusal;
 
 /// Checks a rank's job before the group is joined: a rank inside a group of two or more, the
 /// launcher's environment agreeing with the job (MLX reads the environment, the report the

@@ -7,7 +7,6 @@
 //! every prefill chunk, the seed forward and every decode step.
 
 use std::{
-    fmt,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
@@ -22,6 +21,7 @@ use super::{
     interrupt::Interrupt,
     outdir::{self, OutDirError},
     ready::{signal_ready, ReadyError},
+    refusal::Refusal,
     report_write::{write_once, WriteOutcome},
     slowdown::{Slowdown, SlowdownError},
     utc::utc_now_rfc3339,
@@ -34,32 +34,6 @@ use decode_baseline_wire::{
     Adapter, ExitCode, Identity, Mode, Phase, RequestRecord, Status, WorkerJob, WorkerReport, REPORT_SCHEMA_VERSION,
     WORKER_JOB_SCHEMA_VERSION,
 };
-
-/// A refused job: the field at fault (dotted, as in the job or manifest) and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub field: String,
-    pub message: String,
-}
-
-impl Refusal {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { field: field.into(), message: message.into() }
-    }
-
-    /// A mismatch between what was pinned and what was found.
-    pub fn mismatch(field: impl Into<String>, expected: impl fmt::Display, actual: impl fmt::Display) -> Self {
-        Self::new(field, format!("expected {expected}, found {actual}"))
-    }
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "validation failed: {}: {}", self.field, self.message)
-    }
-}
-
-impl std::error::Error for Refusal {}
 
 /// A request that did not produce a record.
 #[derive(Debug)]

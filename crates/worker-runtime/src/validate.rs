@@ -12,7 +12,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::run::Refusal;
+use super::refusal::Refusal;
 use decode_baseline_pins::{
     self as pins,
     installed::{mlx_dir_override, venv_dir, Installed},

@@ -23,6 +23,7 @@ use mlx_rs::ops::{addmm, matmul, multiply, sigmoid, tanh, transpose};
 use mlx_rs::{Array, Dtype, Stream};
 
 use crate::config::{check_packing, QuantMode, QuantParams, Quantization};
+use crate::ffi::{finish, some_int};
 use crate::group::Group;
 use crate::weights::{Weights, WeightsError};
 
@@ -195,21 +196,6 @@ fn dequantize(w: &Array, scales: &Array, biases: Option<&Array>, q: QuantParams)
         );
         finish(rc, res, "dequantize")
     }
-}
-
-/// A set optional int of the C API (a packing's group size or bits).
-pub(crate) fn some_int(value: i32) -> mlx_sys::mlx_optional_int {
-    mlx_sys::mlx_optional_int { value, has_value: true }
-}
-
-/// # Safety
-/// `res` must be a fresh array the op filled on success.
-pub(crate) unsafe fn finish(rc: i32, res: mlx_sys::mlx_array, op: &str) -> Result<Array, Exception> {
-    if rc != 0 {
-        mlx_sys::mlx_array_free(res);
-        return Err(Exception::custom(format!("{op} failed")));
-    }
-    Ok(Array::from_ptr(res))
 }
 
 impl Linear {

@@ -20,8 +20,9 @@ use mlx_rs::ops::{
 };
 use mlx_rs::{Array, Dtype, Stream};
 
-use super::layers::{finish, load_stacked, scalar, some_int, swiglu, weight_arrays, Linear, LinearWeight, Packed};
+use super::layers::{load_stacked, scalar, swiglu, weight_arrays, Linear, LinearWeight, Packed};
 use crate::config::{ExpertActivation, Moe, Quantization, Router};
+use crate::ffi::{finish, some_int};
 use crate::weights::{Weights, WeightsError};
 
 /// `SwitchGLU` sorts tokens by expert when `indices.size >= 64`.

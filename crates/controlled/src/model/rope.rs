@@ -8,8 +8,8 @@ use mlx_rs::error::Exception;
 use mlx_rs::ops::{arange, clip, logical_and, select};
 use mlx_rs::{Array, Dtype, Stream};
 
-use super::layers::finish;
 use crate::config::{Rope as RopeConfig, RopeScaling};
+use crate::ffi::finish;
 
 /// A configured rotary embedding over the first `dims` features.
 pub struct Rope {

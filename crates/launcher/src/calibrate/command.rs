@@ -228,6 +228,7 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, Exi
             options: RunOptions {
                 no_wait: false,
                 json: false,
+                verbose: false,
                 dry_run: false,
                 quiet_wait: 0,
                 cpus: args.cpus.clone(),

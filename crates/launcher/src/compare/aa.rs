@@ -24,7 +24,7 @@
 use crate::stats::{t_quantile, Decision};
 use decode_baseline_wire::{compare::AaResult, Adapter};
 
-use super::{estimate::Settings, rule};
+use super::{rule, Settings};
 use crate::session::CellData;
 
 /// The A/A result of an interleaved row: the recorded paired A/A ratio and the test of the A/A

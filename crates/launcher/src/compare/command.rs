@@ -105,7 +105,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     if let Some(note) = note {
         eprintln!("decode-baseline: note: {note}");
     }
-    let settings = estimate::Settings {
+    let settings = super::Settings {
         config: DecisionConfig {
             alpha: args.alpha,
             margin: args.margin,
@@ -114,8 +114,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         },
         profiles: profiles.as_ref(),
     };
+    // One session: the decisions it stored, unless other settings or a profile file are asked for.
+    let retest = args.noise_profile.is_some()
+        || a.report.decisions.as_ref().is_none_or(|stored| stored.settings != settings.config);
     let report = match &b {
-        None => estimate::compare_within(&a, &settings, args.allow_mismatch)?,
+        None => super::compare_within(&a, &settings, args.allow_mismatch, retest)?,
         Some(b) => estimate::compare_across(
             &a,
             b,

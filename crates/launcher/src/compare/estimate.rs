@@ -14,14 +14,13 @@ use crate::stats::{
 };
 use decode_baseline_wire::Adapter;
 
-use super::{aa, energy, identity, rule, CompareError};
-use crate::noise_profiles::Profiles;
+use super::{aa, energy, identity, rule, CompareError, Settings};
 use crate::session::{self as samples, CellData, LoadedSession};
 use decode_baseline_wire::compare::{
     AaResult, Basis, CompareReport, Kind, Mismatch, Row, RowResult, SessionRef, Side, Versions, COMPARE_SCHEMA_VERSION,
 };
 
-fn session_ref(s: &LoadedSession) -> SessionRef {
+pub(super) fn session_ref(s: &LoadedSession) -> SessionRef {
     SessionRef { session_id: s.report.session_id.clone(), path: s.path.display().to_string(), status: s.report.status }
 }
 
@@ -31,48 +30,6 @@ fn side(label: &str, cell: &CellData, adapter: &Adapter) -> Side {
         label: label.to_owned(),
         median_ns: sample.as_ref().map(|s| s.pooled().median()),
         requests: cell.adapters.get(adapter).map_or(0, Vec::len),
-    }
-}
-
-/// The settings and the noise profiles every row of one comparison is tested with.
-#[derive(Debug, Clone, Copy)]
-pub struct Settings<'a> {
-    pub config: DecisionConfig,
-    /// The host noise profiles of the cells' designs (`noise_profiles::resolve`).
-    pub profiles: Option<&'a Profiles>,
-}
-
-impl Settings<'_> {
-    /// The profile of the row `adapter` against `reference` over `cells` (one per session): the
-    /// entry of their pairs when the sessions paired them, else one entry per side (the same
-    /// adapter's own, for a raw row), each sized to the fewest runs and units of any session.
-    fn row_profile(&self, cells: &[&CellData], adapter: &Adapter, reference: &Adapter) -> Option<NoiseProfile> {
-        let profiles = self.profiles?;
-        let paired = adapter != reference && cells.iter().all(|c| c.pairs.contains_key(adapter));
-        let sides: Vec<(&Adapter, Option<&Adapter>)> = match (adapter == reference, paired) {
-            (true, _) => vec![(adapter, None)],
-            (false, true) => vec![(adapter, Some(reference))],
-            (false, false) => vec![(adapter, None), (reference, None)],
-        };
-        let parts = sides
-            .into_iter()
-            .map(|(side, against)| {
-                let sizes: Vec<(usize, f64)> = cells
-                    .iter()
-                    .map(|c| {
-                        let runs = rule::units_by_run(c, side, against)?;
-                        let units = runs.iter().map(Vec::len).sum::<usize>() as f64 / runs.len().max(1) as f64;
-                        Some((runs.len(), units))
-                    })
-                    .collect::<Option<_>>()?;
-                Some(crate::noise_profiles::Part {
-                    key: crate::noise_profiles::row_key(side, against),
-                    runs: sizes.iter().map(|s| s.0).min()?,
-                    units: sizes.iter().map(|s| s.1).fold(f64::INFINITY, f64::min),
-                })
-            })
-            .collect::<Option<Vec<_>>>()?;
-        profiles.for_row(&cells.first()?.cell, &parts)
     }
 }
 
@@ -101,37 +58,6 @@ fn of_medians(
 ) -> Option<RatioEstimate> {
     let (n, d) = (numerator.ok()?, denominator.ok()?);
     ratio_of_medians(&n, &d, Resampling::ByRequest, &BootstrapConfig::default()).ok()
-}
-
-/// Every adapter over the session's reference adapter in every cell of one session.
-pub fn compare_within(
-    a: &LoadedSession,
-    settings: &Settings<'_>,
-    allow_mismatch: bool,
-) -> Result<CompareReport, CompareError> {
-    crate::stats::validate_decision_config(&settings.config).map_err(CompareError::Settings)?;
-    let mismatches = identity::within(&a.report);
-    let refused = !mismatches.is_empty() && !allow_mismatch;
-    let rows = if refused { Vec::new() } else { within_rows(&samples::cells(&a.report), settings) };
-    finish(CompareReport {
-        schema_version: COMPARE_SCHEMA_VERSION,
-        kind: Kind::WithinSession,
-        a: session_ref(a),
-        b: None,
-        mismatches,
-        refused,
-        versions: None,
-        device_differences: Vec::new(),
-        settings: settings.config,
-        judged_rows: 0,
-        raw: false,
-        rows,
-        only_in_a: Vec::new(),
-        only_in_b: Vec::new(),
-        energy: if refused { Vec::new() } else { energy::within(&a.report, &settings.config) },
-        verdict: None,
-        exit_code: 0,
-    })
 }
 
 /// The rows of one session, Holm applied across them: also the verdict lines of `run`'s table.
@@ -388,7 +314,7 @@ fn holm_over_judged(rows: &mut [Row]) {
 }
 
 /// Sets the overall verdict and exit code; a comparison with no row compared is bad input.
-fn finish(mut report: CompareReport) -> Result<CompareReport, CompareError> {
+pub(super) fn finish(mut report: CompareReport) -> Result<CompareReport, CompareError> {
     if report.refused {
         report.exit_code = report.exit().code();
         return Ok(report);

@@ -104,15 +104,6 @@ pub fn is_placement(mismatch: &Mismatch) -> bool {
     mismatch.field == PLACEMENT_FIELD
 }
 
-/// A placement as compared: the CPUs the workers got, however they were asked for (`first` and
-/// `0` on the same host are one placement), or what was asked where nothing was read back (macOS).
-fn placement_line(p: &decode_baseline_wire::session::Placement) -> String {
-    match &p.effective {
-        Some(cpus) => format!("CPUs {cpus}"),
-        None => format!("left to the OS (--cpus {})", p.requested),
-    }
-}
-
 /// A session's device in one line: name, then memory and compute capability where recorded.
 fn device_line(device: &decode_baseline_wire::backend::DeviceIdentity) -> String {
     let mut line = device.name.clone();
@@ -174,10 +165,10 @@ pub fn across(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) ->
     }
     // A session that recorded no placement (written before the field) is not a difference.
     if let (Some(x), Some(y)) = (&a.placement, &b.placement) {
-        differ("placement", placement_line(x), placement_line(y));
+        differ("placement", crate::session::placement_as_compared(x), crate::session::placement_as_compared(y));
     }
     // One process against a group of ranks is what `bench --ranks` sets side by side.
-    differ("group", crate::report::group_setup(a), crate::report::group_setup(b));
+    differ("group", crate::session::group_setup(a), crate::session::group_setup(b));
     if a.manifest_sha256 != b.manifest_sha256 {
         out.extend(models(a, b, cases));
     }

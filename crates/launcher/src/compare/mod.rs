@@ -16,6 +16,7 @@ mod markdown;
 mod render;
 pub(crate) mod rule;
 mod session_rows;
+mod settings;
 mod table;
 
 pub use command::{run, CompareArgs, Format};
@@ -25,9 +26,12 @@ pub use decode_baseline_wire::compare::{
     COMPARE_SCHEMA_VERSION,
 };
 pub use error::CompareError;
-pub use estimate::{compare_within, within_rows, Settings};
+pub use estimate::within_rows;
 pub use json::Json;
 pub use markdown::Markdown;
 pub use render::{error_words, profile_lines};
-pub use session_rows::session_rows;
+#[cfg(test)]
+pub use session_rows::tested_without_profile;
+pub use session_rows::{compare_within, decide, decided_settings, session_rows};
+pub use settings::Settings;
 pub use table::Table;

@@ -1,27 +1,94 @@
-//! The tested rows of one finished session as every view shows them (the run table, the report
-//! page): [`within_rows`], and for a cell that ran under `run --until-decided`, the sequential
-//! decision in place of the fixed-sample one. A fixed-sample test of pairs whose number the
-//! looks chose does not hold its level (issue 42: 9.6 % false alarms at a stated 5 %); the
-//! sequential decision does, and the fixed-sample verdict is kept as a warning when they differ.
+//! The decisions of one finished session: tested once when it finishes ([`decide`]) and stored
+//! in `session.json`, then read by every view of it (the run table, the answer block, the report
+//! page, `compare` of the session) through [`session_rows`]. They are [`within_rows`], and for a
+//! cell that ran under `run --until-decided`, the sequential decision in place of the
+//! fixed-sample one. A fixed-sample test of pairs whose number the looks chose does not hold its
+//! level (issue 42: 9.6 % false alarms at a stated 5 %); the sequential decision does, and the
+//! fixed-sample verdict is kept as a warning when they differ.
 
 use decode_baseline_wire::{
+    row::SessionDecisions,
     sequential::{SequentialRecord, SequentialVerdict},
     session::SessionReport,
     stats::Verdict,
 };
 
 use super::{
-    estimate::{within_rows, Settings},
-    Row, RowResult,
+    energy,
+    estimate::{finish, session_ref, within_rows},
+    identity, CompareError, Row, RowResult, Settings,
 };
+use crate::session::LoadedSession;
+use decode_baseline_wire::compare::{CompareReport, Kind, COMPARE_SCHEMA_VERSION};
 
-/// The rows of `session` against its reference, each with the verdict the session stands by.
-pub fn session_rows(session: &SessionReport, settings: &Settings<'_>) -> Vec<Row> {
+/// Tests every row of `session` against its reference with `settings`: the record `finish`
+/// stores.
+pub fn decide(session: &SessionReport, settings: &Settings<'_>) -> SessionDecisions {
     let mut rows = within_rows(&crate::session::cells(session), settings);
     if let Some(record) = &session.sequential {
         follow_the_looks(&mut rows, record);
     }
-    rows
+    SessionDecisions {
+        settings: settings.config,
+        noise_profile: settings.profiles.map(|p| p.path().display().to_string()),
+        rows,
+    }
+}
+
+/// The settings `session`'s rows were tested with: the stored ones, else the defaults (which
+/// every session before version 8 was shown with).
+pub fn decided_settings(session: &SessionReport) -> crate::stats::DecisionConfig {
+    session.decisions.as_ref().map_or_else(crate::stats::DecisionConfig::default, |d| d.settings)
+}
+
+/// The rows of `session` as its views show them: the stored decisions, unless the reader asks
+/// for other settings (`retest`: another profile file, level or margin) or the session stored
+/// none (written before version 8), in which case they are tested now with `settings`.
+pub fn session_rows(session: &SessionReport, settings: &Settings<'_>, retest: bool) -> Vec<Row> {
+    match &session.decisions {
+        Some(stored) if !retest => stored.rows.clone(),
+        _ => decide(session, settings).rows,
+    }
+}
+
+/// The rows of `session` tested with the default settings and no profile: what a test of a view
+/// gives it, whatever profile file the host running the test has.
+#[cfg(test)]
+pub fn tested_without_profile(session: &SessionReport) -> Vec<Row> {
+    decide(session, &Settings { config: crate::stats::DecisionConfig::default(), profiles: None }).rows
+}
+
+/// Every adapter over the session's reference adapter in every cell of one session: the rows it
+/// stored, or tested again with `settings` when `retest` (`session_rows`).
+pub fn compare_within(
+    a: &LoadedSession,
+    settings: &Settings<'_>,
+    allow_mismatch: bool,
+    retest: bool,
+) -> Result<CompareReport, CompareError> {
+    crate::stats::validate_decision_config(&settings.config).map_err(CompareError::Settings)?;
+    let mismatches = identity::within(&a.report);
+    let refused = !mismatches.is_empty() && !allow_mismatch;
+    let rows = if refused { Vec::new() } else { session_rows(&a.report, settings, retest) };
+    finish(CompareReport {
+        schema_version: COMPARE_SCHEMA_VERSION,
+        kind: Kind::WithinSession,
+        a: session_ref(a),
+        b: None,
+        mismatches,
+        refused,
+        versions: None,
+        device_differences: Vec::new(),
+        settings: settings.config,
+        judged_rows: 0,
+        raw: false,
+        rows,
+        only_in_a: Vec::new(),
+        only_in_b: Vec::new(),
+        energy: if refused { Vec::new() } else { energy::within(&a.report, &settings.config) },
+        verdict: None,
+        exit_code: 0,
+    })
 }
 
 /// Puts each looked-at row's sequential verdict in place of its fixed-sample one.

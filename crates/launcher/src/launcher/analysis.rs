@@ -320,7 +320,7 @@ mod tests {
         assert!((0.25..0.26).contains(&expected), "integer division rounds evaluation down: {expected}");
         assert_eq!(stock.host_overhead, None, "stock records no split");
 
-        let table = table(&session, &outcome.body, None);
+        let table = table(&session, &outcome.body, &crate::compare::tested_without_profile(&session));
         let lines: Vec<&str> = table.lines().filter(|l| l.contains("host overhead")).collect();
         assert_eq!(lines.len(), 1, "{table}");
         assert!(lines[0].ends_with(&format!("host overhead {:.1} %", 100.0 * expected)), "{}", lines[0]);
@@ -346,7 +346,11 @@ mod tests {
             })
             .collect();
         let table_of = |session: &SessionReport| {
-            table(session, &analyze(&session.workers, &cells, false, &Adapter::Stock).body, None)
+            table(
+                session,
+                &analyze(&session.workers, &cells, false, &Adapter::Stock).body,
+                &crate::compare::tested_without_profile(session),
+            )
         };
         let table = table_of(&recorded_with_split(4));
         let verdicts: Vec<&str> = table.lines().filter(|l| l.contains(" verdict controlled/stock: ")).collect();
@@ -379,9 +383,12 @@ mod tests {
     fn the_table_of_an_unpinned_session_says_so_first() {
         let mut session = recorded_with_split(1);
         let body = analyze(&session.workers, &[], crate::schedule::interleaves(&session.job), &session.reference).body;
-        assert!(!table(&session, &body, None).contains("unpinned"), "a pinned session says nothing of it");
+        assert!(
+            !table(&session, &body, &crate::compare::tested_without_profile(&session)).contains("unpinned"),
+            "a pinned session says nothing of it"
+        );
         session.replaced_programs.insert(Adapter::Stock, vec!["/x/python".into(), "/x/outside.py".into()]);
-        let table = table(&session, &body, None);
+        let table = table(&session, &body, &crate::compare::tested_without_profile(&session));
         assert_eq!(
             table.lines().nth(1),
             Some(

@@ -37,14 +37,14 @@ pub struct Prepared {
 
 impl Prepared {
     /// Its processes, rank 0 first, each with the environment MLX reads in a group.
-    pub fn processes(&self) -> Vec<interleave::Process<'_>> {
+    pub fn processes(&self) -> Vec<supervise::Process<'_>> {
         let env = |rank: u32| match &self.group {
             Some(_) => rank_group::rank_env(rank, &rank_group::hostfile_path(&self.out_dir)),
             None => Vec::new(),
         };
-        let first = interleave::Process { argv: &self.command, out_dir: &self.out_dir, env: env(0) };
+        let first = supervise::Process { argv: &self.command, out_dir: &self.out_dir, env: env(0) };
         let rest =
-            self.ranks.iter().map(|r| interleave::Process { argv: &r.command, out_dir: &r.out_dir, env: env(r.rank) });
+            self.ranks.iter().map(|r| supervise::Process { argv: &r.command, out_dir: &r.out_dir, env: env(r.rank) });
         std::iter::once(first).chain(rest).collect()
     }
 

@@ -27,7 +27,7 @@ use super::{
     gate_wait::GateWait,
     rank_group_run::RankGroup,
     signals::Interrupts,
-    supervise::{Limits, Outcome, SuperviseError},
+    supervise::{Limits, Outcome, Process, SuperviseError},
 };
 
 /// `DECODE_BASELINE_GRANT_ORDER=fixed` grants every round in the members' order (A B, A B, …):
@@ -44,15 +44,6 @@ pub struct Member<'a> {
     pub processes: Vec<Process<'a>>,
     /// How many requests its job runs (the gate grants exactly these).
     pub requests: u32,
-}
-
-/// One process of a member.
-#[derive(Debug, Clone)]
-pub struct Process<'a> {
-    pub argv: &'a [String],
-    pub out_dir: &'a Path,
-    /// Added to the launcher's environment (a rank's `MLX_RANK`, `MLX_HOSTFILE`).
-    pub env: Vec<(String, String)>,
 }
 
 /// The order of the grants: round `k` grants request `k` to the members in their order when

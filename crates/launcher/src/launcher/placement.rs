@@ -283,9 +283,9 @@ mod tests {
     #[test]
     fn the_line_says_what_was_asked_and_got() {
         let got = record(&set(&[0]), &["0".to_owned()].into());
-        assert_eq!(crate::report::placement_line(Some(&got)), "placement: --cpus 0 (workers on CPUs 0)");
+        assert_eq!(crate::session::placement_line(Some(&got)), "placement: --cpus 0 (workers on CPUs 0)");
         let macos = record(&Cpus::First, &BTreeSet::new());
-        assert!(crate::report::placement_line(Some(&macos)).contains("left to the OS"));
-        assert_eq!(crate::report::placement_line(None), "placement: not recorded");
+        assert!(crate::session::placement_line(Some(&macos)).contains("left to the OS"));
+        assert_eq!(crate::session::placement_line(None), "placement: not recorded");
     }
 }

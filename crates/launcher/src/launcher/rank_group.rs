@@ -184,7 +184,7 @@ pub fn record_ranks(
                 pid: Some(outcome.pid),
                 exit_code,
                 signal: supervise::exit_signal(&outcome.status),
-                intervention: super::run::describe(outcome.intervention, outcome.sent),
+                intervention: super::supervise::describe(outcome.intervention, outcome.sent),
                 wall_ns: outcome.wall.as_nanos() as u64,
                 status: report.as_ref().map(|r| r.status),
                 error: report.and_then(|r| r.error),

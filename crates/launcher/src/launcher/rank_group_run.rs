@@ -5,9 +5,8 @@
 //! a collective for a peer that is gone.
 
 use super::{
-    interleave::Process,
     signals::Interrupts,
-    supervise::{Limits, Outcome, SuperviseError, Supervised},
+    supervise::{Limits, Outcome, Process, SuperviseError, Supervised},
 };
 
 /// The running processes of one member, rank 0 first.

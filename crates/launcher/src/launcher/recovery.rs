@@ -70,6 +70,7 @@ pub fn recover(output_root: &Path, by_session: &str, finished_utc: &str) -> Vec<
             energy: None,
             placement: None,
             sequential: None,
+            decisions: None,
         };
         match output::write_session(&dir, &report) {
             Ok(()) => lines.push(format!(

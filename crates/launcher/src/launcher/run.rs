@@ -17,8 +17,8 @@ use decode_baseline_pins::{self as pins, PinError, PinProblem};
 use decode_baseline_wire::{
     report::Status,
     session::{
-        self, CaseFiles, HostFacts, InterventionReason, InterventionSignal, LauncherMarker, LeaseFacts, RankRun,
-        SessionReport, SessionStatus, WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
+        CaseFiles, HostFacts, InterventionReason, LauncherMarker, LeaseFacts, RankRun, SessionReport, SessionStatus,
+        WorkerRun, LAUNCHER_MARKER_SCHEMA_VERSION, SESSION_REPORT_SCHEMA_VERSION,
     },
     Adapter, ExitCode,
 };
@@ -31,7 +31,7 @@ use super::{
     sequential::{Budget, Sequential},
     session_job::{self, repo_root},
     signals::Interrupts,
-    supervise::{self, Intervention, Limits},
+    supervise::{self, Limits},
     validate,
     worker_job::{self, LoadedManifest},
 };
@@ -55,6 +55,11 @@ pub struct RunOptions {
     /// Print the session report as JSON on stdout instead of the summary table.
     #[arg(long)]
     pub json: bool,
+    /// Print every figure of every row under the summary's place: the per-step split, the cold
+    /// requests, each warning, each verdict with its rule and error, the energy rows (the
+    /// default view fits 100 columns and leaves these to this flag and the report page).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// Create the session folder and write every worker job, print the worker commands, run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -338,7 +343,7 @@ fn prepare(mut resolved: session_job::ResolvedJob, args: &RunOptions, energy: bo
     }
     let replaced_programs = replaced_programs(&resolved.job.adapters);
     for (adapter, argv) in &replaced_programs {
-        eprintln!("decode-baseline: {}", crate::report::replaced_line(adapter, argv));
+        eprintln!("decode-baseline: {}", crate::session::replaced_line(adapter, argv));
     }
     Ok(Session {
         resolved,
@@ -520,6 +525,7 @@ fn provisional_report(session: &Session, executed: &Executed) -> SessionReport {
         energy: None,
         placement: Some(placement::record(&session.cpus, &executed.cpus)),
         sequential: None,
+        decisions: None,
     }
 }
 
@@ -529,13 +535,15 @@ struct Show {
     json: bool,
     /// Nothing on stdout (problems still go to stderr).
     quiet: bool,
+    /// The detailed table instead of the 100-column summary.
+    verbose: bool,
     /// `--noise-profile`: the profile file to judge the table's rows with.
     noise_profile: Option<PathBuf>,
 }
 
 impl Show {
     fn of(args: &RunOptions) -> Self {
-        Self { json: args.json, quiet: args.quiet, noise_profile: args.noise_profile.clone() }
+        Self { json: args.json, quiet: args.quiet, verbose: args.verbose, noise_profile: args.noise_profile.clone() }
     }
 }
 
@@ -555,7 +563,7 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<S
     let wall = session.started.elapsed();
     let workers_wall = groups_wall.as_nanos() as u64;
     let lease = session.lease;
-    let report = SessionReport {
+    let mut report = SessionReport {
         schema_version: SESSION_REPORT_SCHEMA_VERSION,
         session_id: session.id,
         status,
@@ -583,7 +591,14 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<S
         energy: Some(energy_record),
         placement: Some(placement::record(&session.cpus, &cpus)),
         sequential,
+        decisions: None,
     };
+    // Every row tested once, stored with the record: each view of the session reads these.
+    let profiles =
+        crate::noise_profiles::resolve_or_warn(show.noise_profile.as_deref(), &report, show.quiet || show.json);
+    let settings =
+        crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles: profiles.as_ref() };
+    report.decisions = Some(crate::compare::decide(&report, &settings));
     let session_dir = session.dir;
     if let Err(err) = output::write_session(&session_dir, &report) {
         // The session ran and only its record is missing: not bad input. The worker folders stay
@@ -600,9 +615,8 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<S
     if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
         eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
     }
-    let profiles =
-        crate::noise_profiles::resolve_or_warn(show.noise_profile.as_deref(), &report, show.quiet || show.json);
-    if let Err(err) = crate::report::write_page(&report, &session_dir, profiles.as_ref()) {
+    let view = crate::report::SessionView::new(&report, &session_dir, None, true);
+    if let Err(err) = crate::report::write_page(&view) {
         eprintln!("decode-baseline: warning: {} not written: {err:#}", session_dir.join(crate::report::PAGE).display());
     }
     drop(lease);
@@ -611,8 +625,11 @@ fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<S
             eprintln!("problem: {problem}");
         }
     } else {
-        let view = crate::report::SessionView { report: &report, profiles: profiles.as_ref(), dir: &session_dir };
-        let exporter: &dyn Exporter<_> = if show.json { &crate::report::Json } else { &crate::report::Table };
+        let exporter: &dyn Exporter<_> = match (show.json, show.verbose) {
+            (true, _) => &crate::report::Json,
+            (false, true) => &crate::report::Table,
+            (false, false) => &crate::report::Summary,
+        };
         print!("{}", exporter.export(&view)?);
     }
     if !show.quiet && !show.json {
@@ -686,7 +703,7 @@ fn record_run(
         pid: Some(outcome.pid),
         exit_code,
         signal: supervise::exit_signal(&outcome.status),
-        intervention: describe(outcome.intervention, outcome.sent),
+        intervention: supervise::describe(outcome.intervention, outcome.sent),
         wall_ns: outcome.wall.as_nanos() as u64,
         validation_errors,
         host_activity: None,
@@ -751,27 +768,6 @@ fn session_status(workers: &[WorkerRun], interrupts: &Interrupts, problems: &[St
     } else {
         SessionStatus::Ok
     }
-}
-
-/// The record of what the supervisor did; `None` when it only watched.
-pub(super) fn describe(
-    intervention: Intervention,
-    sent: Option<nix::sys::signal::Signal>,
-) -> Option<session::Intervention> {
-    let reason = match intervention {
-        Intervention::None => return None,
-        Intervention::NeverReady => InterventionReason::NeverReady,
-        Intervention::PastDeadline => InterventionReason::PastDeadline,
-        Intervention::Cancelled => InterventionReason::Cancelled,
-        Intervention::Killed => InterventionReason::Killed,
-        Intervention::RankStopped => InterventionReason::RankStopped,
-    };
-    let signal = sent.map(|s| match s {
-        nix::sys::signal::Signal::SIGTERM => InterventionSignal::Sigterm,
-        nix::sys::signal::Signal::SIGKILL => InterventionSignal::Sigkill,
-        other => unreachable!("the supervisor sends only SIGTERM and SIGKILL, not {other}"),
-    });
-    Some(session::Intervention { reason, signal })
 }
 
 /// Reads the manifest and checks it against its pin; the workers check everything else it pins.
@@ -840,6 +836,8 @@ fn host_facts() -> HostFacts {
 #[cfg(test)]
 mod tests {
     use std::{os::unix::process::ExitStatusExt, process::ExitStatus, time::Duration};
+
+    use crate::launcher::supervise::Intervention;
 
     use decode_baseline_wire::{
         marker::Marker,
@@ -1006,6 +1004,7 @@ mod tests {
         let options = RunOptions {
             no_wait: true,
             json: false,
+            verbose: false,
             // Prepared as a dry run prepares it: no lease, no launcher marker.
             dry_run: true,
             quiet_wait: 0,
@@ -1026,7 +1025,7 @@ mod tests {
         (session, fake)
     }
 
-    const SHOW: Show = Show { json: false, quiet: true, noise_profile: None };
+    const SHOW: Show = Show { json: false, quiet: true, verbose: false, noise_profile: None };
 
     /// A meter with no source, as on this project's machines.
     fn no_energy() -> energy::Meter {
@@ -1051,7 +1050,7 @@ mod tests {
 
     /// `run`'s summary table of a session written by these tests.
     fn table_of(report: &SessionReport) -> String {
-        let view = crate::report::SessionView { report, profiles: None, dir: Path::new(".") };
+        let view = crate::report::SessionView::new(report, Path::new("."), None, true);
         crate::report::Table.export(&view).unwrap()
     }
 

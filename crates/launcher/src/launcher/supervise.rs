@@ -289,3 +289,33 @@ pub fn exit_code(status: &ExitStatus) -> Option<i32> {
 pub fn exit_signal(status: &ExitStatus) -> Option<i32> {
     status.signal()
 }
+/// The record of what the supervisor did; `None` when it only watched.
+pub fn describe(
+    intervention: Intervention,
+    sent: Option<nix::sys::signal::Signal>,
+) -> Option<decode_baseline_wire::session::Intervention> {
+    let reason = match intervention {
+        Intervention::None => return None,
+        Intervention::NeverReady => decode_baseline_wire::session::InterventionReason::NeverReady,
+        Intervention::PastDeadline => decode_baseline_wire::session::InterventionReason::PastDeadline,
+        Intervention::Cancelled => decode_baseline_wire::session::InterventionReason::Cancelled,
+        Intervention::Killed => decode_baseline_wire::session::InterventionReason::Killed,
+        Intervention::RankStopped => decode_baseline_wire::session::InterventionReason::RankStopped,
+    };
+    let signal = sent.map(|s| match s {
+        nix::sys::signal::Signal::SIGTERM => decode_baseline_wire::session::InterventionSignal::Sigterm,
+        nix::sys::signal::Signal::SIGKILL => decode_baseline_wire::session::InterventionSignal::Sigkill,
+        other => unreachable!("the supervisor sends only SIGTERM and SIGKILL, not {other}"),
+    });
+    Some(decode_baseline_wire::session::Intervention { reason, signal })
+}
+
+/// One process of a member of a group: its command, its folder and what it adds to the
+/// launcher's environment.
+#[derive(Debug, Clone)]
+pub struct Process<'a> {
+    pub argv: &'a [String],
+    pub out_dir: &'a Path,
+    /// Added to the launcher's environment (a rank's `MLX_RANK`, `MLX_HOSTFILE`).
+    pub env: Vec<(String, String)>,
+}

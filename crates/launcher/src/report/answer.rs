@@ -1,6 +1,6 @@
 //! The answer first: per case (model), each adapter against the reference in each cell as one
 //! short line (ratio, interval, verdict, the smallest difference the session could detect) and
-//! the case's agreement in one line, worded once here for the end of `run`'s terminal output
+//! the case's agreement (argmax, reference streams), worded once here for the end of `run`'s terminal output
 //! and the top of the report page, from the rows the verdicts were tested in
 //! (`compare::session_rows`).
 
@@ -14,10 +14,11 @@ use crate::compare::{Row, RowResult};
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseAnswer {
     pub case: String,
-    /// Per judged row: the cell without its case (`<prompt>.<mode>`), the pair, and the words.
+    /// Per judged row: the cell under its case (`session::within_case`), the pair, and the words.
     pub rows: Vec<(String, String, String)>,
-    /// Argmax and reference-stream agreement over the case's cells.
-    pub agreement: String,
+    /// Argmax and reference-stream agreement over the case's cells, one entry per kind and
+    /// pair.
+    pub agreement: Vec<String>,
 }
 
 /// The answers of `report`'s cases, from its tested `rows`.
@@ -30,7 +31,7 @@ pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<Case
         if mode == Mode::ReferencePair {
             continue;
         }
-        let what = row.cell.strip_prefix(&format!("{case}.")).unwrap_or(&row.cell).to_owned();
+        let what = crate::session::within_case(&row.cell).1.to_owned();
         let pair = format!("{}/{}", row.adapter.as_ref().map_or("", Adapter::as_str), report.reference.as_str());
         let words = match &row.outcome {
             RowResult::Compared { decision: d, .. } => format!(
@@ -43,11 +44,8 @@ pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<Case
             ),
             RowResult::NotCompared { reason } => format!("not tested: {reason}"),
         };
-        let answer = cases.entry(case.clone()).or_insert_with(|| CaseAnswer {
-            case,
-            rows: Vec::new(),
-            agreement: String::new(),
-        });
+        let answer =
+            cases.entry(case.clone()).or_insert_with(|| CaseAnswer { case, rows: Vec::new(), agreement: Vec::new() });
         answer.rows.push((what, pair, words));
     }
     // Agreement, summed over each case's cells per adapter.
@@ -78,13 +76,13 @@ pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<Case
                 .into_iter()
                 .map(|(pair, (same, all))| format!("reference streams {pair}: {same} of {all} identical")),
         );
-        answer.agreement = if parts.is_empty() { "agreement: not measured".to_owned() } else { parts.join("; ") };
+        answer.agreement = if parts.is_empty() { vec!["agreement: not measured".to_owned()] } else { parts };
     }
     cases.into_values().filter(|c| !c.rows.is_empty()).collect()
 }
 
 /// The answers as terminal lines: a heading, then per case its name, a line per row and its
-/// agreement.
+/// agreement, a line each.
 pub fn lines(answers: &[CaseAnswer]) -> Vec<String> {
     if answers.is_empty() {
         return Vec::new();
@@ -98,8 +96,32 @@ pub fn lines(answers: &[CaseAnswer]) -> Vec<String> {
         for (w, p, words) in &answer.rows {
             out.push(format!("  {w:<what$}  {p:<pair$}  {words}"));
         }
-        out.push(format!("  {}", answer.agreement));
+        out.extend(answer.agreement.iter().map(|a| format!("  {a}")));
     }
+    out
+}
+
+/// The answers as a Markdown table, one line per row with its case's agreement (the Markdown
+/// view's first part).
+pub fn markdown(answers: &[CaseAnswer]) -> String {
+    if answers.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "Answer: time per token, adapter over reference (below 1: faster), 95 % interval, verdict\n\n\
+         | case | cell | pair | ratio [95 % CI], verdict, detectable | agreement |\n|---|---|---|---|---|\n",
+    );
+    for answer in answers {
+        for (what, pair, words) in &answer.rows {
+            let words = words.split_whitespace().collect::<Vec<_>>().join(" ");
+            out.push_str(&format!(
+                "| {} | {what} | {pair} | {words} | {} |\n",
+                answer.case,
+                answer.agreement.join("; ")
+            ));
+        }
+    }
+    out.push('\n');
     out
 }
 
@@ -115,7 +137,7 @@ mod tests {
                 ("tiny-qwen3-L16.headline".into(), "controlled/stock".into(), "0.950 [0.930, 0.970]  faster".into()),
                 ("tiny-qwen3-L512.fixed_continuation".into(), "controlled/stock".into(), "1.000".into()),
             ],
-            agreement: "argmax controlled/stock: 0 of 254 steps differ".into(),
+            agreement: vec!["argmax controlled/stock: 0 of 254 steps differ".into()],
         }];
         let lines = lines(&answers);
         assert_eq!(lines.len(), 5, "{lines:#?}");

@@ -11,16 +11,17 @@ use crate::session::load_session;
 pub struct ReportArgs {
     /// The session: a `session.json` or the session folder.
     pub session: PathBuf,
-    /// The host noise profile file the verdicts use (see `compare --noise-profile`). Default:
-    /// the host's profile file, when it exists.
+    /// Test the verdicts again with this host noise profile file (see `compare
+    /// --noise-profile`). Default: the decisions the session stored when it finished (a session
+    /// written before they were stored is tested with the host's profile file, when it exists).
     #[arg(long, value_name = "FILE")]
     pub noise_profile: Option<PathBuf>,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let session = load_session(&args.session)?;
-    let profiles = crate::noise_profiles::resolve_or_warn(args.noise_profile.as_deref(), &session.report, false);
-    let path = write_page(&session.report, session.dir(), profiles.as_ref())?;
+    let view = super::SessionView::new(&session.report, session.dir(), args.noise_profile.as_deref(), false);
+    let path = write_page(&view)?;
     println!("{}", path.display());
     Ok(ExitCode::Ok)
 }

@@ -7,19 +7,19 @@ mod answer;
 mod command;
 mod energy;
 mod json;
-mod lines;
 mod page;
 mod rows;
 mod sequential;
+mod summary;
 mod table;
 mod view;
 
 pub use command::{run, ReportArgs};
 pub use json::Json;
-pub use lines::{group_line, group_setup, placement_line, replaced_line};
 pub use page::{write_page, Html, PAGE};
 pub use rows::{Headline, Markdown};
 pub use sequential::lines as sequential_lines;
+pub use summary::{Summary, COLUMNS};
 #[cfg(test)]
 pub(crate) use table::table;
 pub use table::Table;

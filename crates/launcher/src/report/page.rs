@@ -18,7 +18,6 @@ use super::SessionView;
 use crate::{
     duration::human_ns,
     export::Exporter,
-    noise_profiles::Profiles,
     plot::{esc, Figure},
     session::{BenchRecord, ModelSource, Rows},
 };
@@ -36,12 +35,10 @@ thead th{background:#f4f4f4}tr.warn td{background:#fff6e0}.note{background:#eef5
 dt{font-weight:600}dd{margin:0;word-break:break-all}figure{margin:1em 0}figure svg{width:100%;height:auto;border:1px solid #eee}\
 figcaption{font-size:.8em;color:#555}summary h2{display:inline}";
 
-/// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors), its
-/// verdicts tested with `profiles` as the run table's are.
-fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> anyhow::Result<String> {
+/// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors),
+/// with its tested rows `tested` (the view's, as the run table's).
+fn render(session: &SessionReport, dir: &Path, tested: &[crate::compare::Row]) -> anyhow::Result<String> {
     let rows = Rows::of(session);
-    let settings = crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles };
-    let tested = crate::compare::session_rows(session, &settings);
     let bench = BenchRecord::read(dir)?;
     let figures = crate::plot::session_figures(session);
     let mut h = String::new();
@@ -62,14 +59,14 @@ fn render(session: &SessionReport, dir: &Path, profiles: Option<&Profiles>) -> a
         session.workers.len()
     );
     // The answer, then the figures, then the tables; the identity folded.
-    answer_section(&mut h, session, &tested);
+    answer_section(&mut h, session, tested);
     figures_section(&mut h, &figures);
     model_section(&mut h, bench.as_ref());
-    summary_section(&mut h, &rows, &tested);
-    decomposition_section(&mut h, session, &settings.config);
+    summary_section(&mut h, &rows, tested);
+    decomposition_section(&mut h, session, &crate::compare::decided_settings(session));
     ranks_section(&mut h, dir);
-    test_section(&mut h, session, &tested);
-    warnings_section(&mut h, session, &rows, &tested);
+    test_section(&mut h, session, tested);
+    warnings_section(&mut h, session, &rows, tested);
     agreement_section(&mut h, &rows);
     memory_section(&mut h, &rows);
     super::energy::section(&mut h, session);
@@ -83,22 +80,18 @@ pub struct Html;
 
 impl Exporter<SessionView<'_>> for Html {
     fn export(&self, view: &SessionView<'_>) -> anyhow::Result<String> {
-        render(view.report, view.dir, view.profiles)
+        render(view.report, view.dir, &view.rows)
     }
 }
 
 /// Writes `index.html` into `dir` atomically (a temp file, then a rename: it is derived data, so
-/// an existing page is replaced), and `energy.csv` beside it when a source produced data; the
-/// verdicts use `profiles` (`noise_profiles::resolve`). Returns the page's path.
-pub fn write_page(
-    session: &SessionReport,
-    dir: &Path,
-    profiles: Option<&Profiles>,
-) -> anyhow::Result<std::path::PathBuf> {
-    if let Some(csv) = crate::energy::csv(session) {
-        write_derived(dir, crate::energy::CSV_FILE, &csv)?;
+/// an existing page is replaced), and `energy.csv` beside it when a source produced data.
+/// Returns the page's path.
+pub fn write_page(view: &SessionView<'_>) -> anyhow::Result<std::path::PathBuf> {
+    if let Some(csv) = crate::energy::csv(view.report) {
+        write_derived(view.dir, crate::energy::CSV_FILE, &csv)?;
     }
-    write_derived(dir, PAGE, &Html.export(&SessionView { report: session, profiles, dir })?)
+    write_derived(view.dir, PAGE, &Html.export(view)?)
 }
 
 /// Writes `text` to `dir/name` atomically, replacing what was there (derived data).
@@ -147,7 +140,7 @@ fn answer_section(h: &mut String, session: &SessionReport, tested: &[crate::comp
         for (what, pair, words) in &answer.rows {
             let _ = writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(what), esc(pair), esc(words));
         }
-        let _ = writeln!(h, "</table>\n</div>\n<p>{}</p>", esc(&answer.agreement));
+        let _ = writeln!(h, "</table>\n</div>\n<p>{}</p>", esc(&answer.agreement.join("; ")));
     }
     h.push_str("</section>\n");
 }
@@ -346,7 +339,7 @@ fn decomposition_section(h: &mut String, session: &SessionReport, config: &crate
         h,
         "<p>{} ({}; another placement is another session: bench --cpus 0 --cpus all)</p>\n</section>",
         esc(crate::decomposition::EXPLANATION),
-        esc(&super::placement_line(session.placement.as_ref()))
+        esc(&crate::session::placement_line(session.placement.as_ref()))
     );
 }
 
@@ -373,7 +366,7 @@ fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows, tested
     // An unpinned session says so first, as the table does.
     for (adapter, argv) in &session.replaced_programs {
         any = true;
-        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(&super::replaced_line(adapter, argv)));
+        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(&crate::session::replaced_line(adapter, argv)));
     }
     for problem in &session.problems {
         any = true;
@@ -431,9 +424,9 @@ fn identity_section(h: &mut String, session: &SessionReport) {
         .as_ref()
         .map_or("? (? ?, ? CPUs)".to_owned(), |h| format!("{} ({} {}, {} CPUs)", h.hostname, h.os, h.arch, h.cpus));
     item("host", &host);
-    let placement = super::placement_line(session.placement.as_ref());
+    let placement = crate::session::placement_line(session.placement.as_ref());
     item("placement", placement.trim_start_matches("placement: "));
-    let group = super::group_line(session);
+    let group = crate::session::group_line(session);
     item("group", group.trim_start_matches("group: "));
     if let Some(device) = &session.device {
         item("device", &format!("{} on {} ({})", device.name, device.backend.as_str(), device.device.as_str()));
@@ -514,7 +507,8 @@ mod tests {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
         let recorded = crate::session::load_session(&path).unwrap().report;
         let tmp = tempfile::tempdir().unwrap();
-        let page = render(&crate::session::fixtures::repeated(&recorded, 4), tmp.path(), None).unwrap();
+        let repeated = crate::session::fixtures::repeated(&recorded, 4);
+        let page = render(&repeated, tmp.path(), &crate::compare::tested_without_profile(&repeated)).unwrap();
         let rows = ratio_rows(&page);
         assert_eq!(rows.len(), 2, "{page}");
         assert_eq!((rows[0][4].as_str(), rows[1][4].as_str()), ("faster", "slower"), "{rows:?}");
@@ -523,7 +517,7 @@ mod tests {
         assert!(rows[0][8].contains("error holds run-to-run effects"), "{rows:?}");
         assert!(page.contains("A/A controlled: one rerun of the same code moved the ratio by +39.0 %"), "{page}");
         // As recorded, one run per adapter: the same ratios, no verdict, and the way to one.
-        let page = render(&recorded, tmp.path(), None).unwrap();
+        let page = render(&recorded, tmp.path(), &crate::compare::tested_without_profile(&recorded)).unwrap();
         let rows = ratio_rows(&page);
         assert_eq!(rows.len(), 2, "{page}");
         assert_eq!((rows[0][4].as_str(), rows[1][4].as_str()), ("inconclusive", "inconclusive"), "{rows:?}");

@@ -1,5 +1,5 @@
 //! The session's rows ([`crate::session::Rows`]) as text: the terminal's headline table
-//! (`bench`) and the Markdown of every row.
+//! (`bench`) and the Markdown of every row, after the answer.
 
 use crate::duration::human_ns;
 use crate::export::Exporter;
@@ -16,12 +16,16 @@ impl Exporter<SessionView<'_>> for Headline {
     }
 }
 
-/// Every row as a Markdown table, then the ratios and agreement.
+/// The answer (each row's verdict, from the view's rows), then every row as a Markdown table,
+/// then the ratios and agreement.
 pub struct Markdown;
 
 impl Exporter<SessionView<'_>> for Markdown {
     fn export(&self, view: &SessionView<'_>) -> anyhow::Result<String> {
-        Ok(markdown(&Rows::of(view.report)))
+        let answer = view.report.analysis.as_ref().map_or_else(String::new, |analysis| {
+            super::answer::markdown(&super::answer::of(view.report, analysis, &view.rows))
+        });
+        Ok(answer + &markdown(&Rows::of(view.report)))
     }
 }
 

@@ -1,10 +1,10 @@
-//! `run`'s summary table: per cell each adapter's per-token median with its interval, the
+//! `run --verbose`'s table: per cell each adapter's per-token median with its interval, the
 //! split and cold requests, the ratios to the reference with the test's verdict, agreement, the
-//! profiles, placement, host and energy lines.
+//! profiles, placement, host and energy lines. The default view is `summary`.
 
 use crate::duration::human_ns;
 use crate::export::Exporter;
-use crate::stats::{DecisionConfig, RatioEstimate};
+use crate::stats::RatioEstimate;
 use decode_baseline_wire::{
     analysis::{pair_label, Analysis, CellAnalysis, ColdRequests},
     session::SessionReport,
@@ -19,20 +19,17 @@ fn ratio_label(cell: &CellAnalysis, adapter: &Adapter, reference: &Adapter) -> O
     Some((format!("{} {kind}", pair_label(adapter, reference)), *r))
 }
 
-/// The summary table printed at the end of `run`.
+/// The detailed table `run --verbose` prints (and the tests read): every figure and warning of
+/// every row, each verdict with its rule.
 pub struct Table;
 
 impl Exporter<SessionView<'_>> for Table {
     fn export(&self, view: &SessionView<'_>) -> anyhow::Result<String> {
-        Ok(view.report.analysis.as_ref().map_or_else(String::new, |a| table(view.report, a, view.profiles)))
+        Ok(view.report.analysis.as_ref().map_or_else(String::new, |a| table(view.report, a, &view.rows)))
     }
 }
 
-pub(crate) fn table(
-    report: &SessionReport,
-    analysis: &Analysis,
-    profiles: Option<&crate::noise_profiles::Profiles>,
-) -> String {
+pub(crate) fn table(report: &SessionReport, analysis: &Analysis, tested: &[crate::compare::Row]) -> String {
     let reference = &report.reference;
     // Cell names come from the manifest and can be long; the first column fits the longest,
     // the second its longest adapter name or ratio label.
@@ -48,14 +45,11 @@ pub(crate) fn table(
         .max()
         .unwrap_or(0)
         .max(10);
-    // The verdict of each adapter against the reference, by the test `compare` uses.
-    let settings = crate::compare::Settings { config: DecisionConfig::default(), profiles };
-    let tested = crate::compare::session_rows(report, &settings);
     // An unpinned session says so before its first figure.
     let mut out: String = report
         .replaced_programs
         .iter()
-        .map(|(adapter, argv)| format!("\n{}", crate::report::replaced_line(adapter, argv)))
+        .map(|(adapter, argv)| format!("\n{}", crate::session::replaced_line(adapter, argv)))
         .collect();
     out.push_str(&format!(
         "\n{:<w$} {:<a$} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
@@ -120,11 +114,11 @@ pub(crate) fn table(
             out.push_str(&format!("{:<w$} {line}\n", cell.cell));
         }
     }
-    for line in crate::compare::profile_lines(&tested) {
+    for line in crate::compare::profile_lines(tested) {
         out.push_str(&line);
         out.push('\n');
     }
-    let parts = crate::decomposition::of_session(report, &settings.config);
+    let parts = crate::decomposition::of_session(report, &crate::compare::decided_settings(report));
     if !parts.is_empty() {
         out.push_str(&format!("\n{}\n", crate::decomposition::EXPLANATION));
         for line in crate::decomposition::lines(&parts) {
@@ -134,16 +128,24 @@ pub(crate) fn table(
     }
     // Energy rows (when a source produced data) and the one line about the sources.
     out.push_str(&crate::energy::table(report));
+    out.push_str(&footer(report, analysis, tested));
+    out
+}
+
+/// What both views end with: the workers and the wall time, the placement, the group, the quiet
+/// wait, and the answer last, where a terminal leaves the eye.
+pub(super) fn footer(report: &SessionReport, analysis: &Analysis, tested: &[crate::compare::Row]) -> String {
+    let mut out = String::new();
     out.push_str(&format!(
         "\n{} workers, wall {}, launcher overhead {}\n",
         report.workers.len(),
         human_ns(report.wall_ns as f64),
         human_ns(report.launcher_overhead_ns as f64)
     ));
-    out.push_str(&crate::report::placement_line(report.placement.as_ref()));
+    out.push_str(&crate::session::placement_line(report.placement.as_ref()));
     out.push('\n');
     if report.job.group.is_some() {
-        out.push_str(&crate::report::group_line(report));
+        out.push_str(&crate::session::group_line(report));
         out.push('\n');
     }
     if let Some(waited) = report.quiet_wait_ns.filter(|ns| *ns > 0) {
@@ -153,7 +155,7 @@ pub(crate) fn table(
         ));
     }
     // The answer last, where a terminal leaves the eye.
-    let answer = super::answer::lines(&super::answer::of(report, analysis, &tested));
+    let answer = super::answer::lines(&super::answer::of(report, analysis, tested));
     if !answer.is_empty() {
         out.push_str(&format!("\n{}\n", answer.join("\n")));
     }

@@ -1,16 +1,103 @@
 //! What every view of a finished session is given.
 
-use std::path::Path;
+use std::{borrow::Cow, path::Path};
 
-use decode_baseline_wire::session::SessionReport;
+use decode_baseline_wire::{compare::Row, session::SessionReport};
 
-use crate::noise_profiles::Profiles;
-
-/// A finished session as the views show it: its report, the host noise profiles its verdicts
-/// use, and its folder (the page reads `bench.json` there).
-#[derive(Debug, Clone, Copy)]
+/// A finished session as the views show it: its report, its tested rows, and its folder (the
+/// page reads `bench.json` there). Every view reads the rows from here, never testing them
+/// itself, so that they all show one decision.
+#[derive(Debug, Clone)]
 pub struct SessionView<'a> {
     pub report: &'a SessionReport,
-    pub profiles: Option<&'a Profiles>,
+    /// Every adapter against the reference in every cell (`compare::session_rows`).
+    pub rows: Cow<'a, [Row]>,
     pub dir: &'a Path,
+}
+
+impl<'a> SessionView<'a> {
+    /// The view of `report`: the decisions it stored when it finished, or, when the reader
+    /// names a profile file (`asked`) or the session stored none (before version 8), its rows
+    /// tested now with that file or the host's default one (notes and warnings on stderr
+    /// unless `quiet`).
+    pub fn new(report: &'a SessionReport, dir: &'a Path, asked: Option<&Path>, quiet: bool) -> Self {
+        let rows = match (&report.decisions, asked) {
+            (Some(stored), None) => Cow::Borrowed(stored.rows.as_slice()),
+            _ => {
+                let profiles = crate::noise_profiles::resolve_or_warn(asked, report, quiet);
+                let settings = crate::compare::Settings {
+                    config: crate::stats::DecisionConfig::default(),
+                    profiles: profiles.as_ref(),
+                };
+                Cow::Owned(crate::compare::session_rows(report, &settings, true))
+            }
+        };
+        Self { report, rows, dir }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::RowResult;
+    use crate::export::Exporter;
+    use decode_baseline_wire::stats::Verdict;
+
+    /// Every view of a session shows the decision it stored: a stored verdict and ratio changed
+    /// by hand (to ones no test of these data gives) appear in the run table, the answer, the
+    /// page, the Markdown, the JSON and `compare` of the session, and a reader that asks for the
+    /// rows to be tested again gets the tested ones back.
+    #[test]
+    fn every_view_reads_the_stored_decision_and_follows_it_when_it_changes() {
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let mut session = crate::session::fixtures::repeated(&crate::session::load_session(&path).unwrap().report, 4);
+        let mut decisions = crate::compare::decide(
+            &session,
+            &crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles: None },
+        );
+        let row = decisions.rows.iter_mut().find(|r| r.decision().is_some()).expect("a compared row");
+        let cell = row.cell.clone();
+        let RowResult::Compared { decision, .. } = &mut row.outcome else { unreachable!() };
+        assert_eq!(decision.verdict, Verdict::Faster, "the tested verdict of {cell}");
+        decision.verdict = Verdict::Slower;
+        decision.ratio = 1.234;
+        session.decisions = Some(decisions);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("session.json"), serde_json::to_vec(&session).unwrap()).unwrap();
+        let loaded = crate::session::load_session(dir.path()).unwrap();
+
+        let view = SessionView::new(&loaded.report, dir.path(), None, true);
+        let table = crate::report::Table.export(&view).unwrap();
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(&cell) && l.contains("verdict controlled/stock: slower (ratio 1.234 [")),
+            "{table}"
+        );
+        let answer = table.lines().find(|l| l.contains("1.234 [")).expect("the answer line");
+        assert!(answer.contains("slower"), "{answer}");
+        let page = crate::report::Html.export(&view).unwrap();
+        let card = &page[page.find("<section id=\"answer\">").unwrap()..];
+        let card = &card[..card.find("</section>").unwrap()];
+        assert!(card.contains("1.234 [") && card.contains("slower"), "{card}");
+        let markdown = crate::report::Markdown.export(&view).unwrap();
+        assert!(markdown.lines().any(|l| l.contains("1.234 [") && l.contains("slower")), "{markdown}");
+        let json: serde_json::Value = serde_json::from_str(&crate::report::Json.export(&view).unwrap()).unwrap();
+        let stored = &json["decisions"]["rows"][0]["outcome"]["decision"];
+        assert_eq!((stored["verdict"].as_str(), stored["ratio"].as_f64()), (Some("slower"), Some(1.234)), "{json:#}");
+
+        let settings = crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles: None };
+        let compared = crate::compare::compare_within(&loaded, &settings, false, false).unwrap();
+        let row = compared.rows.iter().find(|r| r.cell == cell).unwrap();
+        assert_eq!((row.verdict(), row.decision().map(|d| d.ratio)), (Some(Verdict::Slower), Some(1.234)));
+        assert_eq!(compared.verdict, Some(Verdict::Slower));
+        let printed = crate::compare::Table.export(&compared).unwrap();
+        assert!(printed.contains("1.234"), "{printed}");
+
+        // Asked to test again, compare and the views get the tested verdict back.
+        let retested = crate::compare::compare_within(&loaded, &settings, false, true).unwrap();
+        assert_eq!(retested.rows.iter().find(|r| r.cell == cell).unwrap().verdict(), Some(Verdict::Faster));
+        let fresh = crate::compare::session_rows(&loaded.report, &settings, true);
+        assert_eq!(fresh.iter().find(|r| r.cell == cell).unwrap().verdict(), Some(Verdict::Faster));
+    }
 }

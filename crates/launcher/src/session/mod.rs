@@ -12,9 +12,11 @@ mod read_error;
 mod rows;
 mod samples;
 mod upgrade;
+mod words;
 
 pub use bench_record::{BenchRecord, ModelSource, BENCH_RECORD, BENCH_RECORD_SCHEMA_VERSION};
 pub use load::{load_session, LoadedSession};
 pub use read_error::ReadError;
 pub use rows::{agreement, DepthPoint, Row, Rows};
 pub use samples::{cells, request_pairs, CellData, MeasuredRequest};
+pub use words::{group_line, group_setup, placement_as_compared, placement_line, replaced_line, within_case};

@@ -1,5 +1,8 @@
-//! Older `session.json` versions (1 to 6) converted into the current one before the strict
+//! Older `session.json` versions (1 to 7) converted into the current one before the strict
 //! parse, so that every reader sees one typed form.
+//!
+//! What changed with version 8: `decisions` (the rows tested once when the session finished) is
+//! new and reads as `null`; readers then test the rows themselves.
 //!
 //! What changed with version 7, and how a version 1 to 6 report is read: `quiet_wait_ns`,
 //! `analysis.cells[].adapters.*.cold`, `energy` (the energy sources, idle readings and analysis)
@@ -206,7 +209,7 @@ mod tests {
         let mut report =
             json!({ "schema_version": 6, "workers": [{ "run_id": "a" }, { "run_id": "b", "energy": [] }] });
         to_current(&mut report).unwrap();
-        assert_eq!(report["schema_version"], json!(7));
+        assert_eq!(report["schema_version"], json!(SESSION_REPORT_SCHEMA_VERSION));
         assert_eq!(report["energy"], Value::Null);
         assert_eq!(report["workers"][0]["energy"], Value::Null);
         assert_eq!(report["workers"][1]["energy"], json!([]), "only what is absent is added");

@@ -1,11 +1,31 @@
 //! The sentences every view of a session shares (the end-of-run table, the launcher's stderr,
-//! the report page), each written once here.
+//! the report page, `compare`'s list of differences), each written once here.
 
 use decode_baseline_wire::{
     hooks::replacement_variable,
     session::{Placement, SessionReport},
     Adapter,
 };
+
+/// A cell's name as it reads under its case: `<case>.<prompt>.<mode>` without the case, and
+/// without the case's name at the head of the prompt id where `manifest add-case` put it there
+/// (`tiny-qwen3.tiny-qwen3-L16.headline` under `tiny-qwen3` reads `L16.headline`). Returns the
+/// case and that name; a name without a `.` is its own case.
+pub fn within_case(cell: &str) -> (&str, &str) {
+    let Some((case, rest)) = cell.split_once('.') else { return (cell, cell) };
+    let short = rest.strip_prefix(case).and_then(|r| r.strip_prefix('-')).unwrap_or(rest);
+    (case, short)
+}
+
+/// A placement as `compare` holds two sessions to it: the CPUs the workers got, however they
+/// were asked for (`first` and `0` on the same host are one placement), or what was asked where
+/// nothing was read back (macOS).
+pub fn placement_as_compared(p: &Placement) -> String {
+    match &p.effective {
+        Some(cpus) => format!("CPUs {cpus}"),
+        None => format!("left to the OS (--cpus {})", p.requested),
+    }
+}
 
 /// One line for the table footer and the report page.
 pub fn placement_line(placement: Option<&Placement>) -> String {
@@ -48,4 +68,18 @@ pub fn replaced_line(adapter: &Adapter, argv: &[String]) -> String {
         argv.join(" "),
         adapter = adapter.as_str()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within_case;
+
+    #[test]
+    fn a_cell_under_its_case_loses_the_case_and_the_prompts_own_copy_of_it() {
+        assert_eq!(within_case("tiny-qwen3.tiny-qwen3-L16.headline"), ("tiny-qwen3", "L16.headline"));
+        assert_eq!(within_case("m.chat-512.fixed_continuation"), ("m", "chat-512.fixed_continuation"));
+        // A prompt that only starts with the case's letters keeps them.
+        assert_eq!(within_case("tiny.tinyL16.headline"), ("tiny", "tinyL16.headline"));
+        assert_eq!(within_case("lonely"), ("lonely", "lonely"));
+    }
 }
