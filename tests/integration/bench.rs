@@ -158,7 +158,7 @@ fn bench_on_a_fixture_folder_runs_a_session_on_its_own_manifest_and_writes_the_p
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("tokens/s"), "{text}");
-    assert!(text.contains("argmax controlled/stock: 32 steps, 0 mismatches"), "{text}");
+    assert!(text.contains("argmax controlled/stock: 0 of 32 steps differ"), "{text}");
     let dir = session_dir(scratch.path());
     let (session, manifest) = assert_session_with_own_manifest(&dir, before);
     assert_eq!(

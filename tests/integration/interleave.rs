@@ -371,8 +371,12 @@ fn ctrl_c_while_both_workers_wait_at_the_gate_cancels_both() {
     for worker in session["workers"].as_array().unwrap() {
         assert_eq!(worker["report"]["status"], "cancelled", "{}", worker["run_id"]);
         assert!(!pid_alive(worker["pid"].as_i64().unwrap() as i32));
+        // Both were stopped inside request 1 (one at its hook, the other at the gate before
+        // it): request 0 is reported, nothing of request 1.
+        let requests = worker["report"]["requests"].as_array().unwrap();
+        assert_eq!(requests.len(), 1, "{}: {requests:?}", worker["run_id"]);
     }
-    assert!(reached.exists());
+    assert!(reached.ends_with("hook-before_decode_step-reached"));
 }
 
 #[test]

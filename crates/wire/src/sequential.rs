@@ -88,6 +88,31 @@ pub enum SequentialVerdict {
     Undecided,
 }
 
+/// A test's verdict as a look records it: `inconclusive` is `undecided`.
+impl From<crate::stats::Verdict> for SequentialVerdict {
+    fn from(verdict: crate::stats::Verdict) -> Self {
+        use crate::stats::Verdict;
+        match verdict {
+            Verdict::Faster => Self::Faster,
+            Verdict::Slower => Self::Slower,
+            Verdict::NoDifference => Self::NoDifference,
+            Verdict::Inconclusive => Self::Undecided,
+        }
+    }
+}
+
+/// A look's verdict as every view shows a test's: `undecided` is `inconclusive`.
+impl From<SequentialVerdict> for crate::stats::Verdict {
+    fn from(verdict: SequentialVerdict) -> Self {
+        match verdict {
+            SequentialVerdict::Faster => Self::Faster,
+            SequentialVerdict::Slower => Self::Slower,
+            SequentialVerdict::NoDifference => Self::NoDifference,
+            SequentialVerdict::Undecided => Self::Inconclusive,
+        }
+    }
+}
+
 impl SequentialVerdict {
     /// The words the table uses.
     pub fn words(self) -> &'static str {

@@ -87,16 +87,20 @@ impl Gate {
     }
 
     /// Until the launcher's next byte or [`GATE_WAKE_TIMEOUT`]; [`GATE_POLL`] without a FIFO.
-    fn sleep(&self) {
+    /// Returns whether a byte ended it.
+    fn sleep(&self) -> bool {
         let Some((_, file)) = &self.fifo else {
-            return std::thread::sleep(GATE_POLL);
+            std::thread::sleep(GATE_POLL);
+            return false;
         };
         let timeout = PollTimeout::try_from(GATE_WAKE_TIMEOUT).unwrap_or(PollTimeout::MAX);
         let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
-        if poll(&mut fds, timeout).is_ok_and(|ready| ready > 0) {
+        let woken = poll(&mut fds, timeout).is_ok_and(|ready| ready > 0);
+        if woken {
             let mut buf = [0u8; 64];
             while matches!((&*file).read(&mut buf), Ok(n) if n > 0) {}
         }
+        woken
     }
 
     /// Whether the wake-up FIFO exists (it could be made here).
@@ -186,30 +190,35 @@ mod tests {
         let cancel = CancelFlag::new();
         let gate = Gate::open(&out);
         assert!(gate.wakes());
+        let byte = |out: &OutDir| {
+            let mut fifo =
+                std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(out.gate()).unwrap();
+            std::io::Write::write_all(&mut fifo, b"g").unwrap();
+        };
+        // Told apart by what ended each sleep, not by how long it took: with no byte the
+        // timeout, with a byte the byte, which is read so that the next sleep times out again.
+        assert!(!gate.sleep(), "no byte was written: the sleep ended by its timeout");
+        byte(&out);
+        assert!(gate.sleep(), "the byte ended the sleep");
+        assert!(!gate.sleep(), "the byte was consumed");
+        // The wait itself, released by a grant and its byte from another thread, the grant
+        // written whole as the launcher writes it (a file linked in with its content).
         let launcher = {
             let out = out.clone();
             std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(50));
-                std::fs::write(out.granted(0), b"seq 0\n").unwrap();
-                let mut fifo = std::fs::OpenOptions::new()
-                    .write(true)
-                    .custom_flags(nix::libc::O_NONBLOCK)
-                    .open(out.gate())
-                    .unwrap();
-                std::io::Write::write_all(&mut fifo, b"g").unwrap();
+                let temp = out.granted(0).with_extension("part");
+                decode_baseline_pins::once::link_new(&temp, &out.granted(0), b"seq 0\n").unwrap();
+                byte(&out);
             })
         };
         let (waiting_out, waiting_cancel) = (out.clone(), cancel.clone());
-        let (result, elapsed, gate) = within("the wait for a grant and its wake-up byte", move || {
+        let (result, gate) = within("the wait for a grant and its wake-up byte", move || {
             let watchdog = dog();
-            let started = std::time::Instant::now();
             let result = gate.wait(&waiting_out, 0, &waiting_cancel, &watchdog);
             watchdog.stop();
-            (result, started.elapsed(), gate)
+            (result, gate)
         });
         assert_eq!(result, Ok(Some(0)));
-        // Woken by the byte, not by the end of a full wait after it.
-        assert!(elapsed < Duration::from_millis(50) + GATE_WAKE_TIMEOUT * 10, "{elapsed:?}");
         launcher.join().unwrap();
         drop(gate);
         assert!(!out.gate().exists());

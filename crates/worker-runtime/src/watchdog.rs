@@ -14,7 +14,7 @@
 
 use std::{
     sync::{
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         Arc, Condvar, Mutex,
     },
     time::{Duration, Instant},
@@ -35,6 +35,8 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     fired: AtomicBool,
+    /// Polls done before the fire: what a test waits on to know that the thread looked.
+    polls: AtomicU64,
 }
 
 /// A running watchdog.
@@ -54,6 +56,7 @@ impl Watchdog {
             }),
             changed: Condvar::new(),
             fired: AtomicBool::new(false),
+            polls: AtomicU64::new(0),
         });
         let thread_shared = Arc::clone(&shared);
         std::thread::Builder::new()
@@ -66,6 +69,12 @@ impl Watchdog {
     /// Whether the deadline has fired. Cheap: one atomic load.
     pub fn fired(&self) -> bool {
         self.shared.fired.load(Ordering::SeqCst)
+    }
+
+    /// The polls that found the deadline not passed (or paused) so far.
+    #[cfg(test)]
+    fn polls(&self) -> u64 {
+        self.shared.polls.load(Ordering::SeqCst)
     }
 
     /// Moves the deadline to now, so the next poll fires (test hooks only).
@@ -118,6 +127,7 @@ fn watch(shared: &Shared, poll: Duration, grace: Duration, backstop: Backstop) {
             shared.changed.notify_all();
             break;
         }
+        shared.polls.fetch_add(1, Ordering::SeqCst);
         state = shared.changed.wait_timeout(state, poll).unwrap_or_else(|e| e.into_inner()).0;
     }
     // Grace for the main loop to notice the fire and take over the report.
@@ -189,12 +199,19 @@ mod tests {
         );
         dog.pause();
         dog.force_deadline();
-        // Thirty polls pass while paused: a deadline that ran during the pause would fire.
-        std::thread::sleep(Duration::from_millis(30));
+        // Three polls are made while paused, counted, however slow the host: each found the
+        // deadline passed and did not fire, which a deadline that ran during the pause would.
+        let seen = dog.polls();
+        let dog = within("three polls while paused", move || {
+            while dog.polls() < seen + 3 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            dog
+        });
         assert!(!dog.fired());
         dog.resume();
-        // The deadline moved by the ~30 ms paused; from the forced "now" that is in the past
-        // by the time the next poll comes, so it fires.
+        // The deadline moved by the time paused; from the forced "now" that is in the past by
+        // the time the next poll comes, so it fires.
         let dog = wait_fired("a resumed deadline", dog);
         assert!(dog.fired());
         dog.stop();

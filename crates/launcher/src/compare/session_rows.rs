@@ -7,10 +7,7 @@
 //! fixed-sample verdict is kept as a warning when they differ.
 
 use decode_baseline_wire::{
-    row::SessionDecisions,
-    sequential::{SequentialRecord, SequentialVerdict},
-    session::SessionReport,
-    stats::Verdict,
+    row::SessionDecisions, sequential::SequentialRecord, session::SessionReport, stats::Verdict,
 };
 
 use super::{
@@ -97,12 +94,7 @@ fn follow_the_looks(rows: &mut [Row], record: &SequentialRecord) {
         let Some(cell) = record.cells.iter().find(|c| c.cell == row.cell) else { continue };
         let Some(looked) = cell.rows.iter().find(|r| row.adapter.as_ref() == Some(&r.adapter)) else { continue };
         let RowResult::Compared { decision, warnings, .. } = &mut row.outcome else { continue };
-        let sequential = match looked.verdict {
-            SequentialVerdict::Faster => Verdict::Faster,
-            SequentialVerdict::Slower => Verdict::Slower,
-            SequentialVerdict::NoDifference => Verdict::NoDifference,
-            SequentialVerdict::Undecided => Verdict::Inconclusive,
-        };
+        let sequential = Verdict::from(looked.verdict);
         if sequential != decision.verdict {
             let level = cell.nominal_level.map_or("none".to_owned(), |l| format!("{l:.4}"));
             warnings.push(format!(
@@ -125,7 +117,7 @@ mod tests {
     use crate::session::{CellData, MeasuredRequest};
     use crate::stats::DecisionConfig;
     use decode_baseline_wire::{
-        sequential::{SequentialCell, SequentialEnd, SequentialRow},
+        sequential::{SequentialCell, SequentialEnd, SequentialRow, SequentialVerdict},
         Adapter, Mode,
     };
 

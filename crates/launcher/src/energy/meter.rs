@@ -108,7 +108,7 @@ impl Meter {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     use super::*;
     use crate::energy::{render::sources_line, source::Missing};
@@ -172,11 +172,22 @@ mod tests {
     #[test]
     fn this_host_says_what_it_has() {
         // Whatever this machine has, every source is either read (with domains) or missing
-        // with a reason, never both and never neither.
+        // with a reason, never both and never neither; and what the host visibly lacks is
+        // missing, with that reason: no NVIDIA driver (its /proc entry) means no NVML domain,
+        // no powercap class means powercap absent.
         let record = Meter::host().record();
         assert!(!record.sources.is_empty());
         for s in &record.sources {
             assert_eq!(s.missing.is_some(), s.domains.is_empty(), "{s:?}");
+        }
+        let source = |name: &str| record.sources.iter().find(|s| s.source == name);
+        if !Path::new("/proc/driver/nvidia/version").exists() {
+            let nvml = source("nvml").expect("nvml is always tried");
+            assert!(nvml.domains.is_empty() && nvml.missing.is_some(), "{nvml:?}");
+        }
+        if cfg!(target_os = "linux") && !Path::new("/sys/class/powercap").exists() {
+            let powercap = source("powercap").expect("powercap is tried on Linux");
+            assert!(powercap.missing.as_deref().is_some_and(|m| m.contains("/sys/class/powercap")), "{powercap:?}");
         }
         eprintln!("{}", sources_line(&record));
     }

@@ -245,12 +245,29 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn this_machine_reads() {
-        let t = read_stat().expect("/proc/stat");
-        assert!(t.cpus >= 1 && t.total >= t.busy);
+    fn this_machine_reads_and_counts_a_spin() {
+        use nix::sys::resource::{getrusage, UsageWho};
+        let cpu = || {
+            let usage = getrusage(UsageWho::RUSAGE_THREAD).expect("the thread's usage");
+            let micros = |t: nix::sys::time::TimeVal| (t.tv_sec() * 1_000_000 + t.tv_usec()) as u64;
+            std::time::Duration::from_micros(micros(usage.user_time()) + micros(usage.system_time()))
+        };
+        let hz = clock_ticks_per_s().expect("clock ticks");
+        let (host, own) = (read_stat().expect("/proc/stat"), read_pid_ticks(std::process::id()).expect("own ticks"));
+        assert!(host.cpus >= 1);
+        // 300 ms of this thread's own CPU time (its clock, so a loaded host only makes it take
+        // longer): the host's busy ticks and this process's ticks must both count it, the
+        // process's own within sampling (half of it is a wide margin).
+        let start = cpu();
+        while cpu() - start < std::time::Duration::from_millis(300) {
+            std::hint::spin_loop();
+        }
+        let (later, own_later) = (read_stat().unwrap(), read_pid_ticks(std::process::id()).unwrap());
+        let spun = hz * 3 / 10;
+        let delta = host.until(&later);
+        assert!(own_later - own >= spun / 2, "{} ticks of this process for {spun}", own_later - own);
+        assert!(delta.busy >= spun / 2 && delta.total >= delta.busy, "{delta:?} for {spun} ticks spun");
         assert!(read_loadavg().is_some());
-        assert!(read_pid_ticks(std::process::id()).is_some());
-        assert!(clock_ticks_per_s().is_some());
     }
 
     proptest! {

@@ -24,7 +24,7 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use crate::stats::{pocock, verdict_of, DecisionConfig, PocockBoundary, Verdict, MAX_LOOKS};
+use crate::stats::{pocock, verdict_of, DecisionConfig, PocockBoundary, MAX_LOOKS};
 use decode_baseline_wire::{
     sequential::{SequentialCell, SequentialEnd, SequentialRecord, SequentialRow, SequentialVerdict},
     session::SessionReport,
@@ -217,12 +217,7 @@ fn look_row(row: &compare::Row, level: f64) -> Option<SequentialRow> {
     Some(match &row.outcome {
         RowResult::Compared { decision, .. } => SequentialRow {
             adapter,
-            verdict: match verdict_of(decision, decision.p_value < level, decision.equivalence_p_value < level) {
-                Verdict::Faster => SequentialVerdict::Faster,
-                Verdict::Slower => SequentialVerdict::Slower,
-                Verdict::NoDifference => SequentialVerdict::NoDifference,
-                Verdict::Inconclusive => SequentialVerdict::Undecided,
-            },
+            verdict: verdict_of(decision, decision.p_value < level, decision.equivalence_p_value < level).into(),
             ratio: Some(decision.ratio),
             p_value: Some(decision.p_value),
             equivalence_p_value: Some(decision.equivalence_p_value),

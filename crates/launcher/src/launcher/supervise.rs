@@ -14,6 +14,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use decode_baseline_wire::session;
 use nix::{
     sys::signal::{killpg, Signal},
     unistd::Pid,
@@ -289,25 +290,24 @@ pub fn exit_code(status: &ExitStatus) -> Option<i32> {
 pub fn exit_signal(status: &ExitStatus) -> Option<i32> {
     status.signal()
 }
+
 /// The record of what the supervisor did; `None` when it only watched.
-pub fn describe(
-    intervention: Intervention,
-    sent: Option<nix::sys::signal::Signal>,
-) -> Option<decode_baseline_wire::session::Intervention> {
+pub fn describe(intervention: Intervention, sent: Option<Signal>) -> Option<session::Intervention> {
+    use session::{InterventionReason as Reason, InterventionSignal as Sent};
     let reason = match intervention {
         Intervention::None => return None,
-        Intervention::NeverReady => decode_baseline_wire::session::InterventionReason::NeverReady,
-        Intervention::PastDeadline => decode_baseline_wire::session::InterventionReason::PastDeadline,
-        Intervention::Cancelled => decode_baseline_wire::session::InterventionReason::Cancelled,
-        Intervention::Killed => decode_baseline_wire::session::InterventionReason::Killed,
-        Intervention::RankStopped => decode_baseline_wire::session::InterventionReason::RankStopped,
+        Intervention::NeverReady => Reason::NeverReady,
+        Intervention::PastDeadline => Reason::PastDeadline,
+        Intervention::Cancelled => Reason::Cancelled,
+        Intervention::Killed => Reason::Killed,
+        Intervention::RankStopped => Reason::RankStopped,
     };
     let signal = sent.map(|s| match s {
-        nix::sys::signal::Signal::SIGTERM => decode_baseline_wire::session::InterventionSignal::Sigterm,
-        nix::sys::signal::Signal::SIGKILL => decode_baseline_wire::session::InterventionSignal::Sigkill,
+        Signal::SIGTERM => Sent::Sigterm,
+        Signal::SIGKILL => Sent::Sigkill,
         other => unreachable!("the supervisor sends only SIGTERM and SIGKILL, not {other}"),
     });
-    Some(decode_baseline_wire::session::Intervention { reason, signal })
+    Some(session::Intervention { reason, signal })
 }
 
 /// One process of a member of a group: its command, its folder and what it adds to the
