@@ -35,12 +35,12 @@ pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<Case
         let pair = format!("{}/{}", row.adapter.as_ref().map_or("", Adapter::as_str), report.reference.as_str());
         let words = match &row.outcome {
             RowResult::Compared { decision: d, .. } => format!(
-                "{:.3} [{:.3}, {:.3}]  {:<13} detectable ±{:.1} %",
-                d.ratio,
-                d.ci.lower,
-                d.ci.upper,
+                "{} [{}, {}]  {:<13} {}",
+                ratio(d.ratio),
+                ratio(d.ci.lower),
+                ratio(d.ci.upper),
                 d.verdict.words(),
-                100.0 * d.mde
+                detectable(d.mde)
             ),
             RowResult::NotCompared { reason } => format!("not tested: {reason}"),
         };
@@ -79,6 +79,26 @@ pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<Case
         answer.agreement = if parts.is_empty() { vec!["agreement: not measured".to_owned()] } else { parts };
     }
     cases.into_values().filter(|c| !c.rows.is_empty()).collect()
+}
+
+/// A ratio in a short, fixed number of characters: three decimals below 10, one above (a
+/// session that can tell nothing has intervals like `[0.014, 21.2]`).
+fn ratio(value: f64) -> String {
+    if value.abs() < 10.0 {
+        format!("{value:.3}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+/// The smallest difference the session would see 4 times in 5; beyond 100 % it could see none
+/// worth naming.
+fn detectable(mde: f64) -> String {
+    if mde > 1.0 {
+        "detectable >100 %".to_owned()
+    } else {
+        format!("detectable ±{:.1} %", 100.0 * mde)
+    }
 }
 
 /// The answers as terminal lines: a heading, then per case its name, a line per row and its
@@ -146,5 +166,12 @@ mod tests {
         assert_eq!(lines[2], "  tiny-qwen3-L16.headline             controlled/stock  0.950 [0.930, 0.970]  faster");
         assert_eq!(lines[4], "  argmax controlled/stock: 0 of 254 steps differ");
         assert!(super::lines(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_session_that_can_tell_nothing_still_fits_its_line() {
+        assert_eq!((ratio(0.5404), ratio(21.235), ratio(-0.5)), ("0.540".into(), "21.2".into(), "-0.500".into()));
+        assert_eq!(detectable(57.577), "detectable >100 %");
+        assert_eq!(detectable(0.059), "detectable ±5.9 %");
     }
 }
