@@ -400,7 +400,6 @@ mod tests {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
 
-    /// Gives `path` to `nobody`, or says why this test cannot.
     /// Gives `path` to another user, which only root can: a test run as another user fails
     /// here, unless `DECODE_BASELINE_TESTS_AS_USER` says that skipping these tests is meant.
     fn give_away(path: &Path) -> bool {
