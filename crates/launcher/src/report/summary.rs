@@ -27,12 +27,7 @@ fn summary(view: &SessionView<'_>, analysis: &Analysis) -> String {
     let short = |cell: &str| crate::session::within_case(cell).1.len() + 2;
     let w = analysis.cells.iter().map(|c| short(&c.cell)).max().unwrap_or(0).max(6);
     let a = analysis.cells.iter().flat_map(|c| c.adapters.keys().map(|a| a.as_str().len())).max().unwrap_or(0).max(7);
-    // An unpinned session says so before its first figure, whatever the width.
-    let mut out: String = report
-        .replaced_programs
-        .iter()
-        .map(|(adapter, argv)| format!("\n{}", crate::session::replaced_line(adapter, argv)))
-        .collect();
+    let mut out = super::table::unpinned_lines(report);
     out.push_str(&format!(
         "\n{:<w$} {:<a$} {:>9} {:>20} {:>9} {:>6} {:>9}\n",
         "cell", "adapter", "per token", "95% CI", "p90", "CV", "prefill"

@@ -45,12 +45,7 @@ pub(crate) fn table(report: &SessionReport, analysis: &Analysis, tested: &[crate
         .max()
         .unwrap_or(0)
         .max(10);
-    // An unpinned session says so before its first figure.
-    let mut out: String = report
-        .replaced_programs
-        .iter()
-        .map(|(adapter, argv)| format!("\n{}", crate::session::replaced_line(adapter, argv)))
-        .collect();
+    let mut out = unpinned_lines(report);
     out.push_str(&format!(
         "\n{:<w$} {:<a$} {:>11} {:>23} {:>10} {:>6} {:>11}\n",
         "cell", "adapter", "per token", "95% CI", "p90", "CV", "prefill"
@@ -130,6 +125,16 @@ pub(crate) fn table(report: &SessionReport, analysis: &Analysis, tested: &[crate
     out.push_str(&crate::energy::table(report));
     out.push_str(&footer(report, analysis, tested));
     out
+}
+
+/// What both views begin with: an unpinned session says so before its first figure, whatever
+/// the width.
+pub(super) fn unpinned_lines(report: &SessionReport) -> String {
+    report
+        .replaced_programs
+        .iter()
+        .map(|(adapter, argv)| format!("\n{}", crate::session::replaced_line(adapter, argv)))
+        .collect()
 }
 
 /// What both views end with: the workers and the wall time, the placement, the group, the quiet
