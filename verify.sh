@@ -27,16 +27,20 @@ step() {
 step "format (cargo fmt --check, rustfmt.toml)"
 cargo fmt --all --check
 
-step "build (release, what the tests run, with the controlled worker), the pinned Python environment beside it"
+step "build (release, what the tests run, with the controlled worker), the pinned Python environment and Chromium beside it"
 # Provisioning mostly downloads and unpacks; the compiler has the cores meanwhile. The MLX
 # bindings' build script provisions too and waits on the same lock, then finds it done.
 mkdir -p target
 python3 tools/env/provision.py >target/verify-provision.log 2>&1 &
 provisioning=$!
+# Debian's chromium for the report page's browser test, where no Chromium is found.
+tools/env/chromium.sh >target/verify-chromium.log 2>&1 &
+browser=$!
 # Everything the tests run (the benches are left to clippy's check below: compiling them, with
 # criterion optimized, is about 40 CPU-s that no test uses).
 cargo build --release --workspace --lib --bins --tests --examples
 wait "$provisioning" || { cat target/verify-provision.log >&2; exit 1; }
+wait "$browser" || { cat target/verify-chromium.log >&2; exit 1; }
 
 step "tests, and the lints beside them"
 # The controlled loop's test executables, from the build above (asking Cargo to build them alone

@@ -1,6 +1,6 @@
 //! The suite's power on this machine: how often `compare B A` calls identical code different
 //! (false alarms), and how often it sees a 3 % slowdown of the controlled loop (detections),
-//! for the sequential (`alternate`) and the `interleaved` order, as a regression check uses it.
+//! for the non-interleaved (`alternate`) and the `interleaved` order, as a regression check uses it.
 //!
 //! ```sh
 //! cargo bench --bench power                       # 10 pairs per order, 3 % slowdown
@@ -30,7 +30,7 @@
 //!
 //! With `--hog`, per order: one session as it is, then one with a CPU hog (one spinning `sh`
 //! per CPU) started half-way through it; prints each session's controlled/stock ratio with its
-//! interval (paired for interleaved, of medians for sequential) and whether the table warned
+//! interval (paired for interleaved, of medians for the alternate order) and whether the table warned
 //! that the host was busy.
 //!
 //! Per order: one calibration session measures the controlled loop's per-token median `m`; the
@@ -375,7 +375,7 @@ fn calibrate_spin(o: &Options, root: &Path) -> (u32, Vec<(u32, f64)>) {
 }
 
 /// One yardstick session's verdict, the smallest difference its test could see, its ratio, the
-/// pairs a sequential session took and its wall time.
+/// pairs an `--until-decided` session took and its wall time.
 struct Judged {
     verdict: String,
     mde: f64,
@@ -395,7 +395,7 @@ impl Judged {
     }
 }
 
-/// The verdict on `controlled-b` and the pairs it took, from a sequential session's record
+/// The verdict on `controlled-b` and the pairs it took, from an `--until-decided` session's record
 /// (`session.json`'s `sequential`; `inconclusive` when it was not decided).
 fn sequential_verdict(session: &Path, cell: &str) -> (String, Option<u32>) {
     let value: Value = serde_json::from_slice(&std::fs::read(session.join("session.json")).unwrap()).unwrap();

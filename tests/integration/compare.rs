@@ -473,7 +473,7 @@ fn within_session_each_verdict_and_its_exit_code() {
         let ratio = decision["ratio"].as_f64().unwrap();
         assert!((ratio - controlled / 600_000.0).abs() < 0.01, "{id}: ratio {ratio}");
         assert_eq!(j["rows"][0]["basis"], "ratio_of_medians");
-        // A sequential session has no pairs: Welch t on the run means, one unit per worker run
+        // A non-interleaved session has no pairs: Welch t on the run means, one unit per worker run
         // (three a side; the A/A runs are not among them).
         assert_eq!(decision["rule"], "run_means", "{id}");
         assert_eq!(decision["units"], 6, "{id}");
@@ -498,7 +498,7 @@ fn within_session_each_verdict_and_its_exit_code() {
 }
 
 /// A session of one worker run per adapter (`--repetitions 1`): its error cannot see run-to-run
-/// effects (its A/A runs are no second run in a sequential session), so it gets no verdict,
+/// effects (its A/A runs are no second run in a non-interleaved session), so it gets no verdict,
 /// within one session or across two, whatever its figures say; the figures are still printed,
 /// and the output says how to get a verdict.
 #[test]

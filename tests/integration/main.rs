@@ -16,6 +16,7 @@ mod launcher_readers;
 mod module_graph;
 mod moe;
 mod mutate;
+mod page_browser;
 mod parsers;
 mod reference;
 mod sequential;

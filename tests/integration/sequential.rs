@@ -23,7 +23,7 @@ fn yardstick_job(root: &Path, name: &str) {
 }
 
 #[test]
-fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
+fn an_until_decided_session_records_its_looks_and_uses_the_hosts_noise_profile() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     // Two A/A sessions, then a profile of them in the folder the launcher reads this host's
@@ -51,7 +51,7 @@ fn a_sequential_session_records_its_looks_and_uses_the_hosts_noise_profile() {
     let fit = &entry.unwrap_or_else(|| panic!("{profile:#}"))["fit"];
     let bound = fit["estimate_var"].as_f64().unwrap().max(fit["run_var"].as_f64().unwrap()).sqrt();
 
-    // A sequential session, `controlled-b` slowed far beyond the noise: 2 looks of 8 pairs planned
+    // An `--until-decided` session, `controlled-b` slowed far beyond the noise: 2 looks of 8 pairs planned
     // (the frozen policy's measured requests per run).
     yardstick_job(root, "sequential");
     let mut cmd = util::launcher_in(root);

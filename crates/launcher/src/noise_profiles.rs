@@ -124,14 +124,7 @@ pub fn design_of(session: &SessionReport, cell: &str) -> Design {
         .placement
         .as_ref()
         .map_or("unrecorded".to_owned(), |p| p.effective.clone().unwrap_or_else(|| "left to the OS".to_owned()));
-    Design {
-        host,
-        device,
-        libmlx_sha256: libmlx.join(","),
-        cell: cell.to_owned(),
-        order: format!("{:?}", session.job.order).to_lowercase(),
-        placement,
-    }
+    Design { host, device, libmlx_sha256: libmlx.join(","), cell: cell.to_owned(), order: session.job.order, placement }
 }
 
 /// Puts `entry` into `file`, replacing the entry of the same design and row.
@@ -233,8 +226,11 @@ pub fn resolve(
             [design] if file.designs.iter().any(|e| &e.design == design) => {
                 designs.insert(cell.clone(), design.clone());
             }
-            [design] => unmatched
-                .push(format!("{cell}: no entry for its design ({}, placement {})", design.order, design.placement)),
+            [design] => unmatched.push(format!(
+                "{cell}: no entry for its design ({}, placement {})",
+                design.order.as_str(),
+                design.placement
+            )),
             _ => unmatched.push(format!("{cell}: the sessions' designs differ")),
         }
     }
@@ -281,7 +277,7 @@ mod tests {
             device: "cpu AMD EPYC".into(),
             libmlx_sha256: "ab".repeat(32),
             cell: "cell".into(),
-            order: "interleaved".into(),
+            order: decode_baseline_wire::session::WorkerOrder::Interleaved,
             placement: placement.into(),
         }
     }

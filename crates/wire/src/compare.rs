@@ -134,7 +134,7 @@ pub struct EnergyRow {
     pub adapter: Adapter,
     /// The session's reference adapter it is measured against.
     pub against: Adapter,
-    /// Within one session `paired` (interleaved) or `ratio_of_medians` (sequential: the two
+    /// Within one session `paired` (interleaved) or `ratio_of_medians` (non-interleaved: the two
     /// adapters' requests, unpaired); `against_reference` across two.
     pub basis: Basis,
     /// Whether a session's readings came from the test-only fake source.

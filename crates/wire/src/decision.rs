@@ -133,14 +133,14 @@ pub enum Rule {
     PairedBlocks,
     /// Several interleaved runs: mean of the runs' trimmed means, error from the run means.
     PairedRunMeans,
-    /// Sequential session: Yuen's two-sample test on per-request log medians.
+    /// Non-interleaved session: Yuen's two-sample test on per-request log medians.
     RequestMedians,
     /// Two sessions: the difference of their estimates.
     SessionDifference,
     /// Two sessions, raw times: Yuen's two-sample test on the adapter's per-request log medians
     /// in B against A.
     RawRequestMedians,
-    /// Two or more runs a side without pairs (a sequential session, or raw times of two
+    /// Two or more runs a side without pairs (a non-interleaved session, or raw times of two
     /// sessions): Welch's test on the runs' means of per-request log medians.
     RunMeans,
 }
@@ -151,7 +151,7 @@ impl Rule {
         match self {
             Rule::PairedBlocks => "paired t on A B / B A blocks (20 % trimmed mean, Yuen's error)",
             Rule::PairedRunMeans => "paired t on run means (each run's 20 % trimmed mean of its blocks)",
-            Rule::RequestMedians => "Yuen–Welch t on per-request log medians (sequential: no pairs)",
+            Rule::RequestMedians => "Yuen–Welch t on per-request log medians (non-interleaved: no pairs)",
             Rule::SessionDifference => "difference of the two sessions' estimates, Welch t",
             Rule::RawRequestMedians => "Yuen–Welch t on the adapter's per-request log medians, B against A",
             Rule::RunMeans => "Welch t on run means (each run's 20 % trimmed mean of its per-request log medians)",

@@ -181,7 +181,7 @@ pub struct AdapterEnergy {
 /// An energy ratio and its verdict, by the same test as time (the launcher's
 /// `stats::decision`, `req/compare.md`). Interleaved: per request pair `d = ln(E_X / E_R)` of
 /// the per-token energies (so unequal token counts pair fairly), A B / B A blocks of two pairs,
-/// Yuen's 20 % trimmed mean of the blocks with its error. Sequential (each worker alone behind
+/// Yuen's 20 % trimmed mean of the blocks with its error. Non-interleaved (each worker alone behind
 /// the gate while an energy source is active): Yuen's two-sample estimate of the two adapters'
 /// per-request log energies per token, as time's `request_medians`. The verdict at α = 5 %
 /// with a ±3 % equivalence margin.
@@ -196,7 +196,7 @@ pub struct EnergyRatio {
     pub upper: f64,
     /// The interval's confidence level, `1 − α`.
     pub confidence: f64,
-    /// Pairs it rests on; in a sequential session, the requests of both adapters.
+    /// Pairs it rests on; in a non-interleaved session, the requests of both adapters.
     pub pairs: usize,
     /// The test's verdict: `faster` means less energy per token.
     pub verdict: crate::stats::Verdict,
@@ -204,7 +204,7 @@ pub struct EnergyRatio {
     pub p_value: f64,
 }
 
-/// An adapter's energy against the reference's in one cell and domain. In a sequential
+/// An adapter's energy against the reference's in one cell and domain. In a non-interleaved
 /// session, which has no pairs, `pairs` counts both adapters' requests with an energy,
 /// `throttled_pairs` the throttled ones among them and `dropped_pairs` the requests without one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

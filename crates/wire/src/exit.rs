@@ -53,4 +53,30 @@ impl ExitCode {
     pub fn code(self) -> i32 {
         self as i32
     }
+
+    /// Of two sessions' codes, the one a command that ran both ends with (`bench` over its
+    /// placements): the user's interrupt first, then a deadline, a report that could not be
+    /// written, a failed worker, a failed validation, and ok last, the order in which `run` ranks
+    /// one session's workers. A code that stopped a command before its sessions (bad input, a
+    /// busy lease, an internal failure) outranks them all; `compare`'s verdicts are not sessions'
+    /// codes and rank with them.
+    pub fn worse(self, other: ExitCode) -> ExitCode {
+        if other.severity() > self.severity() {
+            other
+        } else {
+            self
+        }
+    }
+
+    fn severity(self) -> u8 {
+        match self {
+            ExitCode::Ok => 0,
+            ExitCode::ValidationFailed => 1,
+            ExitCode::WorkerFailed => 2,
+            ExitCode::OutputFailed => 3,
+            ExitCode::Timeout => 4,
+            ExitCode::Cancelled => 5,
+            _ => 6,
+        }
+    }
 }

@@ -21,6 +21,7 @@ pub mod host;
 pub mod job;
 pub mod manifest;
 pub mod marker;
+pub mod order;
 pub mod outdir;
 pub mod policy;
 pub mod profile;

@@ -30,7 +30,7 @@ pub struct ProfiledDesign {
     /// The row: `adapter/reference` for an adapter's request pairs with the reference in an
     /// interleaved session (units: A B / B A blocks of pair log ratios), or one adapter's name
     /// for its own times (units: per-request log median step times), which the rows without
-    /// pairs use (a sequential session's sides, the raw rows of two sessions).
+    /// pairs use (a non-interleaved session's sides, the raw rows of two sessions).
     pub pair: String,
     /// The two-level fit of the row's units.
     pub fit: TwoLevelFit,
@@ -82,8 +82,8 @@ pub struct Design {
     pub libmlx_sha256: String,
     /// The cell, `<case>.<prompt>.<mode>`: model, prompt and mode.
     pub cell: String,
-    /// The session order (`interleaved`, `alternate`, `fixed`).
-    pub order: String,
+    /// The session order.
+    pub order: crate::order::WorkerOrder,
     /// The CPUs the workers got (`run --cpus`), or `unrecorded`.
     pub placement: String,
 }

@@ -15,7 +15,7 @@ use crate::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Basis {
-    /// One session, sequential order: ratio of the two adapters' pooled medians. The machine is
+    /// One session, non-interleaved order: ratio of the two adapters' pooled medians. The machine is
     /// held constant only as far as it stayed the same between the two workers' runs.
     RatioOfMedians,
     /// One session, interleaved order: the median ratio of adjacent requests. The machine is

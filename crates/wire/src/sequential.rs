@@ -1,4 +1,4 @@
-//! The record of a sequential session (`run --until-decided`): per cell, the looks planned and
+//! The record of a `run --until-decided` session: per cell, the looks planned and
 //! taken, the level each look was held to, whose error it used, how the cell ended and each
 //! row's last look. Written into `session.json` (`sequential`), so that a reader (`compare`, the
 //! report page, a benchmark) takes the decision from the record instead of from the launcher's

@@ -5,6 +5,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::order::WorkerOrder;
 use crate::{analysis::Analysis, Adapter, ExitCode, Sha256Digest, Status, WorkerReport};
 
 /// The version of [`SessionJob`] this code reads.
@@ -24,23 +25,6 @@ pub const LAUNCHER_MARKER_SCHEMA_VERSION: u32 = 1;
 /// manifest's `cases.<case>.files`).
 pub type CaseFiles = BTreeMap<String, BTreeMap<String, Sha256Digest>>;
 
-/// In which order workers of one cell run when repeated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum), value(rename_all = "snake_case"))]
-#[serde(rename_all = "snake_case")]
-pub enum WorkerOrder {
-    /// Alternate the adapters and flip the starting one each repetition (ABBA…), so slow drift
-    /// of the machine favours neither.
-    Alternate,
-    /// Always in the order of `adapters`.
-    Fixed,
-    /// The adapters' workers of a cell and repetition start together, load, signal ready, and
-    /// then run one request at a time through the request gate, alternating A B, B A, … request
-    /// by request; the starting adapter flips each repetition. The ratio then comes from pairs
-    /// of adjacent requests. Every model of the group is loaded at once.
-    Interleaved,
-}
-
 impl SessionJob {
     /// The adapter the others are measured against: [`SessionJob::reference`], else `stock` when
     /// listed, else the first adapter.
@@ -52,16 +36,6 @@ impl SessionJob {
                 self.adapters.first().cloned().unwrap_or(Adapter::Stock)
             }
         })
-    }
-}
-
-impl WorkerOrder {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkerOrder::Alternate => "alternate",
-            WorkerOrder::Fixed => "fixed",
-            WorkerOrder::Interleaved => "interleaved",
-        }
     }
 }
 
@@ -406,4 +380,31 @@ pub struct LauncherMarker {
     pub job: SessionJob,
     pub manifest_path: PathBuf,
     pub manifest_sha256: crate::Sha256Digest,
+}
+
+#[cfg(test)]
+mod exit_order {
+    use super::*;
+    use crate::ExitCode;
+
+    /// `worse` ranks sessions' codes as `run` ranks one session's workers: each status's code
+    /// wins over every status below it, whichever comes first.
+    #[test]
+    fn the_worse_of_two_sessions_follows_the_order_of_a_sessions_status() {
+        let order = [
+            SessionStatus::Ok,
+            SessionStatus::ValidationFailed,
+            SessionStatus::WorkerFailed,
+            SessionStatus::Timeout,
+            SessionStatus::Cancelled,
+        ];
+        for (i, low) in order.iter().enumerate() {
+            for high in &order[i..] {
+                assert_eq!(low.exit_code().worse(high.exit_code()), high.exit_code(), "{low:?} then {high:?}");
+                assert_eq!(high.exit_code().worse(low.exit_code()), high.exit_code(), "{high:?} then {low:?}");
+            }
+        }
+        assert_eq!(ExitCode::Cancelled.worse(ExitCode::Internal), ExitCode::Internal);
+        assert_eq!(ExitCode::OutputFailed.worse(ExitCode::WorkerFailed), ExitCode::OutputFailed);
+    }
 }

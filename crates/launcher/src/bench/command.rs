@@ -406,9 +406,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             }
             println!("report page: {}", session_dir.join(crate::report::PAGE).display());
         }
-        if code == ExitCode::Ok {
-            code = outcome.code;
-        }
+        code = code.worse(outcome.code);
         match args.ranks {
             None => sessions.extend(written.map(|report| (cpus.to_string(), report))),
             Some(_) => by_ranks.extend(written.map(|report| (ranks, report, session_dir))),

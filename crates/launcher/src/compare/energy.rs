@@ -135,7 +135,7 @@ pub fn lines(rows: &[EnergyRow], config: &DecisionConfig) -> Vec<String> {
         .map(|r| {
             let basis = match r.basis {
                 Basis::Paired => "paired",
-                Basis::RatioOfMedians => "unpaired (sequential order)",
+                Basis::RatioOfMedians => "unpaired (non-interleaved order)",
                 Basis::AgainstReference => "B over A, each against the reference",
                 Basis::Raw => "raw",
             };
@@ -156,7 +156,7 @@ pub fn lines(rows: &[EnergyRow], config: &DecisionConfig) -> Vec<String> {
     if !lines.is_empty() {
         lines.push(format!(
             "energy: joules per token, below 1 less energy; each row tested as time is (paired on A B / B A blocks in an \
-             interleaved session, two-sample in a sequential one; α {:.0} % alone, ±{:.1} % equivalence); the overall \
+             interleaved session, two-sample in a non-interleaved one; α {:.0} % alone, ±{:.1} % equivalence); the overall \
              verdict and the exit code are time's",
             100.0 * config.alpha,
             100.0 * config.margin
@@ -251,7 +251,7 @@ mod tests {
         assert_eq!(text.len(), rows.len() + 1);
         assert!(
             text[0].starts_with("energy fake:0 ")
-                && text[0].contains("controlled/stock unpaired (sequential order): 0.9"),
+                && text[0].contains("controlled/stock unpaired (non-interleaved order): 0.9"),
             "{text:?}"
         );
         assert!(text.last().unwrap().contains("the overall verdict and the exit code are time's"));

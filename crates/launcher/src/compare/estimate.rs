@@ -392,7 +392,7 @@ mod tests {
     }
 
     /// A cell with controlled at `ratio` × stock: interleaved with `runs` runs of pairs, or
-    /// sequential with one run a side (`runs` 0).
+    /// non-interleaved with one run a side (`runs` 0).
     fn cell(ratio: f64, runs: usize) -> CellData {
         let mut adapters = BTreeMap::new();
         adapters.insert(Adapter::Controlled, requests(ratio, 1, 0));
@@ -415,8 +415,8 @@ mod tests {
         c
     }
 
-    /// A sequential cell (no pairs) with controlled at `ratio` × stock, `runs` runs a side.
-    fn sequential(ratio: f64, runs: usize) -> CellData {
+    /// A non-interleaved cell (no pairs) with controlled at `ratio` × stock, `runs` runs a side.
+    fn unpaired(ratio: f64, runs: usize) -> CellData {
         let mut c = cell(ratio, 0);
         c.adapters.insert(Adapter::Controlled, requests(ratio, runs, 0));
         c.adapters.insert(Adapter::Stock, requests(1.0, runs, 1));
@@ -441,8 +441,8 @@ mod tests {
             let designs = [
                 ("interleaved, 1 run", cell(ratio, 1), Rule::PairedBlocks),
                 ("interleaved, 4 runs", cell(ratio, 4), Rule::PairedRunMeans),
-                ("sequential, 1 run a side", sequential(ratio, 1), Rule::RequestMedians),
-                ("sequential, 4 runs a side", sequential(ratio, 4), Rule::RunMeans),
+                ("non-interleaved, 1 run a side", unpaired(ratio, 1), Rule::RequestMedians),
+                ("non-interleaved, 4 runs a side", unpaired(ratio, 4), Rule::RunMeans),
             ];
             for (design, cell, rule) in designs {
                 let rows = within_rows(&[cell], &settings());

@@ -5,7 +5,7 @@
 //! - one session, interleaved: the adapter's request pairs with the reference, as A B / B A
 //!   blocks, by run (`paired_blocks` for one run, `paired_run_means` for several). The A/A
 //!   group is one more interleaved run of the same programs and counts as a run;
-//! - one session, sequential (no pairs): with at least two runs per side, Welch's test on the
+//! - one session, non-interleaved (no pairs): with at least two runs per side, Welch's test on the
 //!   runs' means of per-request log medians (`run_means`); with one, Yuen's two-sample test on
 //!   the per-request log medians (`request_medians`, blind to run-to-run effects: no verdict);
 //! - two sessions, against the reference: the difference of the two sessions' estimates above

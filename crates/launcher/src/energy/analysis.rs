@@ -119,7 +119,7 @@ pub fn domains(workers: &[WorkerRun], cell: &str) -> Vec<String> {
 /// `adapter`'s joules per token in `domain` against `reference`'s as a log estimate, throttled
 /// requests kept: what the energy ratio tests, and what `compare` of two sessions subtracts.
 /// Interleaved, the paired estimate of adjacent requests (`paired_energy_estimate`);
-/// sequential, where the two adapters' requests ran at different times, Yuen's two-sample
+/// non-interleaved, where the two adapters' requests ran at different times, Yuen's two-sample
 /// estimate of their per-request log joules per token, as time's `request_medians` rule.
 pub fn energy_estimate(
     workers: &[WorkerRun],
@@ -311,7 +311,7 @@ fn paired(own: &[Observation], theirs: &[Observation]) -> Option<PairedEnergy> {
     })
 }
 
-/// `own` against `theirs` in a sequential session: the two-sample ratio of all requests with a
+/// `own` against `theirs` in a non-interleaved session: the two-sample ratio of all requests with a
 /// reading and of the unthrottled ones. `pairs` counts both sides' requests with a reading,
 /// `throttled_pairs` the throttled ones among them, `dropped_pairs` those without a reading
 /// (`req/session.md`, "Energy").

@@ -35,7 +35,7 @@ pub fn energy_ratio(estimate: &LogEstimate, config: &DecisionConfig) -> Result<E
         lower: decision.ci.lower,
         upper: decision.ci.upper,
         confidence: 1.0 - config.alpha,
-        // A two-sample estimate (a sequential session) has no pairs: its requests count.
+        // A two-sample estimate (a non-interleaved session) has no pairs: its requests count.
         pairs: if estimate.pairs > 0 { estimate.pairs } else { estimate.units },
         verdict: decision.verdict,
         p_value: decision.p_value,

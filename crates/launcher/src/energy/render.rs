@@ -64,12 +64,12 @@ pub fn ratio_words(r: &Option<EnergyRatio>) -> String {
 }
 
 /// How a session's energy ratios were formed, and what their counts count: `("paired",
-/// "pairs")` in an interleaved session, `("unpaired (sequential order)", "requests")` otherwise.
+/// "pairs")` in an interleaved session, `("unpaired (non-interleaved order)", "requests")` otherwise.
 pub fn pairing_words(report: &SessionReport) -> (&'static str, &'static str) {
     if crate::schedule::interleaves(&report.job) {
         ("paired", "pairs")
     } else {
-        ("unpaired (sequential order)", "requests")
+        ("unpaired (non-interleaved order)", "requests")
     }
 }
 

@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn the_table_gives_each_adapters_verdict_by_compares_test() {
-        // The recorded session A (sequential, loaded host) as four runs per adapter: compare
+        // The recorded session A (alternate order, loaded host) as four runs per adapter: compare
         // calls controlled faster in the headline cell and slower in the fixed-continuation one;
         // run's table says the same, with the rule, the error used and the A/A warnings under it.
         let cells: Vec<Cell> = ["headline", "fixed_continuation"]

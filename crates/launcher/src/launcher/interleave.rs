@@ -8,7 +8,7 @@
 //!
 //! The first grant waits until every member has signalled ready (or ended); a member that ends
 //! early (crashed, refused, killed) drops out and the others go on alone. Each member is still
-//! supervised as in the sequential orders: its own ready timeout, run limit, Ctrl-C and
+//! supervised as in the non-interleaved orders: its own ready timeout, run limit, Ctrl-C and
 //! escalation (`supervise::Supervised`).
 //!
 //! Each grant file carries the grant's sequence number in the group and the one the launcher

@@ -656,7 +656,7 @@ fn check_memory(loaded: &LoadedManifest, schedule: &Schedule, repo: &Path) -> Re
     Ok(())
 }
 
-/// The launcher's limits for a worker that runs in a group of `members` (1 when sequential).
+/// The launcher's limits for a worker that runs in a group of `members` (1 when not interleaved).
 /// A gated worker's own deadline pauses while it waits at the gate, so from its ready file to
 /// its exit it may take every member's deadline.
 fn limits(policy: &decode_baseline_wire::RunPolicy, members: u32) -> Limits {

@@ -75,7 +75,7 @@ impl Default for Budget {
     }
 }
 
-/// The state of a sequential session.
+/// The state of an `--until-decided` session.
 #[derive(Debug)]
 pub struct Sequential {
     budget: Budget,

@@ -64,6 +64,6 @@ pub fn figure(title: &str, series: &BTreeMap<String, Vec<DepthPoint>>) -> Option
         entries.push(LegendEntry { color: c, label: format!("{adapter} median"), band: false, dash: None });
         entries.push(LegendEntry { color: c, label: format!("{adapter} 95 % interval"), band: true, dash: None });
     }
-    legend(&mut svg, (w - 36.0, 70.0), &entries);
+    legend(&mut svg, &entries);
     Some(svg.finish())
 }

@@ -71,6 +71,6 @@ pub fn figure(cell: &CellData) -> Option<String> {
         });
     }
     entries.push(LegendEntry { color: INK, label: "dashed: medians".to_owned(), band: false, dash: Some("5,4") });
-    legend(&mut svg, (w - 36.0, frame.y.map(0.45)), &entries);
+    legend(&mut svg, &entries);
     Some(svg.finish())
 }

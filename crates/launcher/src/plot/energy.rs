@@ -60,6 +60,6 @@ pub fn figure(session: &SessionReport, cell: &str, domain: &str) -> Option<Strin
     if points.iter().any(|p| p.throttled) {
         entries.push(LegendEntry { color: INK, label: "hollow: throttled".into(), band: false, dash: Some("2,2") });
     }
-    legend(&mut svg, (frame.left + frame.width - 6.0, frame.top + 6.0), &entries);
+    legend(&mut svg, &entries);
     Some(svg.finish())
 }

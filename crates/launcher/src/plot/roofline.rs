@@ -122,6 +122,6 @@ pub fn figure(cell: &CellData, bytes: &ModelBytes, peak_bandwidth_gbs: f64) -> O
             dash: None,
         });
     }
-    legend(&mut svg, (w - 36.0, frame.y.map(y_lo) - 20.0 - entries.len() as f64 * 18.0), &entries);
+    legend(&mut svg, &entries);
     Some((svg.finish(), roof))
 }

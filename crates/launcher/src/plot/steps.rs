@@ -94,6 +94,6 @@ pub fn figure(cell: &CellData) -> Option<String> {
             dash: None,
         });
     }
-    legend(&mut svg, (w - 36.0, 70.0), &entries);
+    legend(&mut svg, &entries);
     Some(svg.finish())
 }

@@ -1,5 +1,5 @@
 //! A minimal SVG writer for the plots: shapes, text, linear and log scales, 1-2-5 ticks, axes
-//! and a legend. Hand-written rather than `plotters`: the figures need a dozen primitives, the
+//! and a legend below the data. Hand-written rather than `plotters`: the figures need a dozen primitives, the
 //! output is byte-for-byte deterministic (coordinates printed with two decimals), text is left to
 //! the browser's fonts (plotters' SVG backend needs a font crate to measure text), and nothing is
 //! added to a build that two cores share.
@@ -300,14 +300,19 @@ pub struct LegendEntry<'a> {
     pub dash: Option<&'a str>,
 }
 
-/// A legend box with its top-right corner at `(right, y)`; its width follows the longest label
-/// (estimated at 6.4 px a character at 11 px).
-pub fn legend(svg: &mut Svg, (right, y): (f64, f64), entries: &[LegendEntry<'_>]) {
-    let width = entries.iter().map(|e| e.label.chars().count()).max().unwrap_or(0) as f64 * 6.4 + 48.0;
-    let x = right - width;
-    svg.rect((x, y), (width, entries.len() as f64 * 18.0 + 8.0), "white", GRID);
+/// The legend, below the plotting area and its axis title, where it covers no data: the canvas
+/// grows to hold it, entries in as many columns as fit the width (labels estimated at 6.4 px a
+/// character at 11 px), read row by row.
+pub fn legend(svg: &mut Svg, entries: &[LegendEntry<'_>]) {
+    const ROW: f64 = 18.0;
+    const LEFT: f64 = 80.0;
+    let column = entries.iter().map(|e| e.label.chars().count()).max().unwrap_or(0) as f64 * 6.4 + 48.0;
+    let columns = (((svg.width - LEFT - 30.0) / column).floor() as usize).clamp(1, entries.len().max(1));
+    let rows = entries.len().div_ceil(columns);
+    let top = svg.height;
+    svg.height += rows as f64 * ROW + 12.0;
     for (i, e) in entries.iter().enumerate() {
-        let cy = y + 13.0 + i as f64 * 18.0;
+        let (x, cy) = (LEFT + (i % columns) as f64 * column, top + 6.0 + (i / columns) as f64 * ROW);
         if e.band {
             svg.band(
                 &[(x + 8.0, cy - 5.0), (x + 30.0, cy - 5.0)],
@@ -348,6 +353,33 @@ mod tests {
         assert_eq!(nice_range(583.0, 712.0), (550.0, 750.0));
         assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
         assert_eq!(quantile(&[7.0], 0.9), 7.0);
+    }
+
+    /// The legend goes below everything drawn before it, on a canvas grown to hold it, in as
+    /// many columns as fit: it can cover no data.
+    #[test]
+    fn the_legend_lies_below_the_data_on_a_taller_canvas() {
+        let (w, h) = FIGURE;
+        let mut svg = Svg::new(w, h);
+        svg.polyline(&[(80.0, 64.0), (w - 30.0, h - 60.0)], CONTROLLED, 1.0, None);
+        let entries: Vec<LegendEntry<'_>> = (0..5)
+            .map(|i| LegendEntry { color: STOCK, label: format!("entry {i}"), band: i % 2 == 0, dash: None })
+            .collect();
+        legend(&mut svg, &entries);
+        let out = svg.finish();
+        let ys = |tag: &str, attr: &str| -> Vec<f64> {
+            out.lines()
+                .filter(|l| l.starts_with(tag))
+                .filter_map(|l| l.split(&format!(" {attr}=\"")).nth(1)?.split('"').next()?.parse().ok())
+                .collect()
+        };
+        let labels = ys("<text", "y");
+        assert_eq!(labels.len(), 5, "{out}");
+        assert!(labels.iter().all(|&y| y > h), "every label below the old canvas: {labels:?}");
+        assert!(ys("<line", "y1").iter().all(|&y| y > h), "every swatch below it too");
+        // Short labels share rows: five fit on one.
+        assert!(labels.iter().all(|&y| y == labels[0]), "{labels:?}");
+        assert!(out.contains(&format!("height=\"{}\"", h + 18.0 + 12.0)), "the canvas grew by one row");
     }
 
     #[test]

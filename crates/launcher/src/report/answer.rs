@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use decode_baseline_wire::{analysis::Analysis, session::SessionReport, Adapter, Mode};
+use decode_baseline_wire::{
+    analysis::Analysis, decision::DecisionConfig, session::SessionReport, stats::Verdict, Adapter, Mode,
+};
 
 use crate::compare::{Row, RowResult};
 
@@ -14,11 +16,88 @@ use crate::compare::{Row, RowResult};
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseAnswer {
     pub case: String,
-    /// Per judged row: the cell under its case (`session::within_case`), the pair, and the words.
-    pub rows: Vec<(String, String, String)>,
+    pub rows: Vec<AnswerRow>,
     /// Argmax and reference-stream agreement over the case's cells, one entry per kind and
     /// pair.
     pub agreement: Vec<String>,
+}
+
+/// One judged row of a case: the cell under its case (`session::within_case`), the pair, and
+/// what its test found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerRow {
+    pub what: String,
+    pub pair: String,
+    pub found: Found,
+}
+
+/// What a row's test found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Found {
+    Tested { ratio: f64, lower: f64, upper: f64, verdict: Verdict, mde: f64 },
+    NotTested { reason: String },
+}
+
+impl Found {
+    /// The verdict's word, or `not tested`.
+    pub fn verdict(&self) -> &str {
+        match self {
+            Found::Tested { verdict, .. } => verdict.words(),
+            Found::NotTested { .. } => "not tested",
+        }
+    }
+
+    /// The ratio and its interval, `0.950 [0.930, 0.970]`, or why it was not tested.
+    pub fn figures(&self) -> String {
+        match self {
+            Found::Tested { ratio: r, lower, upper, .. } => {
+                format!("{} [{}, {}]", ratio(*r), ratio(*lower), ratio(*upper))
+            }
+            Found::NotTested { reason } => format!("not tested: {reason}"),
+        }
+    }
+
+    /// What the session could detect, or nothing for a row not tested.
+    pub fn detectable(&self) -> String {
+        match self {
+            Found::Tested { mde, .. } => detectable(*mde),
+            Found::NotTested { .. } => String::new(),
+        }
+    }
+
+    /// The row's words on one line: figures, verdict, what it could detect.
+    pub fn words(&self) -> String {
+        match self {
+            Found::Tested { .. } => format!("{}  {:<13} {}", self.figures(), self.verdict(), self.detectable()),
+            Found::NotTested { .. } => self.figures(),
+        }
+    }
+}
+
+/// The settings the rows were tested at: those of the first tested row (one comparison holds one
+/// setting); the defaults when none was tested.
+pub fn tested_config(rows: &[Row]) -> DecisionConfig {
+    rows.iter().find_map(|r| r.decision().map(|d| d.config)).unwrap_or_default()
+}
+
+/// What the answer's figures mean, with the level the rows were tested at.
+pub fn heading(rows: &[Row]) -> String {
+    let DecisionConfig { alpha, .. } = tested_config(rows);
+    format!(
+        "time per token, adapter over reference (below 1: faster), {} % interval, verdict at α {} %",
+        percent(1.0 - alpha),
+        percent(alpha)
+    )
+}
+
+/// A fraction as a percentage with no more decimals than it needs (`5`, `2.5`).
+fn percent(fraction: f64) -> String {
+    let p = (fraction * 1000.0).round() / 10.0;
+    if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p}")
+    }
 }
 
 /// The answers of `report`'s cases, from its tested `rows`.
@@ -33,20 +112,15 @@ pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<Case
         }
         let what = crate::session::within_case(&row.cell).1.to_owned();
         let pair = format!("{}/{}", row.adapter.as_ref().map_or("", Adapter::as_str), report.reference.as_str());
-        let words = match &row.outcome {
-            RowResult::Compared { decision: d, .. } => format!(
-                "{} [{}, {}]  {:<13} {}",
-                ratio(d.ratio),
-                ratio(d.ci.lower),
-                ratio(d.ci.upper),
-                d.verdict.words(),
-                detectable(d.mde)
-            ),
-            RowResult::NotCompared { reason } => format!("not tested: {reason}"),
+        let found = match &row.outcome {
+            RowResult::Compared { decision: d, .. } => {
+                Found::Tested { ratio: d.ratio, lower: d.ci.lower, upper: d.ci.upper, verdict: d.verdict, mde: d.mde }
+            }
+            RowResult::NotCompared { reason } => Found::NotTested { reason: reason.clone() },
         };
         let answer =
             cases.entry(case.clone()).or_insert_with(|| CaseAnswer { case, rows: Vec::new(), agreement: Vec::new() });
-        answer.rows.push((what, pair, words));
+        answer.rows.push(AnswerRow { what, pair, found });
     }
     // Agreement, summed over each case's cells per adapter.
     let mut argmax: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
@@ -101,20 +175,19 @@ fn detectable(mde: f64) -> String {
     }
 }
 
-/// The answers as terminal lines: a heading, then per case its name, a line per row and its
+/// The answers as terminal lines: the `heading`, then per case its name, a line per row and its
 /// agreement, a line each.
-pub fn lines(answers: &[CaseAnswer]) -> Vec<String> {
+pub fn lines(heading: &str, answers: &[CaseAnswer]) -> Vec<String> {
     if answers.is_empty() {
         return Vec::new();
     }
-    let what = answers.iter().flat_map(|a| a.rows.iter().map(|r| r.0.len())).max().unwrap_or(0);
-    let pair = answers.iter().flat_map(|a| a.rows.iter().map(|r| r.1.len())).max().unwrap_or(0);
-    let mut out =
-        vec!["answer: time per token, adapter over reference (below 1: faster), 95 % interval, verdict".to_owned()];
+    let what = answers.iter().flat_map(|a| a.rows.iter().map(|r| r.what.len())).max().unwrap_or(0);
+    let pair = answers.iter().flat_map(|a| a.rows.iter().map(|r| r.pair.len())).max().unwrap_or(0);
+    let mut out = vec![format!("answer: {heading}")];
     for answer in answers {
         out.push(answer.case.clone());
-        for (w, p, words) in &answer.rows {
-            out.push(format!("  {w:<what$}  {p:<pair$}  {words}"));
+        for row in &answer.rows {
+            out.push(format!("  {:<what$}  {:<pair$}  {}", row.what, row.pair, row.found.words()));
         }
         out.extend(answer.agreement.iter().map(|a| format!("  {a}")));
     }
@@ -123,20 +196,24 @@ pub fn lines(answers: &[CaseAnswer]) -> Vec<String> {
 
 /// The answers as a Markdown table, one line per row with its case's agreement (the Markdown
 /// view's first part).
-pub fn markdown(answers: &[CaseAnswer]) -> String {
+pub fn markdown(heading: &str, answers: &[CaseAnswer]) -> String {
     if answers.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "Answer: time per token, adapter over reference (below 1: faster), 95 % interval, verdict\n\n\
-         | case | cell | pair | ratio [95 % CI], verdict, detectable | agreement |\n|---|---|---|---|---|\n",
+    let mut out = format!(
+        "Answer: {heading}\n\n\
+         | case | cell | pair | ratio [interval] | verdict | detectable | agreement |\n|---|---|---|---|---|---|---|\n"
     );
     for answer in answers {
-        for (what, pair, words) in &answer.rows {
-            let words = words.split_whitespace().collect::<Vec<_>>().join(" ");
+        for row in &answer.rows {
             out.push_str(&format!(
-                "| {} | {what} | {pair} | {words} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
                 answer.case,
+                row.what,
+                row.pair,
+                row.found.figures(),
+                row.found.verdict(),
+                row.found.detectable(),
                 answer.agreement.join("; ")
             ));
         }
@@ -151,21 +228,48 @@ mod tests {
 
     #[test]
     fn each_case_gets_its_rows_under_its_name_and_one_agreement_line() {
+        let tested = Found::Tested { ratio: 0.95, lower: 0.93, upper: 0.97, verdict: Verdict::Faster, mde: 0.031 };
         let answers = vec![CaseAnswer {
             case: "tiny-qwen3".into(),
             rows: vec![
-                ("tiny-qwen3-L16.headline".into(), "controlled/stock".into(), "0.950 [0.930, 0.970]  faster".into()),
-                ("tiny-qwen3-L512.fixed_continuation".into(), "controlled/stock".into(), "1.000".into()),
+                AnswerRow { what: "tiny-qwen3-L16.headline".into(), pair: "controlled/stock".into(), found: tested },
+                AnswerRow {
+                    what: "tiny-qwen3-L512.fixed_continuation".into(),
+                    pair: "controlled/stock".into(),
+                    found: Found::NotTested { reason: "no pairs".into() },
+                },
             ],
             agreement: vec!["argmax controlled/stock: 0 of 254 steps differ".into()],
         }];
-        let lines = lines(&answers);
+        let lines = lines("HEADING", &answers);
         assert_eq!(lines.len(), 5, "{lines:#?}");
-        assert!(lines[0].starts_with("answer: "));
+        assert_eq!(lines[0], "answer: HEADING");
         assert_eq!(lines[1], "tiny-qwen3");
-        assert_eq!(lines[2], "  tiny-qwen3-L16.headline             controlled/stock  0.950 [0.930, 0.970]  faster");
+        assert_eq!(
+            lines[2],
+            "  tiny-qwen3-L16.headline             controlled/stock  0.950 [0.930, 0.970]  faster        detectable ±3.1 %"
+        );
+        assert_eq!(lines[3], "  tiny-qwen3-L512.fixed_continuation  controlled/stock  not tested: no pairs");
         assert_eq!(lines[4], "  argmax controlled/stock: 0 of 254 steps differ");
-        assert!(super::lines(&[]).is_empty());
+        assert!(super::lines("HEADING", &[]).is_empty());
+        let md = markdown("HEADING", &answers);
+        assert!(
+            md.contains("| tiny-qwen3 | tiny-qwen3-L16.headline | controlled/stock | 0.950 [0.930, 0.970] | faster | detectable ±3.1 % |"),
+            "{md}"
+        );
+    }
+
+    /// The heading states the level the rows were tested at, not a constant.
+    #[test]
+    fn the_heading_states_the_level_the_rows_were_tested_at() {
+        assert!(heading(&[]).ends_with("95 % interval, verdict at α 5 %"), "{}", heading(&[]));
+        assert_eq!((percent(0.01), percent(0.975), percent(0.1)), ("1".into(), "97.5".into(), "10".into()));
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let session = crate::session::fixtures::repeated(&crate::session::load_session(&path).unwrap().report, 4);
+        let config = DecisionConfig { alpha: 0.01, ..DecisionConfig::default() };
+        let rows = crate::compare::decide(&session, &crate::compare::Settings { config, profiles: None }).rows;
+        assert!(rows.iter().any(|r| r.decision().is_some()));
+        assert!(heading(&rows).ends_with("99 % interval, verdict at α 1 %"), "{}", heading(&rows));
     }
 
     #[test]

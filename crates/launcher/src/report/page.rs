@@ -1,13 +1,16 @@
 //! The report page: `index.html` in a session folder, one self-contained file (styles and every
 //! figure inline, no script, nothing fetched), laid out to read on a phone as on a desktop.
 //!
-//! Sections: the model and notes (from `bench.json` when `bench` made the session), the summary
-//! table (one row per cell and adapter: per-token median, interval, tokens/s derived from the
-//! median, p90, CV, prefill, prompt tokens/s, time to first token, peak memory), each
-//! adapter's ratio to the reference with `compare`'s test beside it (verdict, the test's ratio
-//! and interval, the smallest detectable difference, the A/A results, the rule and error), the
-//! warnings (the test's among them), agreement, peak memory per adapter, the identity
-//! (versions, digests, backend, host), and every figure of [`crate::plot::session_figures`].
+//! In reading order: the answer card (per case, each adapter against the reference: verdict,
+//! ratio and interval, what the session could detect, and the case's agreement; the stored
+//! decisions, worded by `report::answer` as the terminal words them), every figure of
+//! [`crate::plot::session_figures`], the model and notes (from `bench.json` when `bench` made
+//! the session), where each headline ratio comes from, the test's profiles, the warnings and the
+//! agreement; then, folded (`<details>`, which find-in-page still searches): every cell and
+//! adapter (per-token median, interval, tokens/s derived from the median, p90, CV, prefill,
+//! prompt tokens/s, time to first token, peak memory, and each ratio with its test), peak memory
+//! per adapter, and the identity (versions, digests, backend, host). Wide tables scroll in their
+//! own box, never the page; `decode-baseline-page-check` opens it in Chromium and checks that.
 //! The page is well-formed XML (XHTML syntax), so tests and tools can parse it strictly.
 
 use std::{fmt::Write as _, io::Write as _, os::unix::fs::PermissionsExt, path::Path};
@@ -26,14 +29,17 @@ use crate::{
 pub const PAGE: &str = "index.html";
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;padding:12px;max-width:1280px;color:#222;line-height:1.4}\
-h1{font-size:1.3em;word-break:break-all}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}\
+h1{font-size:1.15em;overflow-wrap:anywhere}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}\
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}table{border-collapse:collapse;font-size:.85em;white-space:nowrap;margin:.6em 0}\
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}th:first-child,td:first-child,td.l{text-align:left}\
 td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:8em}\
 thead th{background:#f4f4f4}tr.warn td{background:#fff6e0}.note{background:#eef5ff;padding:6px 10px;border-left:4px solid #1f77b4}\
 .problem{color:#a00000}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:.85em}\
 dt{font-weight:600}dd{margin:0;word-break:break-all}figure{margin:1em 0}figure svg{width:100%;height:auto;border:1px solid #eee}\
-figcaption{font-size:.8em;color:#555}summary h2{display:inline}";
+figcaption{font-size:.8em;color:#555}summary h2{display:inline}#status,.legend{font-size:.85em;color:#444}\
+table.answer{margin-top:.3em}tr.case th{text-align:left;white-space:normal;background:#f8f8f8}tr.case span{display:block;max-width:calc(100vw - 56px);font-weight:normal;font-size:.9em;color:#555}\
+table.answer td:first-child{white-space:nowrap;min-width:0}\
+td.verdict{font-weight:600;text-align:left}.figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));gap:0 16px}td.faster{color:#1a7f37}td.slower{color:#b00020}";
 
 /// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors),
 /// with its tested rows `tested` (the view's, as the run table's).
@@ -130,19 +136,45 @@ fn answer_section(h: &mut String, session: &SessionReport, tested: &[crate::comp
     if answers.is_empty() {
         return;
     }
-    h.push_str(
-        "<section id=\"answer\">\n<h2>Answer</h2>\n<p>Time per token, adapter over reference (below 1: faster), its 95 % \
-         interval, the verdict at α 5 % (Holm across the rows) and the smallest difference the session would see 4 \
-         times in 5.</p>\n",
+    // One table, the verdict in the second column so that a phone shows it without scrolling;
+    // each case's agreement on its heading row.
+    let _ = writeln!(
+        h,
+        "<section id=\"answer\">\n<h2>Answer</h2>\n<p class=\"legend\">{} (Holm across the rows); detectable: the \
+         smallest difference the session would see with {:.0} % power.</p>\n<div class=\"scroll\">\n<table class=\"answer\">\n\
+         <thead><tr><th>cell</th><th>verdict</th><th>ratio [interval]</th><th>detectable</th><th>pair</th></tr></thead>\n<tbody>",
+        esc(&upper_first(&super::answer::heading(tested))),
+        100.0 * super::answer::tested_config(tested).power
     );
     for answer in &answers {
-        let _ = writeln!(h, "<h3>{}</h3>\n<div class=\"scroll\">\n<table class=\"answer\">", esc(&answer.case));
-        for (what, pair, words) in &answer.rows {
-            let _ = writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(what), esc(pair), esc(words));
+        let _ = writeln!(
+            h,
+            "<tr class=\"case\"><th colspan=\"5\">{} <span>{}</span></th></tr>",
+            esc(&answer.case),
+            esc(&answer.agreement.join("; "))
+        );
+        for row in &answer.rows {
+            let verdict = row.found.verdict();
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"verdict {}\" data-verdict=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&row.what),
+                verdict.replace(' ', "-"),
+                esc(verdict),
+                esc(verdict),
+                esc(&row.found.figures()),
+                esc(&row.found.detectable().replace("detectable ", "")),
+                esc(&row.pair)
+            );
         }
-        let _ = writeln!(h, "</table>\n</div>\n<p>{}</p>", esc(&answer.agreement.join("; ")));
     }
-    h.push_str("</section>\n");
+    h.push_str("</tbody>\n</table>\n</div>\n</section>\n");
+}
+
+/// `s` with its first letter in upper case.
+fn upper_first(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 fn model_section(h: &mut String, bench: Option<&BenchRecord>) {
@@ -212,9 +244,8 @@ fn test_cells(row: Option<&crate::compare::Row>) -> [String; 5] {
 }
 
 fn summary_section(h: &mut String, rows: &Rows, tested: &[crate::compare::Row]) {
-    h.push_str(
-        "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"scroll\">\n<table id=\"summary-table\">\n<thead><tr>",
-    );
+    open_folded(h, "summary", "Every cell and adapter: times, ratios and each row's test");
+    h.push_str("<div class=\"scroll\">\n<table id=\"summary-table\">\n<thead><tr>");
     for head in [
         "cell",
         "adapter",
@@ -291,7 +322,7 @@ fn summary_section(h: &mut String, rows: &Rows, tested: &[crate::compare::Row]) 
         h.push_str("</tbody>\n</table>\n</div>\n<p>Cold: the first request of each run (imports paid, caches and any compiled trace not yet warm), kept out of every statistic.</p>\n");
     }
     if !rows.ratios.is_empty() {
-        h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>adapter/reference</th><th>ratio (median)</th><th>95% CI (bootstrap)</th><th>verdict</th><th>test ratio [95% CI]</th><th>detectable</th><th>A/A</th><th>rule</th></tr></thead>\n<tbody>\n");
+        h.push_str("<div class=\"scroll\">\n<table id=\"ratio-table\">\n<thead><tr><th>cell</th><th>adapter/reference</th><th>ratio (median)</th><th>95% CI (bootstrap)</th><th>verdict</th><th>test ratio [interval]</th><th>detectable</th><th>A/A</th><th>rule</th></tr></thead>\n<tbody>\n");
         for (cell, pair, ratio, lo, hi) in &rows.ratios {
             let [verdict, test, mde, aa, rule] = test_cells(tested_row(tested, cell, pair));
             let _ = writeln!(
@@ -308,7 +339,17 @@ fn summary_section(h: &mut String, rows: &Rows, tested: &[crate::compare::Row]) 
         }
         h.push_str("</tbody>\n</table>\n</div>\n");
     }
-    h.push_str("</section>\n");
+    close_folded(h);
+}
+
+/// Opens a section `id` whose body is folded under `title` (a browser's find-in-page still
+/// searches it, and opens it on a match).
+fn open_folded(h: &mut String, id: &str, title: &str) {
+    let _ = writeln!(h, "<section id=\"{id}\">\n<details>\n<summary><h2>{}</h2></summary>", esc(title));
+}
+
+fn close_folded(h: &mut String) {
+    h.push_str("</details>\n</section>\n");
 }
 
 /// Every headline ratio taken apart (`crate::decomposition`): a table of the ratio, the same
@@ -405,15 +446,18 @@ fn agreement_section(h: &mut String, rows: &Rows) {
 }
 
 fn memory_section(h: &mut String, rows: &Rows) {
-    h.push_str("<section id=\"memory\">\n<h2>Peak memory per adapter</h2>\n<table id=\"memory-table\">\n<thead><tr><th>adapter</th><th>largest per-request peak</th></tr></thead>\n<tbody>\n");
+    open_folded(h, "memory", "Peak memory per adapter");
+    h.push_str("<table id=\"memory-table\">\n<thead><tr><th>adapter</th><th>largest per-request peak</th></tr></thead>\n<tbody>\n");
     for (adapter, bytes) in &rows.peak_memory {
         let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(adapter), mib(*bytes));
     }
-    h.push_str("</tbody>\n</table>\n</section>\n");
+    h.push_str("</tbody>\n</table>\n");
+    close_folded(h);
 }
 
 fn identity_section(h: &mut String, session: &SessionReport) {
-    h.push_str("<section id=\"identity\">\n<details>\n<summary><h2>Identity</h2></summary>\n<dl>\n");
+    open_folded(h, "identity", "Identity");
+    h.push_str("<dl>\n");
     let mut item = |k: &str, v: &str| {
         let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
     };
@@ -455,11 +499,13 @@ fn identity_section(h: &mut String, session: &SessionReport) {
             }
         }
     }
-    h.push_str("</dl>\n</details>\n</section>\n");
+    h.push_str("</dl>\n");
+    close_folded(h);
 }
 
 fn figures_section(h: &mut String, figures: &[Figure]) {
-    h.push_str("<section id=\"figures\">\n<h2>Figures</h2>\n");
+    // Two to a row where the window is wide enough, one on a phone.
+    h.push_str("<section id=\"figures\">\n<h2>Figures</h2>\n<div class=\"figures\">\n");
     for figure in figures {
         // The SVG documents carry an XML declaration, which may not appear inside a page.
         let svg = match figure.svg.split_once('\n') {
@@ -475,7 +521,7 @@ fn figures_section(h: &mut String, figures: &[Figure]) {
     if figures.is_empty() {
         h.push_str("<p>no cell has measured steps</p>\n");
     }
-    h.push_str("</section>\n");
+    h.push_str("</div>\n</section>\n");
 }
 
 fn mib(bytes: u64) -> String {
@@ -501,7 +547,7 @@ mod tests {
 
     #[test]
     fn the_ratio_table_carries_the_tests_verdict_and_the_warnings_its_aa_results() {
-        // The recorded session A (sequential, loaded host) as four runs per adapter: compare's
+        // The recorded session A (alternate order, loaded host) as four runs per adapter: compare's
         // verdicts per cell, the A/A results beside the headline row, and the A/A warning in the
         // warnings section.
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");

@@ -23,7 +23,10 @@ pub struct Markdown;
 impl Exporter<SessionView<'_>> for Markdown {
     fn export(&self, view: &SessionView<'_>) -> anyhow::Result<String> {
         let answer = view.report.analysis.as_ref().map_or_else(String::new, |analysis| {
-            super::answer::markdown(&super::answer::of(view.report, analysis, &view.rows))
+            super::answer::markdown(
+                &super::answer::heading(&view.rows),
+                &super::answer::of(view.report, analysis, &view.rows),
+            )
         });
         Ok(answer + &markdown(&Rows::of(view.report)))
     }

@@ -160,7 +160,7 @@ pub(super) fn footer(report: &SessionReport, analysis: &Analysis, tested: &[crat
         ));
     }
     // The answer last, where a terminal leaves the eye.
-    let answer = super::answer::lines(&super::answer::of(report, analysis, tested));
+    let answer = super::answer::lines(&super::answer::heading(tested), &super::answer::of(report, analysis, tested));
     if !answer.is_empty() {
         out.push_str(&format!("\n{}\n", answer.join("\n")));
     }

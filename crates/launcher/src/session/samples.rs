@@ -45,7 +45,7 @@ pub struct CellData {
     /// Valid worker runs per adapter, A/A runs excluded.
     pub runs: BTreeMap<Adapter, usize>,
     /// Interleaved sessions: per adapter other than the reference, its requests paired with the
-    /// reference's (`request_pairs`), by worker run. Empty for sequential sessions.
+    /// reference's (`request_pairs`), by worker run. Empty for non-interleaved sessions.
     pub pairs: BTreeMap<Adapter, Vec<Vec<(f64, f64)>>>,
     /// Interleaved sessions: per adapter other than the reference, the launcher's A/A ratio of
     /// its paired ratio (the A/A group's over the others').
@@ -63,7 +63,7 @@ impl CellData {
     }
 
     /// The log of each measured request's median step time of `adapter`, over all its runs:
-    /// the units of a sequential session's test.
+    /// the units of a non-interleaved session's test.
     pub fn log_request_medians(&self, adapter: &Adapter) -> Result<Vec<f64>, String> {
         let requests = self.adapters.get(adapter).ok_or_else(|| format!("no valid {adapter} run"))?;
         requests

@@ -14,12 +14,12 @@
 //!   run means carry the pair-to-pair noise and the run-to-run effects once each (a two-level
 //!   bootstrap of runs and then of pairs in each run counts the pair noise twice). With two runs
 //!   that is one degree of freedom: calibrated, but a large detectable difference.
-//! - **`request_medians`**, a sequential (`alternate`) session, which has no pairs: per request
+//! - **`request_medians`**, a non-interleaved (`alternate`) session, which has no pairs: per request
 //!   the log of its median step time, one sample per adapter; Yuen's two-sample test (trimmed
 //!   means, Welch–Satterthwaite degrees of freedom) of the adapter against the reference. The
 //!   machine's drift between the two workers' runs is in it, and run-to-run effects are not
 //!   measured (the requests of one run share them).
-//! - **`run_means`**, a sequential session (or the raw times of two sessions) with `R_x, R_r ≥ 2`
+//! - **`run_means`**, a non-interleaved session (or the raw times of two sessions) with `R_x, R_r ≥ 2`
 //!   worker runs a side: per run the trimmed mean of its requests' log median step times; Welch's
 //!   test of the run means of one side against the other's (no trimming: a handful of values),
 //!   on Welch–Satterthwaite degrees of freedom. The run is the unit, so its error holds the
@@ -48,7 +48,7 @@ pub struct LogEstimate {
     pub df: f64,
     /// Independent units behind it: blocks, runs, or requests of both sides.
     pub units: usize,
-    /// Request pairs used (0 for sequential sessions).
+    /// Request pairs used (0 for non-interleaved sessions).
     pub pairs: usize,
     /// The lag-1 autocorrelation of the blocks used to inflate the error, when positive.
     pub serial_correlation: Option<f64>,

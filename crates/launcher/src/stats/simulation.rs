@@ -363,7 +363,7 @@ fn heavy_tails_and_run_effects_keep_the_false_alarm_rate() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// The per-request log values of one sequential session (no pairs): per side `runs` runs of
+/// The per-request log values of one non-interleaved session (no pairs): per side `runs` runs of
 /// `per_run` requests, each run offset by `u_r ~ N(0, run_sd²)`, the numerator's shifted by
 /// `theta`, noise of standard deviation `sigma` (normal or t₃); the session term shared by both
 /// sides cancels in their difference and is left out.
@@ -382,7 +382,7 @@ fn unpaired_session(g: &mut Gen, d: &Design, theta: f64) -> (Vec<Vec<f64>>, Vec<
     (side(theta), side(0.0))
 }
 
-/// One cell of the unpaired rule (a sequential session's time and energy rows, `run_means`
+/// One cell of the unpaired rule (a non-interleaved session's time and energy rows, `run_means`
 /// from two runs a side, `request_medians` below).
 fn two_sample_cell(design: &Design, effect: f64) -> Rates {
     let config = DecisionConfig::default();

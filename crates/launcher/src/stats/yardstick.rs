@@ -9,7 +9,7 @@
 //! `(X_B / ref_B) / (X_A / ref_A)`,
 //!
 //! where each session's ratio is the paired ratio of an interleaved session (`paired`) or the
-//! ratio of medians of a sequential one (`ratio`). The interval redraws both sessions
+//! ratio of medians of a non-interleaved one (`ratio`). The interval redraws both sessions
 //! independently in every bootstrap round. What it cannot tell apart: X slower by 3 %, or the
 //! reference faster by 3 %. A verdict on it says "X against the reference".
 
@@ -24,7 +24,7 @@ use decode_baseline_wire::stats::RatioEstimate;
 pub enum SessionRatio<'a> {
     /// Interleaved: the pair ratios.
     Paired(&'a PairedSample),
-    /// Sequential: the adapter's and the reference's steps, by request.
+    /// Non-interleaved: the adapter's and the reference's steps, by request.
     Medians { adapter: &'a ClusteredSample, reference: &'a ClusteredSample },
 }
 
