@@ -20,6 +20,9 @@ pub struct CaseAnswer {
     /// Argmax and reference-stream agreement over the case's cells, one entry per kind and
     /// pair.
     pub agreement: Vec<String>,
+    /// The warnings of its verdicts that change their reading (an A/A group that moved the
+    /// ratio, a verdict whose error may not hold run-to-run noise), each led by its row.
+    pub warnings: Vec<String>,
 }
 
 /// One judged row of a case: the cell under its case (`session::within_case`), the pair, and
@@ -112,15 +115,24 @@ pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<Case
         }
         let what = crate::session::within_case(&row.cell).1.to_owned();
         let pair = format!("{}/{}", row.adapter.as_ref().map_or("", Adapter::as_str), report.reference.as_str());
+        let warnings = match &row.outcome {
+            RowResult::Compared { warnings, .. } => warnings.iter().map(|w| format!("{what} {pair}: {w}")).collect(),
+            RowResult::NotCompared { .. } => Vec::new(),
+        };
         let found = match &row.outcome {
             RowResult::Compared { decision: d, .. } => {
                 Found::Tested { ratio: d.ratio, lower: d.ci.lower, upper: d.ci.upper, verdict: d.verdict, mde: d.mde }
             }
             RowResult::NotCompared { reason } => Found::NotTested { reason: reason.clone() },
         };
-        let answer =
-            cases.entry(case.clone()).or_insert_with(|| CaseAnswer { case, rows: Vec::new(), agreement: Vec::new() });
+        let answer = cases.entry(case.clone()).or_insert_with(|| CaseAnswer {
+            case,
+            rows: Vec::new(),
+            agreement: Vec::new(),
+            warnings: Vec::new(),
+        });
         answer.rows.push(AnswerRow { what, pair, found });
+        answer.warnings.extend(warnings);
     }
     // Agreement, summed over each case's cells per adapter.
     let mut argmax: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
@@ -190,7 +202,40 @@ pub fn lines(heading: &str, answers: &[CaseAnswer]) -> Vec<String> {
             out.push(format!("  {:<what$}  {:<pair$}  {}", row.what, row.pair, row.found.words()));
         }
         out.extend(answer.agreement.iter().map(|a| format!("  {a}")));
+        if !answer.warnings.is_empty() {
+            out.push(format!("  {}", warned(answer.warnings.len())));
+        }
     }
+    out
+}
+
+/// The line that stands, in a view too narrow for them, for a case's `n` verdict warnings.
+fn warned(n: usize) -> String {
+    let what = if n == 1 {
+        "a warning changes the reading of a verdict".to_owned()
+    } else {
+        format!("{n} warnings change the reading of these verdicts")
+    };
+    format!("{what}: `run --verbose` or the page says which")
+}
+
+/// The session's own notes that change the reading of every verdict: a worker program replaced
+/// (the session is unpinned), its problems, a slowdown injected for a test; worded as the
+/// terminal words them.
+pub fn session_notes(report: &SessionReport, analysis: &Analysis) -> Vec<String> {
+    let mut out: Vec<String> =
+        report.replaced_programs.iter().map(|(adapter, argv)| crate::session::replaced_line(adapter, argv)).collect();
+    match report.problems.as_slice() {
+        [] => {}
+        [one] => out.push(format!("problem: {one}")),
+        [first, rest @ ..] => out.push(format!("{} problems, the first: {first}", rest.len() + 1)),
+    }
+    let slowed: std::collections::BTreeSet<&str> = analysis
+        .cells
+        .iter()
+        .flat_map(|c| c.adapters.iter().filter(|(_, s)| s.test_slowdown_us.is_some()).map(|(a, _)| a.as_str()))
+        .collect();
+    out.extend(slowed.iter().map(|a| format!("test slowdown injected into {a}: not a real measurement")));
     out
 }
 
@@ -218,6 +263,13 @@ pub fn markdown(heading: &str, answers: &[CaseAnswer]) -> String {
             ));
         }
     }
+    let warnings: Vec<&String> = answers.iter().flat_map(|a| &a.warnings).collect();
+    if !warnings.is_empty() {
+        out.push('\n');
+        for warning in warnings {
+            out.push_str(&format!("- warning: {warning}\n"));
+        }
+    }
     out.push('\n');
     out
 }
@@ -240,6 +292,7 @@ mod tests {
                 },
             ],
             agreement: vec!["argmax controlled/stock: 0 of 254 steps differ".into()],
+            warnings: Vec::new(),
         }];
         let lines = lines("HEADING", &answers);
         assert_eq!(lines.len(), 5, "{lines:#?}");
@@ -257,6 +310,49 @@ mod tests {
             md.contains("| tiny-qwen3 | tiny-qwen3-L16.headline | controlled/stock | 0.950 [0.930, 0.970] | faster | detectable ±3.1 % |"),
             "{md}"
         );
+    }
+
+    /// A verdict's warning is counted in one short line in the terminal (which fits 100
+    /// columns) and named in full in the Markdown (and on the page's card).
+    #[test]
+    fn a_verdicts_warning_is_counted_in_the_terminal_and_named_in_full_in_the_markdown() {
+        let answers = vec![CaseAnswer {
+            case: "tiny".into(),
+            rows: vec![AnswerRow {
+                what: "L16.headline".into(),
+                pair: "controlled/stock".into(),
+                found: Found::NotTested { reason: "no pairs".into() },
+            }],
+            agreement: vec!["agreement: not measured".into()],
+            warnings: vec!["L16.headline controlled/stock: A/A moved the ratio".into()],
+        }];
+        let lines = lines("HEADING", &answers);
+        assert_eq!(
+            lines.last().unwrap(),
+            "  a warning changes the reading of a verdict: `run --verbose` or the page says which"
+        );
+        assert!(warned(3).starts_with("3 warnings change the reading of these verdicts: "));
+        assert!(
+            markdown("HEADING", &answers).contains("\n- warning: L16.headline controlled/stock: A/A moved the ratio\n")
+        );
+    }
+
+    /// What changes the reading of every verdict of a session: a replaced worker program, its
+    /// problems, a slowdown injected for a test; none for a plain recorded session.
+    #[test]
+    fn the_sessions_own_notes_name_a_replaced_program_its_problems_and_an_injected_slowdown() {
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let mut report = crate::session::load_session(&path).unwrap().report;
+        let mut analysis = report.analysis.clone().unwrap();
+        assert_eq!(session_notes(&report, &analysis), Vec::<String>::new());
+        report.problems = vec!["first problem".into(), "second problem".into()];
+        report.replaced_programs.insert(Adapter::Stock, vec!["/opt/my-loop".into()]);
+        analysis.cells[0].adapters.get_mut(&Adapter::Controlled).unwrap().test_slowdown_us = Some(50);
+        let notes = session_notes(&report, &analysis);
+        assert_eq!(notes.len(), 3, "{notes:#?}");
+        assert_eq!(notes[0], crate::session::replaced_line(&Adapter::Stock, &["/opt/my-loop".to_owned()]));
+        assert_eq!(notes[1], "2 problems, the first: first problem");
+        assert_eq!(notes[2], "test slowdown injected into controlled: not a real measurement");
     }
 
     /// The heading states the level the rows were tested at, not a constant.

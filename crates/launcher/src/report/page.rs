@@ -168,7 +168,14 @@ fn answer_section(h: &mut String, session: &SessionReport, tested: &[crate::comp
             );
         }
     }
-    h.push_str("</tbody>\n</table>\n</div>\n</section>\n");
+    h.push_str("</tbody>\n</table>\n</div>\n");
+    // What changes the reading of these verdicts, in full, beside them.
+    let notes = super::answer::session_notes(session, analysis);
+    let warnings = answers.iter().flat_map(|a| &a.warnings);
+    for line in notes.iter().chain(warnings) {
+        let _ = writeln!(h, "<p class=\"problem\">{}</p>", esc(line));
+    }
+    h.push_str("</section>\n");
 }
 
 /// `s` with its first letter in upper case.

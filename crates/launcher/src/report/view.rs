@@ -57,10 +57,11 @@ mod tests {
         );
         let row = decisions.rows.iter_mut().find(|r| r.decision().is_some()).expect("a compared row");
         let cell = row.cell.clone();
-        let RowResult::Compared { decision, .. } = &mut row.outcome else { unreachable!() };
+        let RowResult::Compared { decision, warnings, .. } = &mut row.outcome else { unreachable!() };
         assert_eq!(decision.verdict, Verdict::Faster, "the tested verdict of {cell}");
         decision.verdict = Verdict::Slower;
         decision.ratio = 1.234;
+        warnings.push("A/A stored: a warning no test of these data gives".into());
         session.decisions = Some(decisions);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("session.json"), serde_json::to_vec(&session).unwrap()).unwrap();
@@ -80,8 +81,12 @@ mod tests {
         let card = &page[page.find("<section id=\"answer\">").unwrap()..];
         let card = &card[..card.find("</section>").unwrap()];
         assert!(card.contains("1.234 [") && card.contains("slower"), "{card}");
+        assert!(card.contains("controlled/stock: A/A stored: a warning no test of these data gives"), "{card}");
+        // The stored warning and the A/A ones of these data, counted in one line.
+        assert!(table.contains(" warnings change the reading of these verdicts: "), "{table}");
         let markdown = crate::report::Markdown.export(&view).unwrap();
         assert!(markdown.lines().any(|l| l.contains("1.234 [") && l.contains("slower")), "{markdown}");
+        assert!(markdown.contains("- warning: "), "{markdown}");
         let json: serde_json::Value = serde_json::from_str(&crate::report::Json.export(&view).unwrap()).unwrap();
         let stored = &json["decisions"]["rows"][0]["outcome"]["decision"];
         assert_eq!((stored["verdict"].as_str(), stored["ratio"].as_f64()), (Some("slower"), Some(1.234)), "{json:#}");

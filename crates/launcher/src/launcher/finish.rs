@@ -1,0 +1,174 @@
+//! The end of a session: the analysis, every row tested once and stored with the record,
+//! `session.json` written (then the figures and the page), the result shown, the exit code.
+
+use std::path::PathBuf;
+
+use decode_baseline_wire::{
+    report::Status,
+    session::{CaseFiles, InterventionReason, LeaseFacts, SessionReport, SessionStatus, WorkerRun},
+    ExitCode,
+};
+
+use super::{
+    analysis,
+    options::RunOptions,
+    output,
+    prepare::Session,
+    record::{self, Executed},
+    session_dir::utc_now,
+    signals::Interrupts,
+    worker_job::LoadedManifest,
+};
+use crate::{energy, export::Exporter};
+
+/// How a session ended: its exit code, and its report when it ran (also when `session.json`
+/// could not be written: the report is whole, only its file is missing).
+#[derive(Debug)]
+pub struct SessionOutcome {
+    pub code: ExitCode,
+    pub report: Option<SessionReport>,
+}
+
+impl SessionOutcome {
+    pub(super) fn without_report(code: ExitCode) -> Self {
+        SessionOutcome { code, report: None }
+    }
+}
+
+/// Where the end of a session is shown.
+pub(super) struct Show {
+    /// The session report as JSON on stdout instead of the table.
+    pub(super) json: bool,
+    /// Nothing on stdout (problems still go to stderr).
+    pub(super) quiet: bool,
+    /// The detailed table instead of the 100-column summary.
+    pub(super) verbose: bool,
+    /// `--noise-profile`: the profile file to judge the table's rows with.
+    pub(super) noise_profile: Option<PathBuf>,
+}
+
+impl Show {
+    pub(super) fn of(args: &RunOptions) -> Self {
+        Self { json: args.json, quiet: args.quiet, verbose: args.verbose, noise_profile: args.noise_profile.clone() }
+    }
+}
+
+/// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
+/// the result and returns the session's exit code with its report.
+pub(super) fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<SessionOutcome> {
+    let so_far = record::so_far(&session, &executed);
+    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus: _, sequential } =
+        executed;
+    let reference = session.resolved.job.reference();
+    let interleaved = session.schedule.interleaved();
+    let analysis = analysis::analyze(&workers, &session.cells, interleaved, &reference);
+    let cell_names: Vec<String> = session.cells.iter().map(|c| c.name()).collect();
+    energy_record.cells =
+        energy::analyze(&workers, &cell_names, &reference, interleaved, &energy_record.idle, &analysis.body.bootstrap);
+    problems.extend(analysis.problems.iter().cloned());
+    let status = session_status(&workers, &session.interrupts, &problems);
+    let wall = session.started.elapsed();
+    let workers_wall = groups_wall.as_nanos() as u64;
+    let lease = session.lease;
+    let mut report = SessionReport {
+        status,
+        model_files: Some(model_files(&session.loaded, &session.cells)),
+        lease: Some(LeaseFacts {
+            path: lease.as_ref().map(|l| l.path.clone()),
+            waited_ns: lease.as_ref().map(|l| l.waited.as_nanos() as u64),
+        }),
+        finished_utc: utc_now(),
+        wall_ns: wall.as_nanos() as u64,
+        launcher_overhead_ns: (wall.as_nanos() as u64).saturating_sub(workers_wall + quiet_wait.as_nanos() as u64),
+        quiet_wait_ns: Some(quiet_wait.as_nanos() as u64),
+        workers,
+        analysis: Some(analysis.body.clone()),
+        problems,
+        energy: Some(energy_record),
+        sequential,
+        ..so_far
+    };
+    // Every row tested once, stored with the record: each view of the session reads these.
+    let profiles =
+        crate::noise_profiles::resolve_or_warn(show.noise_profile.as_deref(), &report, show.quiet || show.json);
+    let settings =
+        crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles: profiles.as_ref() };
+    report.decisions = Some(crate::compare::decide(&report, &settings));
+    let session_dir = session.dir;
+    if let Err(err) = output::write_session(&session_dir, &report) {
+        // The session ran and only its record is missing: not bad input. The worker folders stay
+        // for the next launcher, which marks the session incomplete.
+        eprintln!(
+            "decode-baseline: error: {:#}; the session ran (status {:?}) but has no session.json: nothing was \
+             overwritten, its worker folders are kept in {}",
+            anyhow::Error::from(err),
+            report.status,
+            session_dir.display()
+        );
+        return Ok(SessionOutcome { code: ExitCode::OutputFailed, report: Some(report) });
+    }
+    if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
+        eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
+    }
+    let view = crate::report::SessionView::new(&report, &session_dir, None, true);
+    if let Err(err) = crate::report::write_page(&view) {
+        eprintln!("decode-baseline: warning: {} not written: {err:#}", session_dir.join(crate::report::PAGE).display());
+    }
+    drop(lease);
+    if show.quiet {
+        for problem in &report.problems {
+            eprintln!("problem: {problem}");
+        }
+    } else {
+        let exporter: &dyn Exporter<_> = match (show.json, show.verbose) {
+            (true, _) => &crate::report::Json,
+            (false, true) => &crate::report::Table,
+            (false, false) => &crate::report::Summary,
+        };
+        print!("{}", exporter.export(&view)?);
+    }
+    if !show.quiet && !show.json {
+        for problem in &report.problems {
+            eprintln!("problem: {problem}");
+        }
+        println!("session: {:?}, report: {}", report.status, session_dir.join("session.json").display());
+    }
+    Ok(SessionOutcome { code: status.exit_code(), report: Some(report) })
+}
+
+/// The pinned files of every case of `cells`, from the manifest the session loaded.
+fn model_files(loaded: &LoadedManifest, cells: &[decode_baseline_wire::manifest::Cell]) -> CaseFiles {
+    cells
+        .iter()
+        .filter_map(|cell| Some((cell.case.clone(), loaded.manifest.cases.get(&cell.case)?.files.clone())))
+        .collect()
+}
+
+/// Cancelled beats timeout beats worker failure beats validation failure.
+pub(super) fn session_status(workers: &[WorkerRun], interrupts: &Interrupts, problems: &[String]) -> SessionStatus {
+    let statuses: Vec<Option<Status>> = workers.iter().map(|w| w.report.as_ref().map(|r| r.status)).collect();
+    // A rank the launcher stopped because another rank of its group ended says `cancelled`:
+    // that is the other rank's failure, not the user's interrupt.
+    let rank_stopped = |w: &WorkerRun| w.intervention.is_some_and(|i| i.reason == InterventionReason::RankStopped);
+    let cancelled =
+        workers.iter().any(|w| w.report.as_ref().is_some_and(|r| r.status == Status::Cancelled) && !rank_stopped(w));
+    if interrupts.count() > 0 || cancelled {
+        SessionStatus::Cancelled
+    } else if statuses.contains(&Some(Status::Timeout))
+        || workers.iter().any(|w| w.intervention.is_some_and(|i| i.reason == InterventionReason::PastDeadline))
+    {
+        SessionStatus::Timeout
+    } else if workers.iter().any(|w| {
+        w.report.is_none()
+            || w.exit_code != Some(0)
+            || w.intervention.is_some()
+            || w.ranks.iter().any(|r| r.exit_code != Some(0) || r.signal.is_some() || r.intervention.is_some())
+    }) || statuses.contains(&Some(Status::Failed))
+    {
+        SessionStatus::WorkerFailed
+    } else if !problems.is_empty() {
+        SessionStatus::ValidationFailed
+    } else {
+        SessionStatus::Ok
+    }
+}

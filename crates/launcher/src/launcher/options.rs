@@ -1,0 +1,73 @@
+//! `run`'s command line: the job, and how a session runs and shows its result.
+
+use std::path::PathBuf;
+
+use super::{placement, sequential::Budget};
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The session job (JSON, see req/session.md).
+    #[arg(long)]
+    pub job: PathBuf,
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// How a session runs and shows its result: everything of `run` but the job, so that a caller
+/// with a job in hand (`bench`) runs it through [`run_session`].
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunOptions {
+    /// Fail at once (exit 7) if another session holds the benchmark lease, instead of waiting.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Print the session report as JSON on stdout instead of the summary table.
+    #[arg(long)]
+    pub json: bool,
+    /// Print every figure of every row under the summary's place: the per-step split, the cold
+    /// requests, each warning, each verdict with its rule and error, the energy rows (the
+    /// default view fits 100 columns and leaves these to this flag and the report page).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Create the session folder and write every worker job, print the worker commands, run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Before each worker (or interleaved group), wait until other processes have used less
+    /// than a quarter of a CPU over 2 s, for at most this many seconds; past the bound the
+    /// worker starts anyway and its row is marked. 0 (the default): do not wait.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub quiet_wait: u64,
+    /// The CPUs every worker may run on: `first` (the default: the lowest-numbered CPU the
+    /// launcher may use), `all` (left to the OS), or a list such as `0`, `0,1`, `0-3`. Applied
+    /// to each worker before it starts (Linux; on macOS left to the OS) and recorded in the
+    /// session; `compare` refuses sessions of different placement. See `req/findings.md` §18
+    /// for how the default was chosen; a model bound by multi-threaded kernels may want more.
+    #[arg(long, value_name = "LIST", default_value = "first", value_parser = placement::Cpus::parse)]
+    pub cpus: placement::Cpus,
+    /// The host noise profile file for the table's verdicts and the `--until-decided` looks
+    /// (`decode-baseline calibrate`). Default: this host's profile file when it exists and holds
+    /// the session's design.
+    #[arg(long, value_name = "FILE")]
+    pub noise_profile: Option<PathBuf>,
+    /// Treat each cell's interleaved groups as the looks of a group-sequential test: after each
+    /// group, test the cell's rows at the Pocock boundary and start no more groups of the cell
+    /// once every row is decided (or at the budget); the job's `repetitions` is replaced by the
+    /// planned number of looks. Needs `order: interleaved`.
+    #[arg(long)]
+    pub until_decided: bool,
+    /// Worker runs per adapter and cell, in place of the job's `repetitions`: a row's verdict
+    /// needs two runs or more a side (its error must hold run-to-run effects), and four give
+    /// it power (req/compare.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repetitions: Option<u32>,
+    /// With `--until-decided`: the most pairs per cell (`200`) or the most time for the session
+    /// (`5m`, `90s`); default 5m.
+    #[arg(long, value_name = "5m|N", requires = "until_decided", value_parser = Budget::parse)]
+    pub budget: Option<Budget>,
+    /// A session folder made beforehand by `bench` (it holds the session's own manifest), used
+    /// instead of a new folder below `output_root`.
+    #[arg(skip)]
+    pub session_dir: Option<PathBuf>,
+    /// Print nothing on stdout at the end (`bench` prints its own summary).
+    #[arg(skip)]
+    pub quiet: bool,
+}
