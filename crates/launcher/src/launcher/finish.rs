@@ -56,8 +56,7 @@ impl Show {
 /// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
 /// the result and returns the session's exit code with its report.
 pub(super) fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<SessionOutcome> {
-    let so_far = record::so_far(&session, &executed);
-    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus: _, sequential } =
+    let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus, sequential } =
         executed;
     let reference = session.resolved.job.reference();
     let interleaved = session.schedule.interleaved();
@@ -67,6 +66,8 @@ pub(super) fn finish(session: Session, executed: Executed, show: &Show) -> anyho
         energy::analyze(&workers, &cell_names, &reference, interleaved, &energy_record.idle, &analysis.body.bootstrap);
     problems.extend(analysis.problems.iter().cloned());
     let status = session_status(&workers, &session.interrupts, &problems);
+    // The workers move into the record here: nothing below reads them but through it.
+    let so_far = record::so_far(&session, workers, &cpus);
     let wall = session.started.elapsed();
     let workers_wall = groups_wall.as_nanos() as u64;
     let lease = session.lease;
@@ -81,7 +82,6 @@ pub(super) fn finish(session: Session, executed: Executed, show: &Show) -> anyho
         wall_ns: wall.as_nanos() as u64,
         launcher_overhead_ns: (wall.as_nanos() as u64).saturating_sub(workers_wall + quiet_wait.as_nanos() as u64),
         quiet_wait_ns: Some(quiet_wait.as_nanos() as u64),
-        workers,
         analysis: Some(analysis.body.clone()),
         problems,
         energy: Some(energy_record),

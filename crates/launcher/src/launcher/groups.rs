@@ -120,7 +120,7 @@ pub(super) fn execute(
             executed.workers.push(run);
         }
         if let (Some(sequential), false) = (&session.sequential, members[0].planned.aa) {
-            let so_far = record::so_far(session, &executed);
+            let so_far = record::so_far(session, executed.workers.clone(), &executed.cpus);
             sequential.borrow_mut().after_group(
                 &cell_name,
                 &so_far,

@@ -4,6 +4,8 @@ use decode_baseline_wire::session::{
     HostFacts, SessionReport, SessionStatus, WorkerRun, SESSION_REPORT_SCHEMA_VERSION,
 };
 
+use std::collections::BTreeSet;
+
 use super::{device, placement, prepare::Session};
 
 /// What the workers of a session left, as the launcher recorded it.
@@ -17,15 +19,15 @@ pub(super) struct Executed {
     /// The energy sources and the groups' idle readings (the analysis comes in `finish`).
     pub(super) energy: decode_baseline_wire::energy::SessionEnergy,
     /// The distinct CPU masks the workers were read back with.
-    pub(super) cpus: std::collections::BTreeSet<String>,
+    pub(super) cpus: BTreeSet<String>,
     /// `--until-decided`: each cell's sequential test.
     pub(super) sequential: Option<decode_baseline_wire::sequential::SequentialRecord>,
 }
 
 /// The session's record as its workers have left it so far: what an `--until-decided` look
 /// tests (a report that is never written), and what `finish` completes (the one place the
-/// record is put together).
-pub(super) fn so_far(session: &Session, executed: &Executed) -> SessionReport {
+/// record is put together), from the workers' runs and the CPU masks they were read back with.
+pub(super) fn so_far(session: &Session, workers: Vec<WorkerRun>, cpus: &BTreeSet<String>) -> SessionReport {
     SessionReport {
         schema_version: SESSION_REPORT_SCHEMA_VERSION,
         session_id: session.id.clone(),
@@ -36,7 +38,7 @@ pub(super) fn so_far(session: &Session, executed: &Executed) -> SessionReport {
         model_files: None,
         // The facts a noise profile's design is keyed by, as in `finish`.
         host: Some(host_facts()),
-        device: device::identify(&executed.workers),
+        device: device::identify(&workers),
         lease: None,
         started_utc: session.started_utc.clone(),
         finished_utc: String::new(),
@@ -44,13 +46,13 @@ pub(super) fn so_far(session: &Session, executed: &Executed) -> SessionReport {
         launcher_overhead_ns: 0,
         quiet_wait_ns: None,
         reference: session.resolved.job.reference(),
-        workers: executed.workers.clone(),
+        workers,
         analysis: None,
         problems: Vec::new(),
         unpinned: !session.replaced_programs.is_empty(),
         replaced_programs: session.replaced_programs.clone(),
         energy: None,
-        placement: Some(placement::record(&session.cpus, &executed.cpus)),
+        placement: Some(placement::record(&session.cpus, cpus)),
         sequential: None,
         decisions: None,
     }

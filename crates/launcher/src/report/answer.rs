@@ -63,7 +63,16 @@ impl Found {
     /// What the session could detect, or nothing for a row not tested.
     pub fn detectable(&self) -> String {
         match self {
-            Found::Tested { mde, .. } => detectable(*mde),
+            Found::Tested { .. } => format!("detectable {}", self.detectable_amount()),
+            Found::NotTested { .. } => String::new(),
+        }
+    }
+
+    /// The smallest difference the session could detect (`±5.9 %`, `>100 %`), for a column
+    /// headed "detectable"; nothing for a row not tested.
+    pub fn detectable_amount(&self) -> String {
+        match self {
+            Found::Tested { mde, .. } => amount(*mde),
             Found::NotTested { .. } => String::new(),
         }
     }
@@ -179,11 +188,11 @@ fn ratio(value: f64) -> String {
 
 /// The smallest difference the session would see 4 times in 5; beyond 100 % it could see none
 /// worth naming.
-fn detectable(mde: f64) -> String {
+fn amount(mde: f64) -> String {
     if mde > 1.0 {
-        "detectable >100 %".to_owned()
+        ">100 %".to_owned()
     } else {
-        format!("detectable ±{:.1} %", 100.0 * mde)
+        format!("±{:.1} %", 100.0 * mde)
     }
 }
 
@@ -223,8 +232,7 @@ fn warned(n: usize) -> String {
 /// (the session is unpinned), its problems, a slowdown injected for a test; worded as the
 /// terminal words them.
 pub fn session_notes(report: &SessionReport, analysis: &Analysis) -> Vec<String> {
-    let mut out: Vec<String> =
-        report.replaced_programs.iter().map(|(adapter, argv)| crate::session::replaced_line(adapter, argv)).collect();
+    let mut out: Vec<String> = crate::session::replaced_lines(report).collect();
     match report.problems.as_slice() {
         [] => {}
         [one] => out.push(format!("problem: {one}")),
@@ -371,7 +379,14 @@ mod tests {
     #[test]
     fn a_session_that_can_tell_nothing_still_fits_its_line() {
         assert_eq!((ratio(0.5404), ratio(21.235), ratio(-0.5)), ("0.540".into(), "21.2".into(), "-0.500".into()));
-        assert_eq!(detectable(57.577), "detectable >100 %");
-        assert_eq!(detectable(0.059), "detectable ±5.9 %");
+        let tested = |mde| Found::Tested { ratio: 1.0, lower: 0.5, upper: 2.0, verdict: Verdict::Inconclusive, mde };
+        assert_eq!(
+            (tested(57.577).detectable(), tested(57.577).detectable_amount()),
+            ("detectable >100 %".into(), ">100 %".into())
+        );
+        assert_eq!(
+            (tested(0.059).detectable(), tested(0.059).detectable_amount()),
+            ("detectable ±5.9 %".into(), "±5.9 %".into())
+        );
     }
 }

@@ -163,7 +163,7 @@ fn answer_section(h: &mut String, session: &SessionReport, tested: &[crate::comp
                 esc(verdict),
                 esc(verdict),
                 esc(&row.found.figures()),
-                esc(&row.found.detectable().replace("detectable ", "")),
+                esc(&row.found.detectable_amount()),
                 esc(&row.pair)
             );
         }
@@ -412,9 +412,9 @@ fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows, tested
     h.push_str("<section id=\"warnings\">\n<h2>Warnings</h2>\n<ul>\n");
     let mut any = false;
     // An unpinned session says so first, as the table does.
-    for (adapter, argv) in &session.replaced_programs {
+    for line in crate::session::replaced_lines(session) {
         any = true;
-        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(&crate::session::replaced_line(adapter, argv)));
+        let _ = writeln!(h, "<li class=\"problem\">{}</li>", esc(&line));
     }
     for problem in &session.problems {
         any = true;

@@ -130,11 +130,7 @@ pub(crate) fn table(report: &SessionReport, analysis: &Analysis, tested: &[crate
 /// What both views begin with: an unpinned session says so before its first figure, whatever
 /// the width.
 pub(super) fn unpinned_lines(report: &SessionReport) -> String {
-    report
-        .replaced_programs
-        .iter()
-        .map(|(adapter, argv)| format!("\n{}", crate::session::replaced_line(adapter, argv)))
-        .collect()
+    crate::session::replaced_lines(report).map(|line| format!("\n{line}")).collect()
 }
 
 /// What both views end with: the workers and the wall time, the placement, the group, the quiet

@@ -19,4 +19,6 @@ pub use load::{load_session, LoadedSession};
 pub use read_error::ReadError;
 pub use rows::{agreement, DepthPoint, Row, Rows};
 pub use samples::{cells, request_pairs, CellData, MeasuredRequest};
-pub use words::{group_line, group_setup, placement_as_compared, placement_line, replaced_line, within_case};
+pub use words::{
+    group_line, group_setup, placement_as_compared, placement_line, replaced_line, replaced_lines, within_case,
+};

@@ -58,6 +58,12 @@ pub fn group_setup(session: &SessionReport) -> String {
     format!("{} ranks per worker over {} ({hosts})", group.ranks, group.backend.as_str())
 }
 
+/// The lines of every adapter of `session` whose program was replaced, in adapter order: the
+/// first lines of the table, the summary and the page's warnings, and the answer's notes.
+pub fn replaced_lines(session: &SessionReport) -> impl Iterator<Item = String> + '_ {
+    session.replaced_programs.iter().map(|(adapter, argv)| replaced_line(adapter, argv))
+}
+
 /// The line the table (and the launcher's stderr) prints for an adapter whose program was
 /// replaced.
 pub fn replaced_line(adapter: &Adapter, argv: &[String]) -> String {
