@@ -354,6 +354,7 @@ impl Synth {
                 order: WorkerOrder::Alternate,
                 aa_pair: !self.aa.is_empty(),
                 group: None,
+                prefill_step_size: None,
             },
             manifest_path: self.manifest_path.clone(),
             manifest_sha256: self.manifest_sha256,

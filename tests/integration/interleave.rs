@@ -322,6 +322,46 @@ fn requests_alternate_one_at_a_time_and_the_ratio_comes_from_pairs() {
     );
 }
 
+/// The session's `prefill_step_size` reaches both real workers: every worker job carries it,
+/// each loop prefills the prompt over several chunks (`prompt[:-1]` in chunks of 4, then the
+/// last token) and counts those forwards, and the two agree on every argmax and the reference
+/// stream (the session is `ok` only then).
+#[test]
+fn a_prompt_over_several_prefill_chunks_runs_in_both_loops_and_they_agree() {
+    let s = Scratch::new(&["fixed_continuation", "reference_pair"], 1, false);
+    let path = s.root().join("job.json");
+    let mut job = util::read_json(&path);
+    job["prefill_step_size"] = json!(4);
+    std::fs::write(&path, job.to_string()).unwrap();
+    let code = s.run(&mut s.launcher());
+    assert_eq!(code, Some(0), "{}", s.stderr());
+    let session = s.session();
+    assert_eq!(session["status"], "ok", "{}", s.stderr());
+    assert_eq!(session["job"]["prefill_step_size"], 4);
+    let workers = session["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 4, "two cells, two adapters, one run each");
+    for w in workers {
+        let folder = s.session_dir().join(w["cell"].as_str().unwrap()).join(format!(
+            "{}-{}",
+            w["adapter"].as_str().unwrap(),
+            w["repetition"]
+        ));
+        assert_eq!(util::read_json(&folder.join("job.json"))["prefill_step_size"], 4, "{}", folder.display());
+        for q in w["report"]["requests"].as_array().unwrap() {
+            let prompt_len = q["prompt_len"].as_u64().unwrap() as u32;
+            let prefill = decode_baseline_wire::policy::prefill_forwards(prompt_len, 4);
+            assert!(prefill >= 3, "a {prompt_len}-token prompt is at least two chunks and the last token");
+            let (steps, unused) = (q["steps"].as_array().unwrap().len() as u64, q["unused_forwards"].as_u64().unwrap());
+            assert_eq!(
+                q["model_calls"].as_u64().unwrap(),
+                u64::from(prefill) + steps + unused,
+                "{}: the chunks, the last token, the steps and the unused look-ahead",
+                folder.display()
+            );
+        }
+    }
+}
+
 #[test]
 fn a_slowdown_injected_into_one_adapter_shows_in_its_paired_ratio_and_its_reports() {
     let s = Scratch::new(&["headline"], 1, false);

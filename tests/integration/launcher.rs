@@ -203,6 +203,7 @@ fn bad_session_jobs_name_the_field_and_create_nothing() {
         (with("repetitions", json!(0)), "repetitions must be between 1 and 1000, found 0"),
         (with("repetitions", json!(4294967295u32)), "repetitions must be between 1 and 1000, found 4294967295"),
         (with("cells", json!([])), "cells must name at least one cell"),
+        (with("prefill_step_size", json!(0)), "prefill_step_size must be at least 1 token"),
         (
             with("cells", json!(["tiny.p4.headline", "tiny.p4.headline"])),
             "cells names \"tiny.p4.headline\" twice (again at index 1)",

@@ -58,6 +58,7 @@ fn job() -> WorkerJob {
         continuation: None,
         stop_ids: vec![511],
         run_policy: policy(),
+        prefill_step_size: decode_baseline_wire::policy::PREFILL_STEP_SIZE,
         environment: environment(),
         device: DeviceKind::Cpu,
         gate: false,

@@ -165,6 +165,7 @@ impl Repo {
             continuation: Some(prompt.continuation.clone()),
             stop_ids: vec![511],
             run_policy: policy(),
+            prefill_step_size: decode_baseline_wire::policy::PREFILL_STEP_SIZE,
             environment: environment(),
             device: DeviceKind::Cpu,
             gate: false,
@@ -245,6 +246,7 @@ pub(crate) fn session_job() -> SessionJob {
         order: WorkerOrder::Alternate,
         aa_pair: true,
         group: None,
+        prefill_step_size: None,
     }
 }
 

@@ -1,15 +1,17 @@
 """The stock decode paths: the shipped mlx_lm code, unmodified, observed from outside.
 
-* headline and reference_pair: `mlx_lm.stream_generate` with its default greedy sampler and
-  `max_tokens = run_policy.max_new_tokens`. Per-token event times are stamped as each response
+* headline and reference_pair: `mlx_lm.stream_generate` with its default greedy sampler,
+  `max_tokens = run_policy.max_new_tokens` and the job's `prefill_step_size` (mlx_lm's default,
+  2048, unless the session job sets another). Per-token event times are stamped as each response
   arrives. `mx.synchronize()` after the last response drains the look-ahead forward that
   stream_generate dispatched and never used (on CPU it ends without a final synchronize);
   it runs after the last stamp, so it is outside every interval, and is counted in
   `unused_forwards`.
-* fixed_continuation: the shipped model call with mlx_lm's prompt cache (`make_prompt_cache`):
-  the prompt in chunks of 2048 (mlx_lm's prefill step size), then one continuation token per
-  step; each step's time ends when its logits are evaluated; argmax and top-2 are taken on the
-  host after the stamp.
+* fixed_continuation: the shipped model call with mlx_lm's prompt cache (`make_prompt_cache`),
+  prefilled as `generate_step` prefills: `prompt[:-1]` in chunks of the job's
+  `prefill_step_size`, each chunk's caches evaluated, then the last prompt token alone, whose logits
+  give the first token; then one continuation token per step; each step's time ends when its
+  logits are evaluated; argmax and top-2 are taken on the host after the stamp.
 
 The model is wrapped in `CountingModel`, a thin proxy whose `__call__` counts forwards and
 polls for cancellation and the deadline before each one (req/protocol.md, "Cancellation").
@@ -22,7 +24,12 @@ from decode_baseline_worker.records import host_scores, peak_memory, request_rec
 from mlx_lm import stream_generate
 from mlx_lm.models.cache import make_prompt_cache
 
-PREFILL_STEP_SIZE = 2048  # mlx_lm's default prefill_step_size, used by fixed_continuation too
+PREFILL_STEP_SIZE = 2048  # mlx_lm's default prefill_step_size, for jobs written without one
+
+
+def prefill_step_size(job):
+    """The job's prefill step size; mlx_lm's default for a job written before it existed."""
+    return job.get("prefill_step_size", PREFILL_STEP_SIZE)
 
 
 class ProtocolError(Exception):
@@ -94,7 +101,8 @@ def run_stream(model, tokenizer, job, ctx, want_margins):
     logprobs = []
     finish_reason = None
     t0 = start_request()
-    for response in stream_generate(model, tokenizer, prompt, max_tokens=max_tokens):
+    step_size = prefill_step_size(job)
+    for response in stream_generate(model, tokenizer, prompt, max_tokens=max_tokens, prefill_step_size=step_size):
         events.append(time.perf_counter_ns() - t0)
         tokens.append(response.token)
         if want_margins:
@@ -128,17 +136,14 @@ def run_fixed_continuation(model, job, ctx):
     cache = make_prompt_cache(model)
     model.begin(L, ctx, separate_seed=False)
     t0 = start_request()
-    start = 0
-    logits = None
-    while start < L:
-        chunk = ids[start : start + PREFILL_STEP_SIZE]
-        start += len(chunk)
-        out = model(mx.array(chunk)[None], cache=cache)
-        if start < L:
-            mx.eval([c.state for c in cache])
-        else:
-            logits = out[:, -1, :]
-            mx.eval(logits)
+    start, step_size = 0, prefill_step_size(job)
+    while L - start > 1:
+        n = min(step_size, L - 1 - start)
+        model(mx.array(ids[start : start + n])[None], cache=cache)
+        mx.eval([c.state for c in cache])
+        start += n
+    logits = model(mx.array(ids[L - 1 :])[None], cache=cache)[:, -1, :]
+    mx.eval(logits)
     first_ns = time.perf_counter_ns() - t0
     first_token, _, _ = top2(host_scores(logits[0]))
     steps = []

@@ -25,7 +25,7 @@ fn main() {
     let prompt = [5u32, 17, 42, 100, 7, 300, 12, 9, 250, 61, 480, 3];
     let (mut build, mut eval) = (0u64, 0u64);
     let continuation: Vec<u32> = (0..tokens as u32 - 1).map(|i| (i * 53 + 7) % 500).collect();
-    let options = Options { check_contract: false };
+    let options = Options { check_contract: false, ..Options::default() };
     for _ in 0..requests {
         let run = match mode.as_str() {
             "fixed" => run_fixed::<()>(&model, &prompt, &continuation, options, &mut |_| Ok(())),

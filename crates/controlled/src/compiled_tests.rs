@@ -12,7 +12,7 @@ use mlx_rs::Array;
 
 use crate::compiled::CompiledSteps;
 use crate::contract::top2;
-use crate::decode::{run_request, Checkpoint, Options, Request, Stepper};
+use crate::decode::{prefill_prompt, run_request, Checkpoint, Options, Request, Stepper, PREFILL_STEP_SIZE};
 use crate::model::{LayerCache, Model};
 use crate::reference_tests::{continuation, reference, repo, row, tokens, NEW_TOKENS};
 
@@ -33,12 +33,10 @@ fn bits(a: &Array) -> Vec<u32> {
     row(a).iter().map(|x| x.to_bits()).collect()
 }
 
-/// The decode-step logits of one greedy request (after the eager prompt forward), compiled
+/// The decode-step logits of one greedy request (after the loop's prefill), compiled
 /// when `compiled` is given, else eager.
 fn step_logits(model: &Model, prompt: &[u32], compiled: Option<&mut CompiledSteps>) -> Vec<Array> {
-    let mut cache = model.new_cache();
-    let p: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
-    let logits = model.forward_last(&Array::from_slice(&p, &[1, p.len() as i32]), &mut cache).unwrap();
+    let (mut cache, logits) = prefill_prompt(model, prompt, PREFILL_STEP_SIZE).unwrap();
     let mut token = argmax_axis(&logits, -1, false).unwrap();
     token.eval().unwrap();
     let mut state: Vec<Array> = cache.iter().flat_map(LayerCache::state).cloned().collect();
@@ -121,7 +119,8 @@ fn never(_: Checkpoint) -> Result<(), ()> {
 /// Fixed-continuation's (argmax, margin) per step.
 fn fixed(model: &Model, continuation: &[u32], stepper: Stepper<'_>) -> Vec<(u32, Option<f64>)> {
     let request = Request::Fixed { prompt: &PROMPT, continuation };
-    let run = run_request(model, request, Options { check_contract: true }, stepper, &mut never).unwrap();
+    let run = run_request(model, request, Options { check_contract: true, ..Options::default() }, stepper, &mut never)
+        .unwrap();
     run.record.steps.iter().map(|s| (s.argmax, s.margin)).collect()
 }
 
@@ -132,7 +131,7 @@ fn fixed(model: &Model, continuation: &[u32], stepper: Stepper<'_>) -> Vec<(u32,
 fn the_compiled_loop_gives_mlx_lm_streams_and_margins_under_the_contract() {
     let dir = repo().join("fixtures").join("tiny-qwen3");
     let model = Model::load(&dir).unwrap();
-    let checked = Options { check_contract: true };
+    let checked = Options { check_contract: true, ..Options::default() };
     let mut compiled = CompiledSteps::new();
     let (theirs, greedy) = mlx_lm(&dir, &PROMPT);
     for _ in 0..2 {

@@ -1,14 +1,28 @@
 //! The controlled decode loop: the leanest synchronous loop MLX allows.
 //!
-//! One forward over the whole prompt with the output head applied to the last position only,
-//! then one cached single-token forward per step. Every forward ends with `eval` on the argmax,
-//! the logits and every cache buffer, so nothing is queued past a step: no look-ahead, no
-//! `async_eval`, no `clear_cache`. The argmax is part of the evaluated graph (`mx.argmax`,
-//! lowest index on ties), so the next step's input is an evaluated array.
+//! The prompt is prefilled as mlx_lm's `generate_step` prefills it: `prompt[:-1]` in chunks of
+//! at most the job's prefill step size (mlx_lm's `prefill_step_size`, 2048 by default), each
+//! chunk's forward built and only the caches evaluated; then the last prompt token alone, whose
+//! logits give the first token. Under lazy evaluation a chunk's discarded output is never
+//! computed: for the first `L − 1` positions the last layer's attention output and MLP, the
+//! final norm and the head do not run, only the keys and values every layer writes to its
+//! cache. One forward over the whole prompt with the head on the last position only (this
+//! loop's prefill until issue 48) computes all of them: on the tiny 2-layer fixture at
+//! L = 512 that is twice the work, 121–129 ms against 60–61 ms on one CPU
+//! (`req/findings.md` §33); on a 32-layer model about a thirtieth more. No structure with fewer
+//! operations gives the same cache: every layer's keys and values at every prompt position are
+//! needed, and each needs its layer's input there. The split also gives the shapes stock's
+//! matmuls have, so the first token's logits are stock's bit for bit (the reference tests).
 //!
-//! Differences from stock (`mlx_lm.stream_generate`), on purpose: stock prefills `prompt[:-1]`
-//! (with the head at every position), then forwards the last prompt token alone, and always runs
-//! one unused look-ahead forward; this loop makes `1 + steps` model calls. Stock's greedy sampler
+//! Then one cached single-token forward per step. Every forward ends with `eval` on the argmax,
+//! the logits and every cache buffer, so nothing is queued past a step: no look-ahead, no
+//! `async_eval`, no `clear_cache` (stock clears MLX's buffer cache after each prefill chunk; this
+//! loop keeps it, so a chunk's buffers are reused by the next). The argmax is part of the
+//! evaluated graph (`mx.argmax`, lowest index on ties), so the next step's input is an evaluated
+//! array.
+//!
+//! Differences from stock (`mlx_lm.stream_generate`), on purpose: stock always runs one unused
+//! look-ahead forward; this loop makes `chunks + 1 + steps` model calls. Stock's greedy sampler
 //! takes the argmax of log-probabilities (`logits - logsumexp`), this loop of the logits; see
 //! `req/findings.md` for what that does to ties.
 //!
@@ -21,8 +35,9 @@
 //! buffers alive made every graph build of fixed-continuation dearer in glibc's allocator
 //! (`req/findings.md`, the q4 fixed-continuation anomaly); reading them step by step does not.
 //!
-//! `poll` is called before the prompt forward and before every decode step; an `Err` from it
-//! ends the request there (the record is dropped: only complete requests are reported).
+//! `poll` is called before every prefill chunk, before the last prompt token's forward and before
+//! every decode step; an `Err` from it ends the request there (the record is dropped: only
+//! complete requests are reported).
 
 use std::time::Instant;
 
@@ -35,11 +50,16 @@ use crate::compiled::CompiledSteps;
 use crate::contract::{top2, Boundary, Checker, ContractViolation};
 use crate::model::{LayerCache, Model};
 
+/// mlx_lm's default `prefill_step_size`: the most prompt tokens one prefill forward takes.
+pub const PREFILL_STEP_SIZE: usize = decode_baseline_wire::policy::PREFILL_STEP_SIZE as usize;
+
 /// Where the loop calls `poll`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Checkpoint {
-    /// Before the single prompt forward (the prefill chunk, which is also the seed forward).
-    Prefill,
+    /// Before the forward of prefill chunk `index` (0-based) of `prompt[:-1]`.
+    PrefillChunk { index: u32 },
+    /// Before the forward of the last prompt token, which yields the first token.
+    Seed,
     /// Before the decode step that feeds the token at `position`.
     Step { position: u32 },
 }
@@ -53,6 +73,8 @@ pub enum DecodeError {
     TokenOutOfRange { what: &'static str, index: usize, id: u32, vocab: i32 },
     #[error("max_new_tokens must be at least 1")]
     NoTokens,
+    #[error("the prefill step size must be at least 1")]
+    NoPrefillStep,
     #[error("mlx failed during {stage}")]
     Mlx {
         stage: &'static str,
@@ -75,19 +97,19 @@ pub enum RunError<E> {
     Failed(#[from] DecodeError),
 }
 
-/// Switches that do not change what is measured.
+/// The loop's settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
     /// Check the per-step contract at every boundary (reads the logits on the host after the
-    /// stamp). Default: on in debug builds.
+    /// stamp; does not change what is measured). Default: on in debug builds.
     pub check_contract: bool,
+    /// The most tokens of `prompt[:-1]` one prefill forward takes. Default: [`PREFILL_STEP_SIZE`].
+    pub prefill_step_size: usize,
 }
 
-// Not derivable: the default differs between debug and release builds.
-#[allow(clippy::derivable_impls)]
 impl Default for Options {
     fn default() -> Self {
-        Options { check_contract: cfg!(debug_assertions) }
+        Options { check_contract: cfg!(debug_assertions), prefill_step_size: PREFILL_STEP_SIZE }
     }
 }
 
@@ -223,6 +245,73 @@ fn settle_argmax(timed: Option<Array>, logits: &Array) -> Result<Array, Exceptio
     }
 }
 
+/// A prompt as the prefill feeds it: `prompt[:-1]` in chunks of at most the step size, and the
+/// last token alone, each `[1, n]`.
+pub struct PromptChunks {
+    chunks: Vec<Array>,
+    last: Array,
+}
+
+impl PromptChunks {
+    pub fn new(prompt: &[u32], step_size: usize) -> Result<PromptChunks, DecodeError> {
+        let (&last, head) = prompt.split_last().ok_or(DecodeError::EmptyPrompt)?;
+        if step_size == 0 {
+            return Err(DecodeError::NoPrefillStep);
+        }
+        let ids = |ids: &[u32]| {
+            let ids: Vec<i32> = ids.iter().map(|&t| t as i32).collect();
+            Array::from_slice(&ids, &[1, ids.len() as i32])
+        };
+        Ok(PromptChunks { chunks: head.chunks(step_size).map(ids).collect(), last: ids(&[last]) })
+    }
+
+    /// The prefill's model calls: the chunks and the last token's forward.
+    pub fn forwards(&self) -> u32 {
+        self.chunks.len() as u32 + 1
+    }
+}
+
+/// mlx_lm's prefill (see the module docs): `poll`, then each chunk's forward with only the
+/// caches evaluated, then `poll` at [`Checkpoint::Seed`] and the last token's forward. Returns
+/// the instant the first `poll` returned, and the last token's logits `[1, 1, vocab]`,
+/// unevaluated (the caller evaluates them with the caches and its argmax).
+pub fn prefill<E>(
+    model: &Model,
+    prompt: &PromptChunks,
+    cache: &mut [LayerCache],
+    poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
+) -> Result<(Instant, Array), RunError<E>> {
+    let mut poll_at = |at: Checkpoint| poll(at).map_err(|reason| RunError::Aborted { at, reason });
+    let mut started = None;
+    for (index, chunk) in prompt.chunks.iter().enumerate() {
+        poll_at(Checkpoint::PrefillChunk { index: index as u32 })?;
+        started.get_or_insert_with(Instant::now);
+        // The hidden states are dropped unevaluated: only the keys and values are computed.
+        model.hidden(chunk, cache).map_err(mlx("prefill chunk"))?;
+        mlx_rs::transforms::eval(cache.iter().flat_map(LayerCache::state)).map_err(mlx("prefill chunk eval"))?;
+    }
+    poll_at(Checkpoint::Seed)?;
+    let started = *started.get_or_insert_with(Instant::now);
+    let logits = model.forward(&prompt.last, cache).map_err(mlx("prompt forward"))?;
+    Ok((started, logits))
+}
+
+/// [`prefill`] of `prompt` into a fresh cache, without polls: the loop's prompt forward for
+/// the tests and the graph reader, which build it outside a request.
+pub fn prefill_prompt(
+    model: &Model,
+    prompt: &[u32],
+    step_size: usize,
+) -> Result<(Vec<LayerCache>, Array), DecodeError> {
+    let chunks = PromptChunks::new(prompt, step_size)?;
+    let mut cache = model.new_cache();
+    match prefill(model, &chunks, &mut cache, &mut |_| Ok::<(), std::convert::Infallible>(())) {
+        Ok((_, logits)) => Ok((cache, logits)),
+        Err(RunError::Failed(err)) => Err(err),
+        Err(RunError::Aborted { reason, .. }) => match reason {},
+    }
+}
+
 fn run<E>(
     model: &Model,
     prompt: &[u32],
@@ -232,9 +321,6 @@ fn run<E>(
     mut stepper: Stepper<'_>,
     poll: &mut dyn FnMut(Checkpoint) -> Result<(), E>,
 ) -> Result<DecodeRun, RunError<E>> {
-    if prompt.is_empty() {
-        return Err(DecodeError::EmptyPrompt.into());
-    }
     check_ids(model, "prompt", prompt)?;
     let prompt_len = prompt.len() as u32;
     let n_steps = match feed {
@@ -242,8 +328,7 @@ fn run<E>(
         Feed::Fixed(c) => c.len(),
     };
     // Built before the clock starts: host-side input preparation is not part of the loop.
-    let prompt_ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
-    let prompt_ids = Array::from_slice(&prompt_ids, &[1, prompt.len() as i32]);
+    let chunks = PromptChunks::new(prompt, options.prefill_step_size)?;
     let mut checker = options.check_contract.then(Checker::new);
     // Evaluated logits kept for the margins, read after the last step.
     let mut kept: Vec<Array> =
@@ -251,12 +336,10 @@ fn run<E>(
     mlx_rs::memory::reset_peak_memory().map_err(mlx("reset_peak_memory"))?;
 
     let start = Instant::now();
-    poll(Checkpoint::Prefill).map_err(|reason| RunError::Aborted { at: Checkpoint::Prefill, reason })?;
-    let t0 = Instant::now();
     let mut cache = model.new_cache();
     // Greedy decoding samples inside the loop; fixed-continuation only needs the logits there.
     let sample_in_loop = matches!(feed, Feed::Greedy { .. });
-    let logits = model.forward_last(&prompt_ids, &mut cache).map_err(mlx("prompt forward"))?;
+    let (t0, logits) = prefill(model, &chunks, &mut cache, poll)?;
     let timed = sample_in_loop.then(|| argmax_axis(&logits, -1, false)).transpose().map_err(mlx("prompt argmax"))?;
     eval_step(timed.as_ref(), &logits, cache.iter().flat_map(LayerCache::state)).map_err(mlx("prompt eval"))?;
     let t1 = Instant::now();
@@ -384,7 +467,7 @@ fn run<E>(
             steps[i - 1].tie = Some(top.tie());
         }
     }
-    let model_calls = 1 + steps.len() as u32;
+    let model_calls = chunks.forwards() + steps.len() as u32;
     Ok(DecodeRun {
         record: RequestRecord {
             index: 0,

@@ -8,12 +8,11 @@
 //!
 //! The step is the one at `position` (the token fed there; the cache holds `position - 1`
 //! positions before it), each loop's second decode step after its own prefill of the same
-//! `position - 2` prompt ids. Not the first: the first step after a prompt is not a steady one
-//! (a sliding-window cache trims what a multi-token prefill left there at the first one-token
-//! update, which stock's split prefill does in its seed step and the controlled loop in its
-//! first decode step).
+//! `position - 2` prompt ids. Not the first, which kept the comparison apart from the prefill
+//! while the two loops prefilled differently (a sliding-window cache trims what a multi-token
+//! prefill left there at the first one-token update); both now do that in their seed forward.
 //!
-//! * controlled: [`Model::forward_last`] over the prompt, its argmax, everything evaluated, one
+//! * controlled: the loop's prefill ([`crate::decode::prefill`]), its argmax, everything evaluated, one
 //!   step evaluated, then the step as `decode.rs` builds it: `forward` of the previous argmax,
 //!   `argmax` of the logits; the outputs are what the loop evaluates (the argmax, the logits,
 //!   every cache buffer);
@@ -43,6 +42,7 @@ use mlx_rs::error::Exception;
 use mlx_rs::ops::indexing::argmax_axis;
 use mlx_rs::Array;
 
+use crate::decode::{prefill_prompt, DecodeError, PREFILL_STEP_SIZE};
 use crate::model::{LayerCache, LoadError, Model};
 
 /// The script that builds and reads mlx_lm's step (repository-relative).
@@ -55,6 +55,8 @@ pub enum GraphError {
     Position(u32),
     #[error(transparent)]
     Load(#[from] LoadError),
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
     #[error("mlx failed during {stage}")]
     Mlx {
         stage: &'static str,
@@ -242,12 +244,9 @@ fn write_graph(
 
 /// The outputs of the controlled loop's step at `position`, unevaluated, after its prefill.
 fn controlled_outputs(model: &Model, prompt: &[u32]) -> Result<Vec<Array>, GraphError> {
-    let ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
-    let ids = Array::from_slice(&ids, &[1, ids.len() as i32]);
-    let mut cache = model.new_cache();
-    // The prompt forward, as decode.rs runs it: the head at the last position, the argmax,
-    // everything evaluated.
-    let logits = model.forward_last(&ids, &mut cache).map_err(mlx("prompt forward"))?;
+    // The prefill, as decode.rs runs it (chunks of `prompt[:-1]`, then the last token), the
+    // argmax, everything evaluated.
+    let (mut cache, logits) = prefill_prompt(model, prompt, PREFILL_STEP_SIZE)?;
     let token = argmax_axis(&logits, -1, false).map_err(mlx("prompt argmax"))?;
     evaluate(&[token.clone(), logits], &cache, "prompt eval")?;
     // The greedy step, as decode.rs builds it: the previous argmax ([1, 1]) fed, the argmax of

@@ -15,7 +15,7 @@ use mlx_rs::{Array, Dtype};
 use sha2::{Digest, Sha256};
 
 use crate::contract::top2;
-use crate::decode::{run_fixed, run_headline, run_reference, Checkpoint, Options};
+use crate::decode::{prefill_prompt, run_fixed, run_headline, run_reference, Checkpoint, Options, PREFILL_STEP_SIZE};
 use crate::model::Model;
 use crate::reference_server::{self, Outcome};
 
@@ -82,13 +82,20 @@ enum Stock {
 const GLOBAL_SCALE_EXIT: i32 = 3;
 
 pub(crate) fn reference(model_dir: &Path, prompt: &[u32], dir: &Path) -> Reference {
-    reference_with(model_dir, prompt, dir, Stock::AsIs).unwrap_or_else(|reason| panic!("{reason}"))
+    reference_with(model_dir, prompt, dir, Stock::AsIs, PREFILL_STEP_SIZE).unwrap_or_else(|reason| panic!("{reason}"))
 }
 
 /// mlx_lm's reference, or the reason it cannot run (exit status 3: the `global_scale`
 /// `TypeError` of quantized MoE on mlx 0.32.2); any other failure panics.
-fn reference_with(model_dir: &Path, prompt: &[u32], dir: &Path, stock: Stock) -> Result<Reference, String> {
-    let steps = (NEW_TOKENS - 1).to_string();
+/// `step` is the prefill step size of its split prefill (the structure the decode logits follow).
+fn reference_with(
+    model_dir: &Path,
+    prompt: &[u32],
+    dir: &Path,
+    stock: Stock,
+    step: usize,
+) -> Result<Reference, String> {
+    let (steps, step) = ((NEW_TOKENS - 1).to_string(), step.to_string());
     let (prompt, continuation) = (ids(prompt), ids(&continuation()));
     let mut args = vec![
         "--model-dir",
@@ -101,6 +108,8 @@ fn reference_with(model_dir: &Path, prompt: &[u32], dir: &Path, stock: Stock) ->
         &continuation,
         "--out",
         dir.to_str().unwrap(),
+        "--prefill-step-size",
+        &step,
     ];
     if stock == Stock::GlobalScaleShim {
         args.push("--shim-global-scale");
@@ -141,7 +150,7 @@ fn never(_: Checkpoint) -> Result<(), ()> {
 }
 
 fn checked() -> Options {
-    Options { check_contract: true }
+    Options { check_contract: true, ..Options::default() }
 }
 
 #[test]
@@ -339,15 +348,16 @@ fn quantized_moe_matches_mlx_lm() {
         let tmp = make_tiny(kind, variant);
         let label = format!("{kind} {variant}");
         let out = tempfile::tempdir().unwrap();
-        let r = match reference_with(tmp.path(), &long_prompt(), out.path(), Stock::AsIs) {
+        let r = match reference_with(tmp.path(), &long_prompt(), out.path(), Stock::AsIs, PREFILL_STEP_SIZE) {
             Ok(r) => r,
             Err(reason) => {
                 eprintln!(
                     "{label}: mlx_lm as installed cannot run it ({reason}); comparing against mlx_lm \
                      with the global_scale shim instead"
                 );
-                let r = reference_with(tmp.path(), &long_prompt(), out.path(), Stock::GlobalScaleShim)
-                    .unwrap_or_else(|reason| panic!("{label}: the shim did not apply: {reason}"));
+                let r =
+                    reference_with(tmp.path(), &long_prompt(), out.path(), Stock::GlobalScaleShim, PREFILL_STEP_SIZE)
+                        .unwrap_or_else(|reason| panic!("{label}: the shim did not apply: {reason}"));
                 assert_eq!(r.summary["global_scale_shim"], true, "{label}");
                 r
             }
@@ -439,13 +449,11 @@ fn check_against(r: Reference, model_dir: &Path, variant: &str, prompt_ids: &[u3
         let model = Model::load(model_dir).unwrap();
         let theirs = |k: &str| r.logits.get(k).unwrap_or_else(|| panic!("{variant}: no {k}"));
 
-        // The controlled structure, step by step, logits compared at every position.
-        let mut cache = model.new_cache();
-        let prompt: Vec<i32> = prompt_ids.iter().map(|&t| t as i32).collect();
-        let prompt = Array::from_slice(&prompt, &[1, prompt_ids.len() as i32]);
-        let logits = model.forward_last(&prompt, &mut cache).unwrap();
-        let (diff, identical) = compare(&logits, theirs("head_last"));
-        assert!(identical, "{variant}: prompt logits differ from mlx_lm's (max abs diff {diff})");
+        // The controlled structure, step by step, logits compared at every position: the
+        // prefill's first-token logits against stock's (`generate_step`'s split prefill).
+        let (mut cache, logits) = prefill_prompt(&model, prompt_ids, PREFILL_STEP_SIZE).unwrap();
+        let (diff, identical) = compare(&logits, theirs("split_last"));
+        assert!(identical, "{variant}: first-token logits differ from stock's prefill (max abs diff {diff})");
         let mut token = argmax_axis(&logits, -1, false).unwrap();
         let mut stream = vec![token.item_exact::<u32>()];
         for k in 0..NEW_TOKENS - 1 {
@@ -458,16 +466,23 @@ fn check_against(r: Reference, model_dir: &Path, variant: &str, prompt_ids: &[u3
         let greedy = tokens(&r.summary["greedy_tokens"]);
         assert_eq!(stream, greedy, "{variant}: greedy stream");
 
-        // Stock's structures, for the findings: the head at every position, and the split prefill.
+        // The whole-prompt structures, for the findings: one forward with the head at every
+        // position, and with the head at the last position only (this loop's prefill until
+        // issue 48); each against mlx_lm's, then against the split prefill's logits.
+        let prompt: Vec<i32> = prompt_ids.iter().map(|&t| t as i32).collect();
+        let prompt = Array::from_slice(&prompt, &[1, prompt_ids.len() as i32]);
         let full = model.forward(&prompt, &mut model.new_cache()).unwrap();
         let l = prompt_ids.len() as i32;
         let full_last = mlx_rs::ops::indexing::TryIndexOp::try_index(&full, (.., l - 1, ..)).unwrap();
         let (full_diff, full_same) = compare(&full_last, theirs("full_last"));
+        let head_last = model.forward_last(&prompt, &mut model.new_cache()).unwrap();
+        let (head_diff, head_same) = compare(&head_last, theirs("head_last"));
+        assert!(head_same, "{variant}: whole-prompt logits differ from mlx_lm's (max abs diff {head_diff})");
         let (split_diff, split_same) = compare(theirs("head_last"), theirs("split_last"));
         eprintln!(
-            "{variant}: controlled prompt logits vs mlx_lm head_last: identical; ours(head at all positions) vs \
-             mlx_lm full_last: identical={full_same} max_abs_diff={full_diff}; mlx_lm head_last vs stock split_last: \
-             identical={split_same} max_abs_diff={split_diff}"
+            "{variant}: first-token logits, controlled vs stock split_last: identical; whole prompt, head at all \
+             positions, ours vs mlx_lm full_last: identical={full_same} max_abs_diff={full_diff}; whole prompt, head \
+             last (identical to mlx_lm's) vs split_last: identical={split_same} max_abs_diff={split_diff}"
         );
 
         // The loop itself, contract checked at every boundary: the same stream as mlx_lm's
@@ -484,7 +499,8 @@ fn check_against(r: Reference, model_dir: &Path, variant: &str, prompt_ids: &[u3
             None => assert_eq!(ours, stock, "{variant}: reference-pair stream vs stock"),
             Some(i) => eprintln!("{variant}: stock's generate_step leaves mlx_lm's own greedy stream at token {i}"),
         }
-        assert_eq!(run.record.model_calls as usize, NEW_TOKENS);
+        let prefill = decode_baseline_wire::policy::prefill_forwards(prompt_ids.len() as u32, PREFILL_STEP_SIZE as u32);
+        assert_eq!(run.record.model_calls as usize, prefill as usize + NEW_TOKENS - 1, "{variant}: prefill and steps");
         let positions: Vec<u32> = run.record.steps.iter().map(|s| s.position).collect();
         let first = prompt_ids.len() as u32 + 1;
         assert_eq!(positions, (first..first + 127).collect::<Vec<u32>>());
@@ -500,8 +516,7 @@ fn check_against(r: Reference, model_dir: &Path, variant: &str, prompt_ids: &[u3
         let fixed = run_fixed(&model, prompt_ids, &continuation(), checked(), &mut never).unwrap();
         let argmax: Vec<u32> = fixed.record.steps.iter().map(|s| s.argmax).collect();
         assert_eq!(argmax, tokens(&r.summary["fixed_argmax"]), "{variant}: fixed-continuation argmax");
-        let mut cache = model.new_cache();
-        model.forward_last(&prompt, &mut cache).unwrap();
+        let (mut cache, _) = prefill_prompt(&model, prompt_ids, PREFILL_STEP_SIZE).unwrap();
         for (k, &t) in continuation().iter().enumerate() {
             let logits = model.forward(&Array::from_slice(&[t], &[1, 1]), &mut cache).unwrap();
             let (diff, identical) = compare(&logits, theirs(&format!("fixed_{k}")));
@@ -537,14 +552,61 @@ fn poll_aborts_before_the_step_it_refuses() {
     assert_eq!(
         seen,
         vec![
-            Checkpoint::Prefill,
+            Checkpoint::PrefillChunk { index: 0 },
+            Checkpoint::Seed,
             Checkpoint::Step { position: 13 },
             Checkpoint::Step { position: 14 },
             Checkpoint::Step { position: 15 }
         ]
     );
     let err = run_headline(&model, &PROMPT, NEW_TOKENS, &[], checked(), &mut |_| Err(())).unwrap_err();
-    assert!(matches!(err, crate::decode::RunError::Aborted { at: Checkpoint::Prefill, .. }));
+    assert!(matches!(err, crate::decode::RunError::Aborted { at: Checkpoint::PrefillChunk { index: 0 }, .. }));
+}
+
+/// A prompt over several prefill chunks: at step size 5 the 12-token prompt's first 11 go in
+/// chunks of 5, 5 and 1, then the last token alone. The first token's logits and every greedy
+/// step's are those of mlx_lm's model prefilled the same way, bit for bit; the loop polls before
+/// each chunk and the seed forward, and a cancel before the second chunk ends the request there.
+#[test]
+fn a_prompt_over_several_prefill_chunks_matches_mlx_lm_and_stops_between_chunks() {
+    let dir = fixture("tiny-qwen3");
+    let model = Model::load(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let r = reference_with(&dir, &PROMPT, tmp.path(), Stock::AsIs, 5).unwrap();
+    let theirs = |k: &str| r.logits.get(k).unwrap_or_else(|| panic!("no {k}"));
+    let (mut cache, logits) = prefill_prompt(&model, &PROMPT, 5).unwrap();
+    let (diff, identical) = compare(&logits, theirs("split_last"));
+    assert!(identical, "first-token logits after 3 chunks differ from mlx_lm's (max abs diff {diff})");
+    let mut token = argmax_axis(&logits, -1, false).unwrap();
+    for k in 0..8 {
+        let logits = model.forward(&token, &mut cache).unwrap();
+        token = argmax_axis(&logits, -1, false).unwrap();
+        let (diff, identical) = compare(&logits, theirs(&format!("greedy_{k}")));
+        assert!(identical, "step {k} logits differ from mlx_lm's after a chunked prefill (max abs diff {diff})");
+    }
+    let chunked = Options { prefill_step_size: 5, ..checked() };
+    let mut seen = Vec::new();
+    let run = run_headline(&model, &PROMPT, 4, &[], chunked, &mut |at| {
+        seen.push(at);
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(run.record.model_calls, 3 + 1 + 3, "three chunks, the seed forward, three steps");
+    assert_eq!(run.record.first_token, tokens(&r.summary["greedy_tokens"])[0]);
+    let chunk = |index| Checkpoint::PrefillChunk { index };
+    assert_eq!(seen[..4], [chunk(0), chunk(1), chunk(2), Checkpoint::Seed]);
+    let mut seen = Vec::new();
+    let err = run_headline(&model, &PROMPT, 4, &[], chunked, &mut |at| {
+        seen.push(at);
+        if at == chunk(1) {
+            Err("cancelled")
+        } else {
+            Ok(())
+        }
+    })
+    .unwrap_err();
+    assert!(matches!(err, crate::decode::RunError::Aborted { at: Checkpoint::PrefillChunk { index: 1 }, .. }));
+    assert_eq!(seen, [chunk(0), chunk(1)]);
 }
 
 #[test]
@@ -558,7 +620,7 @@ fn headline_stops_at_a_stop_token() {
         .unwrap();
     let stopped = run_headline(&model, &PROMPT, 16, &[stop], checked(), &mut never).unwrap();
     assert_eq!(stopped.record.finish_reason, "stop");
-    assert_eq!(stopped.record.model_calls as usize, first + 1);
+    assert_eq!(stopped.record.model_calls as usize, 2 + first, "one chunk, the seed forward, the steps");
     assert_eq!(full.record.finish_reason, "length");
 }
 

@@ -29,7 +29,7 @@ use mlx_rs::ops::indexing::argmax_axis;
 use mlx_rs::Array;
 
 use crate::config::ModelConfig;
-use crate::decode::{run_fixed, Options};
+use crate::decode::{prefill_prompt, run_fixed, Options, PREFILL_STEP_SIZE};
 use crate::model::{LayerCache, Model};
 use crate::reference_tests::{continuation, make_tiny, repo, row, PROMPT};
 use crate::worker::{check_group, ControlledDriver, COMPILED};
@@ -82,7 +82,7 @@ fn rank_process() {
     Array::save_safetensors(params, None, task.out.join("params.safetensors")).unwrap();
     let identity = serde_json::json!({ "rank": joined.rank, "ranks": joined.ranks });
     std::fs::write(task.out.join("rank.json"), format!("{identity}\n")).unwrap();
-    let checked = Options { check_contract: true };
+    let checked = Options { check_contract: true, ..Options::default() };
     let run = run_fixed(model, &task.prompt, &task.continuation, checked, &mut |_| Ok::<(), ()>(())).unwrap();
     let argmax: Vec<u32> = run.record.steps.iter().map(|s| s.argmax).collect();
     std::fs::write(task.out.join("loop.json"), serde_json::to_string(&argmax).unwrap()).unwrap();
@@ -109,6 +109,7 @@ fn job(model_dir: &Path, group: RankJob) -> WorkerJob {
         continuation: None,
         stop_ids: Vec::new(),
         run_policy: RunPolicy::frozen(),
+        prefill_step_size: decode_baseline_wire::policy::PREFILL_STEP_SIZE,
         environment: EnvironmentPins {
             backend: None,
             lock_sha256: digest,
@@ -122,15 +123,13 @@ fn job(model_dir: &Path, group: RankJob) -> WorkerJob {
     }
 }
 
-/// The logits rows (`[vocab]`) in `sharded_logits.py`'s structure and names: `head_last` after
-/// the prompt forward, `fixed_K` after feeding continuation token K; every step evaluated with
+/// The logits rows (`[vocab]`) in `sharded_logits.py`'s structure and names: `split_last` after
+/// the loop's prefill, `fixed_K` after feeding continuation token K; every step evaluated with
 /// the caches, as there.
 fn logits(model: &Model, prompt: &[u32], continuation: &[u32]) -> Vec<(String, Array)> {
-    let mut cache = model.new_cache();
-    let ids: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
+    let (mut cache, first) = prefill_prompt(model, prompt, PREFILL_STEP_SIZE).unwrap();
     let mut rows = Vec::new();
-    let first = model.forward_last(&Array::from_slice(&ids, &[1, ids.len() as i32]), &mut cache).unwrap();
-    rows.push(("head_last".to_owned(), evaluated(first, &cache)));
+    rows.push(("split_last".to_owned(), evaluated(first, &cache)));
     for (k, &t) in continuation.iter().enumerate() {
         let step = model.forward(&Array::from_slice(&[t as i32], &[1, 1]), &mut cache).unwrap();
         rows.push((format!("fixed_{k}"), evaluated(step, &cache)));

@@ -3,8 +3,10 @@
 //! job checks, then the model folder's config, the MLX version and the libmlx actually mapped),
 //! the model load, and one request per call through [`crate::decode`].
 //!
-//! The controlled prompt forward is both the prefill chunk and the seed forward, so both sites
-//! are polled, in that order, before it.
+//! The loop polls `before_prefill_chunk` before each chunk of `prompt[:-1]` and
+//! `before_seed_forward` before the last prompt token's forward, as stock's `generate_step`
+//! reaches them (in fixed-continuation, which has no seed forward, the last token's forward is
+//! the prefill's last chunk).
 //!
 //! Answering to [`COMPILED`], the loop runs its decode step under MLX's `compile`
 //! ([`crate::compiled`]), one trace per position, kept across the run's requests: the first
@@ -157,11 +159,15 @@ impl Driver for ControlledDriver {
         ctx: &RequestContext<'_>,
     ) -> Result<RequestRecord, RequestError> {
         let model = self.model.as_ref().ok_or_else(|| RequestError::Failed("the model is not loaded".into()))?;
+        // Fixed-continuation has no seed forward (req/protocol.md §7): there the last prompt
+        // token's forward is the prefill's last chunk.
         let mut poll = |at: Checkpoint| match at {
-            Checkpoint::Prefill => ctx.poll(Site::BeforePrefillChunk).and_then(|()| ctx.poll(Site::BeforeSeedForward)),
+            Checkpoint::PrefillChunk { .. } => ctx.poll(Site::BeforePrefillChunk),
+            Checkpoint::Seed if job.mode == Mode::FixedContinuation => ctx.poll(Site::BeforePrefillChunk),
+            Checkpoint::Seed => ctx.poll(Site::BeforeSeedForward),
             Checkpoint::Step { .. } => ctx.poll(Site::BeforeDecodeStep),
         };
-        let options = Options::default();
+        let options = Options { prefill_step_size: job.prefill_step_size as usize, ..Options::default() };
         let (prompt, stop) = (&job.prompt_ids[..], &job.stop_ids[..]);
         let max_new_tokens = job.run_policy.max_new_tokens as usize;
         let request = match job.mode {

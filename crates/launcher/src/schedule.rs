@@ -170,6 +170,7 @@ mod tests {
             order,
             aa_pair,
             group: None,
+            prefill_step_size: None,
         }
     }
 

@@ -98,6 +98,7 @@ fn probe_job(mode: Mode) -> WorkerJob {
         continuation: None,
         stop_ids: Vec::new(),
         run_policy: policy,
+        prefill_step_size: crate::policy::PREFILL_STEP_SIZE,
         environment: environment_probe(),
         gate: false,
         group: None,

@@ -215,6 +215,13 @@ pub struct WorkerJob {
     pub stop_ids: Vec<u32>,
     /// The frozen limits.
     pub run_policy: RunPolicy,
+    /// The most tokens of `prompt[:-1]` one prefill forward takes (positive): both built-in
+    /// loops prefill as mlx_lm's `generate_step` does (`req/protocol.md` section 5), stock by
+    /// passing it to `stream_generate` as `prefill_step_size`. From the session job; absent in
+    /// jobs written before it existed, which read as mlx_lm's default,
+    /// [`crate::policy::PREFILL_STEP_SIZE`].
+    #[serde(default = "default_prefill_step_size")]
+    pub prefill_step_size: u32,
     /// The environment the worker must find installed.
     pub environment: EnvironmentPins,
     /// Interleaved sessions: before request `i` the worker waits at the request gate until the
@@ -231,6 +238,10 @@ pub struct WorkerJob {
 
 fn cpu() -> DeviceKind {
     DeviceKind::Cpu
+}
+
+fn default_prefill_step_size() -> u32 {
+    crate::policy::PREFILL_STEP_SIZE
 }
 
 /// The canonical digest of a token id sequence: SHA-256 of the ids as decimal numbers joined

@@ -4,6 +4,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Mode, Phase};
 
+/// mlx_lm's default `prefill_step_size`: the most prompt tokens one prefill forward takes. Both
+/// built-in loops prefill as `generate_step` does, `prompt[:-1]` in chunks of at most this many
+/// tokens, then the last prompt token alone (`req/protocol.md` section 5).
+pub const PREFILL_STEP_SIZE: u32 = 2048;
+
+/// The forwards of that prefill for a prompt of `prompt_len` tokens: the chunks of
+/// `prompt[:-1]`, and the last token's.
+pub fn prefill_forwards(prompt_len: u32, step_size: u32) -> u32 {
+    prompt_len.saturating_sub(1).div_ceil(step_size.max(1)) + 1
+}
+
 /// Finite limits of a run. All counts and durations must be positive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -109,6 +120,15 @@ mod tests {
         assert_eq!(RunPolicy::frozen().validate(), Ok(()));
         let policy = RunPolicy { warmup_requests: 0, ..RunPolicy::frozen() };
         assert_eq!(policy.validate(), Err(PolicyError { field: "warmup_requests", value: 0 }));
+    }
+
+    #[test]
+    fn the_prefill_takes_the_chunks_of_all_but_the_last_token_then_the_last() {
+        assert_eq!(prefill_forwards(1, PREFILL_STEP_SIZE), 1, "a one-token prompt is its last token alone");
+        assert_eq!(prefill_forwards(16, PREFILL_STEP_SIZE), 2);
+        assert_eq!(prefill_forwards(2049, PREFILL_STEP_SIZE), 2, "2048 tokens are one chunk");
+        assert_eq!(prefill_forwards(2050, PREFILL_STEP_SIZE), 3);
+        assert_eq!(prefill_forwards(12, 5), 4, "chunks of 5, 5 and 1, then the last");
     }
 
     #[test]

@@ -37,6 +37,11 @@ impl SessionJob {
             }
         })
     }
+
+    /// The prefill step size of every worker's job: the job's, else mlx_lm's default.
+    pub fn prefill_step_size(&self) -> u32 {
+        self.prefill_step_size.unwrap_or(crate::policy::PREFILL_STEP_SIZE)
+    }
 }
 
 /// A session job.
@@ -73,6 +78,11 @@ pub struct SessionJob {
     /// (`req/distributed.md`); `null` (or absent): one process per worker.
     #[serde(default)]
     pub group: Option<crate::group::SessionGroup>,
+    /// The most tokens of `prompt[:-1]` one prefill forward takes, in every worker's job
+    /// (positive; `WorkerJob::prefill_step_size`). `null` (or absent): mlx_lm's default, 2048. A
+    /// smaller one makes a prompt of several chunks affordable on a slow device.
+    #[serde(default)]
+    pub prefill_step_size: Option<u32>,
 }
 
 /// How a session ended.

@@ -463,6 +463,9 @@ fn common_checks(job: &WorkerJob, adapter: Adapter) -> Result<(), Refusal> {
         return Err(Refusal::mismatch("adapter", adapter.as_str(), job.adapter.as_str()));
     }
     job.run_policy.validate().map_err(|err| Refusal::new(format!("run_policy.{}", err.field), err.to_string()))?;
+    if job.prefill_step_size == 0 {
+        return Err(Refusal::new("prefill_step_size", "must be at least 1 token, found 0"));
+    }
     match (job.mode, &job.continuation) {
         (Mode::FixedContinuation, None) => {
             Err(Refusal::new("continuation", "required in fixed_continuation mode, found null"))

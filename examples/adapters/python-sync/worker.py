@@ -7,8 +7,9 @@ model is mlx_lm's (`mlx_lm.utils.load_model`, the prompt cache of `make_prompt_c
 is not mlx_lm's: no look-ahead, one forward per token, evaluated (`mx.eval`) before its argmax.
 
 Per request, in every mode: the prompt cache is made, then the clock starts
-(`records.start_request`). The whole prompt is prefilled in chunks of at most 2048 tokens
-(mlx_lm's prefill_step_size), `before_prefill_chunk` polled before each; the first token is the
+(`records.start_request`). The whole prompt is prefilled in chunks of at most the job's
+`prefill_step_size` tokens (mlx_lm's 2048 unless the session sets another), `before_prefill_chunk`
+polled before each; the first token is the
 argmax of the last chunk's logits at position L. There is no separate seed forward: in headline
 and reference_pair `before_seed_forward` is polled just after the last chunk's
 `before_prefill_chunk`, before the forward that produces the first token (req/protocol.md §7).
@@ -39,7 +40,7 @@ sys.path.append(KIT)
 from decode_baseline_worker import records, run_worker  # noqa: E402
 
 ADAPTER = "python-sync"
-PREFILL_STEP_SIZE = 2048
+PREFILL_STEP_SIZE = 2048  # mlx_lm's default, for a job written without one
 
 
 def load(job):
@@ -49,13 +50,14 @@ def load(job):
 
     model, _ = load_model(Path(job["model_dir"]))
     stop_ids = set(job["stop_ids"])
+    step = job.get("prefill_step_size", PREFILL_STEP_SIZE)
 
     def forward(ids, cache):
         """Logits at the last of `ids`; the cache advances by len(ids)."""
         return model(mx.array(ids)[None], cache=cache)[0, -1, :]
 
     def prefill(ids, cache, ctx, seed_site):
-        chunks = [ids[i : i + PREFILL_STEP_SIZE] for i in range(0, len(ids), PREFILL_STEP_SIZE)]
+        chunks = [ids[i : i + step] for i in range(0, len(ids), step)]
         for n, chunk in enumerate(chunks, start=1):
             ctx.poll("before_prefill_chunk")
             if seed_site and n == len(chunks):

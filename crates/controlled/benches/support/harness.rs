@@ -130,11 +130,15 @@ pub fn run_controlled(model: &Model, n: usize, into: Option<&mut Controlled>) {
     let mut sink = Controlled::default();
     let into = into.unwrap_or(&mut sink);
     for _ in 0..n {
-        let run =
-            run_headline(model, &PROMPT, NEW_TOKENS, &[], Options { check_contract: false }, &mut |_: Checkpoint| {
-                Ok::<(), ()>(())
-            })
-            .unwrap();
+        let run = run_headline(
+            model,
+            &PROMPT,
+            NEW_TOKENS,
+            &[],
+            Options { check_contract: false, ..Options::default() },
+            &mut |_: Checkpoint| Ok::<(), ()>(()),
+        )
+        .unwrap();
         for s in &run.record.steps {
             into.dur.push(s.dur_ns as f64);
             into.eval.push(s.eval_ns.unwrap() as f64);

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use mlx_rs::error::Exception;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
-use mlx_rs::ops::indexing::TryIndexOp;
 use mlx_rs::ops::{arange, clip, split_at_indices, transpose_axes};
 use mlx_rs::{Array, Dtype};
 
@@ -449,12 +448,15 @@ impl Model {
         self.head(&self.hidden(ids, cache)?)
     }
 
-    /// The controlled loop's prompt forward: the whole prompt, the head at the last position
-    /// only (`h[:, -1:, :]`); returns `[1, 1, vocab]`.
+    /// One forward over the whole prompt, the head at the last position only (`h[:, -1:, :]`);
+    /// returns `[1, 1, vocab]`. The controlled loop's prefill until issue 48, kept for the tests
+    /// that hold the model against mlx_lm's on that structure (the loop prefills in chunks,
+    /// `crate::decode::prefill`).
+    #[cfg(test)]
     pub fn forward_last(&self, ids: &Array, cache: &mut [LayerCache]) -> Result<Array, Exception> {
         let h = self.hidden(ids, cache)?;
         let l = h.dim(1);
-        self.head(&h.try_index((.., l - 1..l, ..))?)
+        self.head(&mlx_rs::ops::indexing::TryIndexOp::try_index(&h, (.., l - 1..l, ..))?)
     }
 
     /// Layer `i`'s dense projections under mlx_lm's module names (`self_attn.q_proj`, …), for

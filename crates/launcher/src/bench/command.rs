@@ -76,6 +76,11 @@ pub struct BenchArgs {
     /// Seconds from a worker's ready signal to its deadline (`job_deadline_s`).
     #[arg(long, value_name = "SECONDS", default_value_t = RunPolicy::frozen().job_deadline_s)]
     pub deadline_s: u32,
+    /// The most prompt tokens one prefill forward takes, in both loops (the session job's
+    /// `prefill_step_size`; default mlx_lm's 2048): a smaller one runs a prompt over several
+    /// chunks where a longer prompt would take too long.
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub prefill_step_size: Option<u32>,
     /// Modes on each prompt length, comma-separated.
     #[arg(
         short = 'm',
@@ -458,6 +463,7 @@ fn placement_session(
         order: args.order,
         aa_pair: args.aa_pair,
         group,
+        prefill_step_size: args.prefill_step_size,
     };
     let job_path = session_dir.join("bench-job.json");
     write_json(&job_path, &job)?;
@@ -471,16 +477,11 @@ fn placement_session(
         &RunOptions {
             no_wait: args.no_wait,
             json: args.format == OutputFormat::Json,
-            verbose: false,
-            dry_run: false,
             session_dir: Some(session_dir.clone()),
             quiet: args.format == OutputFormat::Markdown,
             quiet_wait: args.quiet_wait,
             cpus: cpus.clone(),
-            noise_profile: None,
-            until_decided: false,
-            repetitions: None,
-            budget: None,
+            ..RunOptions::default()
         },
     )?;
     Ok((outcome, session_dir))

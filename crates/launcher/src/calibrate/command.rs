@@ -6,6 +6,11 @@
 //! `crate::stats::profile`: a unit part, a run part and a session part. The fits go into the
 //! host's profile file (`crate::noise_profiles`), one entry per design and row, and any later
 //! session of that design, of any size, is judged with them.
+//!
+//! A calibration session that ran while something else used the host (the host judge's
+//! warnings, `crate::host::judge`) puts that load into the profile: its sd then overstates a
+//! quiet host's, and every verdict judged with it loses power (never its level). The table
+//! counts such sessions per row, and a closing warning names them.
 
 use std::{collections::BTreeMap, path::PathBuf};
 
@@ -13,6 +18,7 @@ use anyhow::Context;
 use decode_baseline_wire::{
     job::Mode,
     profile::{Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION},
+    session::WorkerRun,
     ExitCode,
 };
 use serde_json::json;
@@ -90,6 +96,41 @@ struct Collected {
     folders: Vec<String>,
 }
 
+/// How busy the host was during one session, from its worker runs' host records.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SessionLoad {
+    /// Worker runs whose host record drew a warning.
+    warned: usize,
+    /// Worker runs with a host record.
+    recorded: usize,
+    /// The most CPUs' worth that other processes used during one run, where known.
+    worst_others: Option<f64>,
+}
+
+impl SessionLoad {
+    fn of(workers: &[WorkerRun]) -> SessionLoad {
+        let records: Vec<_> = workers.iter().filter_map(|w| w.host_activity.as_ref()).collect();
+        SessionLoad {
+            warned: records
+                .iter()
+                .filter(|a| !crate::host::judge(a, crate::host::MAX_OTHER_CPUS).warnings.is_empty())
+                .count(),
+            recorded: records.len(),
+            worst_others: records.iter().filter_map(|a| a.others_cpus).reduce(f64::max),
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.warned > 0
+    }
+
+    /// One line for the closing warning.
+    fn describe(&self, folder: &str) -> String {
+        let others = self.worst_others.map(|o| format!(", other processes up to {o:.2} CPUs")).unwrap_or_default();
+        format!("  {folder}: {} of {} worker runs drew host warnings{others}", self.warned, self.recorded)
+    }
+}
+
 pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let out = match args.out.clone().or_else(profiles::default_path) {
         Some(out) => out,
@@ -111,8 +152,10 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     }
     let trim = DecisionConfig::default().trim;
     let mut rows: BTreeMap<(Design, String), Collected> = BTreeMap::new();
+    let mut loads: BTreeMap<String, SessionLoad> = BTreeMap::new();
     for path in &sessions {
         let loaded = crate::session::load_session(path)?;
+        loads.insert(loaded.dir().display().to_string(), SessionLoad::of(&loaded.report.workers));
         // A reference pair is one request a run, for the agreement check: never timed as a row.
         for cell in crate::session::cells(&loaded.report).into_iter().filter(|c| c.mode != Mode::ReferencePair) {
             let design = profiles::design_of(&loaded.report, &cell.cell);
@@ -139,8 +182,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     let width = rows.keys().map(|(d, _)| d.cell.len()).max().unwrap_or(4);
     let pair_width = rows.keys().map(|(_, p)| p.len()).max().unwrap_or(3);
     println!(
-        "{:<width$}  {:<pair_width$} {:>3} {:>7} {:>8} {:>8} {:>8} {:>6} {:>9}",
-        "cell", "row", "K", "runs×n", "session", "run", "unit/√n", "df", "one sess."
+        "{:<width$}  {:<pair_width$} {:>3} {:>4} {:>7} {:>8} {:>8} {:>8} {:>6} {:>9}",
+        "cell", "row", "K", "busy", "runs×n", "session", "run", "unit/√n", "df", "one sess."
     );
     let mut written = 0;
     for ((design, pair), collected) in rows {
@@ -155,11 +198,13 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         let one = crate::stats::profile_of(&[(&fit, runs, fit.units_per_run)], "");
         let (c2, a2, units) = crate::stats::profile_levels(&fit);
         let pct = |var: f64| format!("{:.2} %", 100.0 * var.sqrt().exp_m1());
+        let busy = collected.folders.iter().filter(|f| loads.get(*f).is_some_and(SessionLoad::busy)).count();
         println!(
-            "{:<width$}  {:<pair_width$} {:>3} {:>7} {:>8} {:>8} {:>8} {:>6.1} {:>9}",
+            "{:<width$}  {:<pair_width$} {:>3} {:>4} {:>7} {:>8} {:>8} {:>8} {:>6.1} {:>9}",
             design.cell,
             pair,
             fit.sessions,
+            busy,
             format!("{}×{:.0}", fit.runs_per_session, fit.units_per_run),
             pct(c2),
             pct(a2),
@@ -176,10 +221,29 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     profiles::write(&out, &file)?;
     println!(
         "noise profile: {written} rows written to {}\n\
-         columns: the sd of each part (session, run, and a run's units), and of one session's estimate like these",
+         columns: the sessions fitted (K) and of them those on a busy host; the sd of each part (session, run, \
+         and a run's units), and of one session's estimate like these",
         out.display()
     );
+    if let Some(warning) = busy_warning(&loads) {
+        eprintln!("{warning}");
+    }
     Ok(ExitCode::Ok)
+}
+
+/// The warning when some sessions ran on a busy host, naming them; `None` when none did.
+fn busy_warning(loads: &BTreeMap<String, SessionLoad>) -> Option<String> {
+    let busy: Vec<String> = loads.iter().filter(|(_, l)| l.busy()).map(|(f, l)| l.describe(f)).collect();
+    (!busy.is_empty()).then(|| {
+        format!(
+            "decode-baseline: warning: {} of {} calibration sessions ran while the host was busy, so their load is \
+             in the profile: it overstates the noise of a quiet host, and sessions judged with it lose power (never \
+             their error rate). Calibrate with the host as it will be when it measures.\n{}",
+            busy.len(),
+            loads.len(),
+            busy.join("\n")
+        )
+    })
 }
 
 /// Runs the sessions; returns their folders, or the exit code of a session that did not end
@@ -226,18 +290,11 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, Exi
         let code = launcher::run(RunArgs {
             job: job.clone(),
             options: RunOptions {
-                no_wait: false,
-                json: false,
-                verbose: false,
-                dry_run: false,
-                quiet_wait: 0,
                 cpus: args.cpus.clone(),
-                noise_profile: None,
-                until_decided: false,
                 repetitions: Some(repetitions),
-                budget: None,
                 session_dir: Some(dir.clone()),
                 quiet: true,
+                ..RunOptions::default()
             },
         })?;
         if code != ExitCode::Ok {
@@ -251,4 +308,77 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, Exi
         folders.push(dir);
     }
     Ok(Ok(folders))
+}
+
+#[cfg(test)]
+mod tests {
+    use decode_baseline_wire::host::HostActivity;
+
+    use super::*;
+
+    /// A host record of one second in which other processes used `others` CPUs.
+    fn activity(others: f64) -> HostActivity {
+        serde_json::from_value(json!({
+            "wall_ns": 1_000_000_000u64, "cpus": 2, "busy_share": 0.5, "busy_cpu_ns": 1_000_000_000u64,
+            "measured_cpu_ns": 950_000_000u64, "others_cpu_ns": (others * 1e9) as u64, "others_cpus": others,
+            "load1_start": 1.0, "load1_end": 1.1, "freq_khz_start": null, "freq_khz_end": null,
+            "governors": ["performance"], "cpu_speed_limit_pct": null, "thermal_warnings": null,
+            "power_source": null, "low_power_mode": null
+        }))
+        .expect("a host record")
+    }
+
+    /// A session's worker runs, one per entry: its others' CPUs, or no record.
+    fn session(others: &[Option<f64>]) -> Vec<WorkerRun> {
+        others
+            .iter()
+            .enumerate()
+            .map(|(i, o)| WorkerRun {
+                run_id: format!("s/c/controlled-{i}"),
+                cell: "c".into(),
+                adapter: decode_baseline_wire::Adapter::Controlled,
+                repetition: i as u32,
+                aa: false,
+                sequence: i as u32,
+                command: vec![],
+                pid: Some(1),
+                exit_code: Some(0),
+                signal: None,
+                intervention: None,
+                wall_ns: 1,
+                validation_errors: vec![],
+                host_activity: o.map(activity),
+                energy: None,
+                report: None,
+                ranks: vec![],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_session_is_busy_when_any_run_drew_a_host_warning() {
+        let quiet = SessionLoad::of(&session(&[Some(0.05), Some(0.1), None]));
+        assert_eq!(quiet, SessionLoad { warned: 0, recorded: 2, worst_others: Some(0.1) });
+        assert!(!quiet.busy());
+        let busy = SessionLoad::of(&session(&[Some(0.05), Some(0.9), Some(0.6)]));
+        assert_eq!(busy, SessionLoad { warned: 2, recorded: 3, worst_others: Some(0.9) });
+        assert!(busy.busy());
+    }
+
+    #[test]
+    fn the_warning_names_the_busy_sessions_only() {
+        let mut loads = BTreeMap::new();
+        loads.insert("out/c/session-00".to_string(), SessionLoad::of(&session(&[Some(0.05)])));
+        assert_eq!(busy_warning(&loads), None, "a quiet calibration draws no warning");
+        loads.insert("out/c/session-01".to_string(), SessionLoad::of(&session(&[Some(0.05), Some(1.02)])));
+        loads.insert("out/c/session-02".to_string(), SessionLoad::of(&session(&[])));
+        let warning = busy_warning(&loads).expect("one session was busy");
+        assert!(warning.contains("1 of 3 calibration sessions"), "{warning}");
+        assert!(
+            warning
+                .contains("out/c/session-01: 1 of 2 worker runs drew host warnings, other processes up to 1.02 CPUs"),
+            "{warning}"
+        );
+        assert!(!warning.contains("session-00") && !warning.contains("session-02"), "{warning}");
+    }
 }

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use decode_baseline_wire::{
     group::RankIdentity,
     outdir::{CLAIM_FILE, READY_FILE},
-    Adapter, Mode, RequestRecord, Status, WorkerReport,
+    policy::prefill_forwards,
+    Adapter, Mode, RequestRecord, Status, WorkerJob, WorkerReport,
 };
 use serde_json::Value;
 
@@ -193,7 +194,7 @@ fn check_request(setup: &Setup, i: usize, request: &RequestRecord) -> Result<(),
             }
         }
     }
-    check_forward_counts(&setup.job.adapter, setup.job.mode, i, request, steps)?;
+    check_forward_counts(&setup.job, i, request, steps)?;
     ensure!(request.peak_memory_bytes.is_some_and(|b| b > 0), "request {i}: peak memory not recorded");
     Ok(())
 }
@@ -201,27 +202,30 @@ fn check_request(setup: &Setup, i: usize, request: &RequestRecord) -> Result<(),
 /// The model-call counts the protocol fixes for the built-in loops (`req/protocol.md` section
 /// 5); any loop has at least one forward per step and a fixed-continuation request never has an
 /// unused one.
-fn check_forward_counts(
-    adapter: &Adapter,
-    mode: Mode,
-    i: usize,
-    request: &RequestRecord,
-    steps: u32,
-) -> Result<(), Failure> {
+fn check_forward_counts(job: &WorkerJob, i: usize, request: &RequestRecord, steps: u32) -> Result<(), Failure> {
+    let (adapter, mode) = (&job.adapter, job.mode);
     let (unused, calls) = (request.unused_forwards, request.model_calls);
     if mode == Mode::FixedContinuation {
         ensure_eq!(unused, 0, "unused_forwards of request {i} (fixed-continuation)");
     }
     ensure!(calls > steps, "request {i}: model_calls {calls} below the {steps} steps plus a prefill");
-    if *adapter == Adapter::Stock {
-        if mode == Mode::FixedContinuation {
-            ensure_eq!(calls, 1 + steps, "model_calls of request {i} (one prefill chunk + the steps)");
-        } else {
-            ensure_eq!(unused, 1, "unused_forwards of request {i} (stock's one unused look-ahead)");
-            ensure_eq!(calls, 1 + 1 + steps + 1, "model_calls of request {i} (chunk + seed + steps + look-ahead)");
-        }
-    } else if *adapter == Adapter::Controlled {
-        ensure_eq!(unused, 0, "unused_forwards of request {i} (the controlled loop has no look-ahead)");
+    // Both built-in loops prefill as `generate_step` does: the chunks of `prompt[:-1]`, then
+    // the last prompt token alone.
+    let prefill = prefill_forwards(request.prompt_len, job.prefill_step_size);
+    if *adapter == Adapter::Stock && mode != Mode::FixedContinuation {
+        ensure_eq!(unused, 1, "unused_forwards of request {i} (stock's one unused look-ahead)");
+        ensure_eq!(
+            calls,
+            prefill + steps + 1,
+            "model_calls of request {i} (prefill chunks + seed + steps + look-ahead)"
+        );
+    } else if *adapter == Adapter::Stock || *adapter == Adapter::Controlled {
+        ensure_eq!(unused, 0, "unused_forwards of request {i} (no look-ahead)");
+        ensure_eq!(
+            calls,
+            prefill + steps,
+            "model_calls of request {i} (prefill chunks + the last prompt token + steps)"
+        );
     }
     Ok(())
 }

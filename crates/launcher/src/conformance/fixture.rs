@@ -200,6 +200,7 @@ pub fn fixture_job(fixture: &FixtureManifest, adapter: &Adapter, mode: Mode, run
         continuation: (mode == Mode::FixedContinuation).then(|| prompt.continuation.clone()),
         stop_ids: case.stop_ids.clone(),
         run_policy: manifest.run_policy.clone(),
+        prefill_step_size: decode_baseline_wire::policy::PREFILL_STEP_SIZE,
         // A tampered environment table still yields a job (the manifest's default pins).
         environment: pins::selected_pins(manifest).unwrap_or(&manifest.environment).clone(),
         device: DeviceKind::Cpu,

@@ -14,8 +14,11 @@ pub struct RunArgs {
 }
 
 /// How a session runs and shows its result: everything of `run` but the job, so that a caller
-/// with a job in hand (`bench`) runs it through [`run_session`].
-#[derive(Debug, Clone, clap::Args)]
+/// with a job in hand (`bench`) runs it through [`run_session`]. [`RunOptions::default`] is
+/// `run` with no option given; another command running sessions changes what it needs from there.
+///
+/// [`run_session`]: super::run_session
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct RunOptions {
     /// Fail at once (exit 7) if another session holds the benchmark lease, instead of waiting.
     #[arg(long)]
@@ -70,4 +73,45 @@ pub struct RunOptions {
     /// Print nothing on stdout at the end (`bench` prints its own summary).
     #[arg(skip)]
     pub quiet: bool,
+}
+
+impl Default for RunOptions {
+    /// `run`'s options when none is given on the command line (a test holds the two equal).
+    fn default() -> Self {
+        RunOptions {
+            no_wait: false,
+            json: false,
+            verbose: false,
+            dry_run: false,
+            quiet_wait: 0,
+            cpus: placement::Cpus::First,
+            noise_profile: None,
+            until_decided: false,
+            repetitions: None,
+            budget: None,
+            session_dir: None,
+            quiet: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    #[test]
+    fn the_default_options_are_runs_without_options() {
+        let parsed = Run::try_parse_from(["run", "--job", "job.json"]).expect("a job is enough");
+        assert_eq!(parsed.args.options, RunOptions::default());
+        let given = Run::try_parse_from(["run", "--job", "job.json", "--cpus", "all", "--repetitions", "3"]).unwrap();
+        assert_ne!(given.args.options, RunOptions::default(), "an option given changes them");
+    }
 }

@@ -192,7 +192,8 @@ pub(super) fn prepare(
         // rank at once.
         let group = resolved.job.group.clone();
         let gate = gated[sequence] || group.is_some();
-        let mut job = worker_job::build(&loaded, &planned.cell, &planned.adapter, run_id, &repo, gate)?;
+        let session = (resolved.job.prefill_step_size(), gate);
+        let mut job = worker_job::build(&loaded, &planned.cell, &planned.adapter, run_id, &repo, session)?;
         let program = &programs[&planned.adapter];
         let ranks = match &group {
             Some(group) => rank_group::prepare(&mut job, &out_dir, group, program)?,

@@ -20,7 +20,6 @@ use super::{
     finish::{finish, Show},
     groups::execute,
     options::RunOptions,
-    placement,
     prepare::{prepare, Session},
     session_job::{self, repo_root},
     signals::Interrupts,
@@ -183,18 +182,10 @@ fn prepared_session_with(root: &Path, status: Status, order: &str, energy: bool)
     let resolved = session_job::load(&job_path).unwrap();
     let options = RunOptions {
         no_wait: true,
-        json: false,
-        verbose: false,
         // Prepared as a dry run prepares it: no lease, no launcher marker.
         dry_run: true,
-        quiet_wait: 0,
-        cpus: placement::Cpus::First,
-        noise_profile: None,
-        until_decided: false,
-        repetitions: None,
-        budget: None,
-        session_dir: None,
         quiet: true,
+        ..RunOptions::default()
     };
     let session = prepare(resolved, &options, energy).unwrap_or_else(|err| panic!("prepare refused: {err:#}"));
     let fake = FakeWorkers {

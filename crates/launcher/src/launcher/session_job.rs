@@ -68,6 +68,9 @@ pub fn resolve(job: SessionJob, path: &Path) -> Result<ResolvedJob, JobError> {
             format!("must be between 1 and {MAX_REPETITIONS}, found {}", job.repetitions),
         ));
     }
+    if job.prefill_step_size == Some(0) {
+        return Err(field("prefill_step_size", "must be at least 1 token, or null for mlx_lm's 2048".into()));
+    }
     if let Some(cells) = &job.cells {
         if cells.is_empty() {
             return Err(field("cells", "must name at least one cell, or be null for all of them".into()));

@@ -44,13 +44,14 @@ pub fn model_dir(case: &decode_baseline_wire::manifest::Case, repo: &Path) -> Pa
     }
 }
 
+/// One worker's job: `cell` for `adapter`, with the session's prefill step size and gate.
 pub fn build(
     loaded: &LoadedManifest,
     cell: &Cell,
     adapter: &Adapter,
     run_id: String,
     repo: &Path,
-    gate: bool,
+    (prefill_step_size, gate): (u32, bool),
 ) -> Result<WorkerJob, WorkerJobError> {
     let manifest = &loaded.manifest;
     let case = manifest.cases.get(&cell.case).ok_or_else(|| WorkerJobError::UnknownCase {
@@ -83,6 +84,7 @@ pub fn build(
         continuation: (cell.mode == Mode::FixedContinuation).then(|| prompt.continuation.clone()),
         stop_ids: case.stop_ids.clone(),
         run_policy: manifest.run_policy.clone(),
+        prefill_step_size,
         device: environment.backend().device(),
         environment,
         gate,

@@ -71,8 +71,12 @@ What the loop must do (req/protocol.md §5)
 -------------------------------------------
 * Call `t0 = records.start_request()` after its per-request set-up (a prompt cache): it drains
   earlier work and resets the peak memory. Every `*_ns` stamp is `time.perf_counter_ns() - t0`.
+* Prefill in chunks of at most `job["prefill_step_size"]` tokens (mlx_lm's `prefill_step_size`,
+  2048 unless the session job sets another); both built-in loops prefill as `generate_step`
+  does: `prompt[:-1]` in chunks, only the caches evaluated, then the last prompt token alone.
 * Call `ctx.poll(site)` before every forward: `before_prefill_chunk` before each prefill chunk,
-  `before_seed_forward` before a separate forward of the last prompt token (stock's headline),
+  `before_seed_forward` before a separate forward of the last prompt token (headline and
+  reference_pair),
   `before_decode_step` before each decode or fed step. poll checks cancellation and the
   deadline, holds at an armed test hook, checks again, and at `before_decode_step` spins the
   test slowdown, so it must lie inside the step's timed interval. A loop without a separate seed forward

@@ -334,6 +334,10 @@ def validate_job(job, worker_repo, adapter):
             raise mismatch(f"run_policy.{name}", f"{expected} (the manifest's)", found)
         if not isinstance(found, int) or found <= 0:
             raise Refusal(f"run_policy.{name}", f"must be positive, found {found}")
+    # The prefill step size (absent in jobs written before it existed: mlx_lm's 2048).
+    step = job.get("prefill_step_size", 2048)
+    if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
+        raise Refusal("prefill_step_size", f"must be at least 1 token, found {step}")
 
     # The environment pins: the job's must be the manifest's for the selected environment.
     selected = selected_environment()
