@@ -329,6 +329,9 @@ mod declared {
         pub order: String,
         pub aa_pair: bool,
         pub group: Option<Group>,
+        /// Absent in sessions written before it existed.
+        #[serde(default)]
+        pub prefill_step_size: Option<u32>,
     }
 
     #[derive(Deserialize)]
