@@ -20,16 +20,11 @@ polls for cancellation and the deadline before each one (req/protocol.md, "Cance
 import time
 
 import mlx.core as mx
+from decode_baseline_worker import prefill_step_size
 from decode_baseline_worker.records import host_scores, peak_memory, request_record, start_request, step_record, top2
 from mlx_lm import stream_generate
 from mlx_lm.models.cache import make_prompt_cache
 
-PREFILL_STEP_SIZE = 2048  # mlx_lm's default prefill_step_size, for jobs written without one
-
-
-def prefill_step_size(job):
-    """The job's prefill step size; mlx_lm's default for a job written before it existed."""
-    return job.get("prefill_step_size", PREFILL_STEP_SIZE)
 
 
 class ProtocolError(Exception):

@@ -3,8 +3,8 @@
 //! (`tools/kit/python/decode_baseline_worker/protocol_constants.json`, committed).
 //!
 //! The document holds the out dir's file names, the environment variables, the hook sites, the
-//! statuses and their exit codes, the schema versions, the adapter rules, the request plan and
-//! the key sets of the job and the manifest at every depth. The test below fails when the
+//! statuses and their exit codes, the schema versions, the adapter rules, the request plan, the
+//! default prefill step size and the key sets of the job and the manifest at every depth. The test below fails when the
 //! committed file differs from what this builds; `DECODE_BASELINE_WRITE_SCHEMAS=1` rewrites it
 //! (as for `schemas/`, [`crate::schema`]).
 
@@ -199,6 +199,7 @@ pub fn document() -> String {
         },
         "request_plan": plans,
         "policy_fields": keys_of(RunPolicy::frozen()),
+        "prefill_step_size": crate::policy::PREFILL_STEP_SIZE,
         "environment_fields": keys_of(environment_probe()),
         "job": shape_of::<WorkerJob>(),
         "manifest": shape_of::<Manifest>(),

@@ -37,10 +37,9 @@ KIT = os.environ.get("DECODE_BASELINE_KIT") or next(
 )
 sys.path.append(KIT)
 
-from decode_baseline_worker import records, run_worker  # noqa: E402
+from decode_baseline_worker import prefill_step_size, records, run_worker  # noqa: E402
 
 ADAPTER = "python-sync"
-PREFILL_STEP_SIZE = 2048  # mlx_lm's default, for a job written without one
 
 
 def load(job):
@@ -50,7 +49,7 @@ def load(job):
 
     model, _ = load_model(Path(job["model_dir"]))
     stop_ids = set(job["stop_ids"])
-    step = job.get("prefill_step_size", PREFILL_STEP_SIZE)
+    step = prefill_step_size(job)
 
     def forward(ids, cache):
         """Logits at the last of `ids`; the cache advances by len(ids)."""

@@ -334,23 +334,8 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, o)| WorkerRun {
-                run_id: format!("s/c/controlled-{i}"),
-                cell: "c".into(),
-                adapter: decode_baseline_wire::Adapter::Controlled,
-                repetition: i as u32,
-                aa: false,
-                sequence: i as u32,
-                command: vec![],
-                pid: Some(1),
-                exit_code: Some(0),
-                signal: None,
-                intervention: None,
-                wall_ns: 1,
-                validation_errors: vec![],
                 host_activity: o.map(activity),
-                energy: None,
-                report: None,
-                ranks: vec![],
+                ..crate::session::fixtures::worker_run(decode_baseline_wire::Adapter::Controlled, i as u32)
             })
             .collect()
     }

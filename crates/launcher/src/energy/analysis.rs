@@ -414,23 +414,9 @@ pub(crate) mod tests {
             })
             .collect();
         WorkerRun {
-            run_id: format!("s/c/{adapter}-{repetition}"),
-            cell: "c".into(),
-            adapter,
-            repetition,
-            aa: false,
-            sequence: 0,
-            command: vec![],
-            pid: Some(1),
-            exit_code: Some(0),
-            signal: None,
-            intervention: None,
-            wall_ns: 1,
-            validation_errors: vec![],
-            host_activity: None,
             energy: Some(energy),
             report: Some(report),
-            ranks: vec![],
+            ..crate::session::fixtures::worker_run(adapter, repetition)
         }
     }
 

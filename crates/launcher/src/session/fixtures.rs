@@ -1,7 +1,34 @@
 //! Test fixtures: a recorded session turned into one of several worker runs per adapter, so
 //! that its rows hold run-to-run effects and can be given a verdict (`stats::decision`).
 
-use decode_baseline_wire::session::SessionReport;
+use decode_baseline_wire::{
+    session::{SessionReport, WorkerRun},
+    Adapter,
+};
+
+/// A worker run of `adapter` in cell `c` that exited 0 and passed validation, with nothing
+/// recorded (no report, host record or energy): tests set what they look at.
+pub fn worker_run(adapter: Adapter, repetition: u32) -> WorkerRun {
+    WorkerRun {
+        run_id: format!("s/c/{adapter}-{repetition}"),
+        cell: "c".into(),
+        adapter,
+        repetition,
+        aa: false,
+        sequence: 0,
+        command: vec![],
+        pid: Some(1),
+        exit_code: Some(0),
+        signal: None,
+        intervention: None,
+        wall_ns: 1,
+        validation_errors: vec![],
+        host_activity: None,
+        energy: None,
+        report: None,
+        ranks: vec![],
+    }
+}
 
 /// The relative offset of worker run `repetition` of the adapter at position `salt` (in the
 /// session's job): `0.2 % × (((7 r + 3 salt) mod 5) − 2)`, so the runs of one adapter differ

@@ -71,8 +71,8 @@ What the loop must do (req/protocol.md §5)
 -------------------------------------------
 * Call `t0 = records.start_request()` after its per-request set-up (a prompt cache): it drains
   earlier work and resets the peak memory. Every `*_ns` stamp is `time.perf_counter_ns() - t0`.
-* Prefill in chunks of at most `job["prefill_step_size"]` tokens (mlx_lm's `prefill_step_size`,
-  2048 unless the session job sets another); both built-in loops prefill as `generate_step`
+* Prefill in chunks of at most `prefill_step_size(job)` tokens (the job's `prefill_step_size`:
+  mlx_lm's 2048 unless the session job sets another); both built-in loops prefill as `generate_step`
   does: `prompt[:-1]` in chunks, only the caches evaluated, then the last prompt token alone.
 * Call `ctx.poll(site)` before every forward: `before_prefill_chunk` before each prefill chunk,
   `before_seed_forward` before a separate forward of the last prompt token (headline and
@@ -109,6 +109,7 @@ from .protocol import (
     Interrupted,
     PollContext,
     Refusal,
+    prefill_step_size,
 )
 from .runner import request_plan, run_worker
 
@@ -121,6 +122,7 @@ __all__ = [
     "Interrupted",
     "PollContext",
     "Refusal",
+    "prefill_step_size",
     "request_plan",
     "run_worker",
 ]

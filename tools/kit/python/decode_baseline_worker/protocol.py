@@ -38,6 +38,14 @@ GATE_FIFO = _FILES["gate_fifo"]
 GATE_POLL_S = CONSTANTS["gate"]["poll_s"]
 GATE_WAKE_TIMEOUT_S = CONSTANTS["gate"]["wake_timeout_s"]
 LAUNCHER_MESSAGE = CONSTANTS["launcher_message"]
+# mlx_lm's default prefill_step_size: the step of a job written before jobs carried one.
+PREFILL_STEP_SIZE = CONSTANTS["prefill_step_size"]
+
+
+def prefill_step_size(job):
+    """The most prompt tokens one prefill forward of `job` takes (req/protocol.md §5)."""
+    return job.get("prefill_step_size", PREFILL_STEP_SIZE)
+
 
 _ENV = CONSTANTS["env"]
 SLOWDOWN_ENV = _ENV["slowdown"]

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .protocol import CONSTANTS, Refusal, mismatch
+from .protocol import CONSTANTS, Refusal, mismatch, prefill_step_size
 
 MANIFEST_SCHEMA_VERSION = CONSTANTS["schema_versions"]["manifest"]
 WORKER_JOB_SCHEMA_VERSION = CONSTANTS["schema_versions"]["worker_job"]
@@ -334,8 +334,8 @@ def validate_job(job, worker_repo, adapter):
             raise mismatch(f"run_policy.{name}", f"{expected} (the manifest's)", found)
         if not isinstance(found, int) or found <= 0:
             raise Refusal(f"run_policy.{name}", f"must be positive, found {found}")
-    # The prefill step size (absent in jobs written before it existed: mlx_lm's 2048).
-    step = job.get("prefill_step_size", 2048)
+    # The prefill step size (absent in jobs written before it existed: mlx_lm's default).
+    step = prefill_step_size(job)
     if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
         raise Refusal("prefill_step_size", f"must be at least 1 token, found {step}")
 
