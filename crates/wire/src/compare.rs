@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::row::{AaResult, Basis, Row, RowResult, Side};
+pub use crate::row::{AaResult, Basis, Quantity, Row, RowResult, Side};
 use crate::{decision::DecisionConfig, energy::EnergyRatio, session::SessionStatus, stats::Verdict, Adapter, ExitCode};
 
 /// The version of the JSON `compare --format json` prints. Version 2 added `basis`, `against`,

@@ -1,4 +1,4 @@
-//! One tested row: a ratio of per-token times, what it rests on, its test and what is read
+//! One tested row: a ratio of per-token times or of times to the first token, what it rests on, its test and what is read
 //! beside it. `compare` prints rows; a session stores its own rows once, with the settings they
 //! were tested with ([`SessionDecisions`]), so that every view of the session reads the same
 //! decision instead of computing it again.
@@ -30,13 +30,47 @@ pub enum Basis {
     Raw,
 }
 
+/// What a row's ratio is a ratio of. Both are judged the same way (the rule of the session's
+/// design, one Holm family with the other rows); a row of each kind per cell and adapter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantity {
+    /// Each measured request's median decode-step time (time per token).
+    #[default]
+    PerToken,
+    /// Each measured request's time to the first token: from the request's start to its first
+    /// generated token known, the prefill included. Tested in headline cells only, where stock
+    /// is `stream_generate` itself.
+    FirstToken,
+}
+
+impl Quantity {
+    /// The short name views put after a row's cell: empty for per token, which every row was
+    /// before there were two.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Quantity::PerToken => "",
+            Quantity::FirstToken => "TTFT",
+        }
+    }
+
+    /// `per_token` or `first_token`, as serialized (CSV's column).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quantity::PerToken => "per_token",
+            Quantity::FirstToken => "first_token",
+        }
+    }
+}
+
 /// One side of a row: its label and per-token median.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Side {
     /// `controlled`, `stock`, `A` or `B`.
     pub label: String,
-    /// Per-token median over the measured requests, ns; absent without valid data.
+    /// Median over the measured requests of the row's quantity (per-token time, or time to the
+    /// first token), ns; absent without valid data.
     pub median_ns: Option<f64>,
     /// Measured requests behind it.
     pub requests: usize,
@@ -71,6 +105,9 @@ pub enum RowResult {
 pub struct Row {
     pub cell: String,
     pub mode: Mode,
+    /// What the ratio is a ratio of; `per_token` in rows written before there were two.
+    #[serde(default)]
+    pub quantity: Quantity,
     /// The adapter compared: across sessions, the one whose times or ratio are compared; within
     /// one session, the one measured against the session's reference.
     pub adapter: Option<Adapter>,
@@ -88,6 +125,15 @@ pub struct Row {
 }
 
 impl Row {
+    /// The cell, and after it the quantity's tag when it is not per token: what every view
+    /// names the row by (`tiny.L512.headline TTFT`).
+    pub fn subject(&self) -> String {
+        match self.quantity.tag() {
+            "" => self.cell.clone(),
+            tag => format!("{} {tag}", self.cell),
+        }
+    }
+
     /// The row's test, when it was compared.
     pub fn decision(&self) -> Option<&Decision> {
         match &self.outcome {

@@ -146,6 +146,7 @@ mod tests {
         CellData {
             cell: "c".to_owned(),
             mode: Mode::Headline,
+            quantity: decode_baseline_wire::row::Quantity::PerToken,
             case_id: "tiny".to_owned(),
             reference: Adapter::Stock,
             adapters: [Adapter::Controlled, Adapter::Stock]

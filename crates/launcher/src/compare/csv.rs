@@ -25,7 +25,7 @@ impl Exporter<CompareReport> for Csv {
 
 fn csv(report: &CompareReport) -> String {
     let mut out = String::from(
-        "cell,mode,adapter,basis,against,numerator,denominator,numerator_median_ns,denominator_median_ns,\
+        "cell,mode,quantity,adapter,basis,against,numerator,denominator,numerator_median_ns,denominator_median_ns,\
          numerator_requests,denominator_requests,ratio,ci_lower,ci_upper,confidence,rule,error,se,df,p_value,\
          holm_level,equivalence_p_value,margin,mde,aa_ratios,judged,verdict,reason\n",
     );
@@ -34,6 +34,7 @@ fn csv(report: &CompareReport) -> String {
         let mut f = vec![
             row.cell.clone(),
             row.mode.as_str().to_owned(),
+            row.quantity.as_str().to_owned(),
             row.adapter.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
             serde_json::to_value(row.basis).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
             row.against.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),

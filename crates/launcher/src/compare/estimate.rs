@@ -17,7 +17,8 @@ use decode_baseline_wire::Adapter;
 use super::{aa, energy, identity, rule, CompareError, Settings};
 use crate::session::{self as samples, CellData, LoadedSession};
 use decode_baseline_wire::compare::{
-    AaResult, Basis, CompareReport, Kind, Mismatch, Row, RowResult, SessionRef, Side, Versions, COMPARE_SCHEMA_VERSION,
+    AaResult, Basis, CompareReport, Kind, Mismatch, Quantity, Row, RowResult, SessionRef, Side, Versions,
+    COMPARE_SCHEMA_VERSION,
 };
 
 pub(super) fn session_ref(s: &LoadedSession) -> SessionRef {
@@ -91,6 +92,7 @@ fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, settings: 
     Row {
         cell: cell.cell.clone(),
         mode: cell.mode,
+        quantity: cell.quantity,
         adapter: Some(adapter.clone()),
         basis,
         against: Some(reference.clone()),
@@ -176,8 +178,11 @@ pub fn compare_across(
     let refused = !mismatches.is_empty() && !allow_mismatch;
     let mut rows = Vec::new();
     if !refused {
-        for ca in &cells_a {
-            let Some(cb) = cells_b.iter().find(|c| c.cell == ca.cell) else { continue };
+        let (judged_a, judged_b) = (samples::judged_cells(&a.report), samples::judged_cells(&b.report));
+        let steps = (a.report.job.prefill_step_size(), b.report.job.prefill_step_size());
+        for ca in &judged_a {
+            let Some(cb) = judged_b.iter().find(|c| c.cell == ca.cell && c.quantity == ca.quantity) else { continue };
+            let all = if ca.quantity == Quantity::PerToken { (&cells_a[..], &cells_b[..]) } else { (&judged_a[..], &judged_b[..]) };
             let reference = &ca.reference;
             let mut adapters: Vec<&Adapter> = ca.adapters.keys().chain(cb.adapters.keys()).collect();
             adapters.sort();
@@ -188,10 +193,17 @@ pub fn compare_across(
                     && cb.reference == *reference
                     && ca.adapters.contains_key(reference)
                     && cb.adapters.contains_key(reference);
+                let mut pushed = Vec::new();
                 if adapter != reference && with_reference {
-                    rows.push(yardstick_row(ca, cb, (&cells_a, &cells_b), adapter, settings));
+                    pushed.push(yardstick_row(ca, cb, all, adapter, settings));
                 }
-                rows.push(raw_row(ca, cb, (&cells_a, &cells_b), adapter, settings, raw));
+                pushed.push(raw_row(ca, cb, all, adapter, settings, raw));
+                if ca.quantity == Quantity::FirstToken && steps.0 != steps.1 {
+                    // The prompt's chunks are part of what the first token costs.
+                    let reason = format!("the prefill step sizes differ (A {}, B {})", steps.0, steps.1);
+                    pushed.iter_mut().for_each(|row| row.outcome = RowResult::NotCompared { reason: reason.clone() });
+                }
+                rows.extend(pushed);
             }
         }
         holm_over_judged(&mut rows);
@@ -235,6 +247,7 @@ fn yardstick_row(ca: &CellData, cb: &CellData, all: Sessions<'_>, adapter: &Adap
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
+        quantity: ca.quantity,
         adapter: Some(adapter.clone()),
         basis: Basis::AgainstReference,
         against: Some(ca.reference.clone()),
@@ -269,6 +282,7 @@ fn raw_row(
     Row {
         cell: ca.cell.clone(),
         mode: ca.mode,
+        quantity: ca.quantity,
         adapter: Some(adapter.clone()),
         basis: Basis::Raw,
         against: None,
@@ -400,6 +414,7 @@ mod tests {
         let mut c = CellData {
             cell: "tiny.L16.headline".to_owned(),
             mode: decode_baseline_wire::Mode::Headline,
+            quantity: decode_baseline_wire::row::Quantity::PerToken,
             case_id: "tiny".to_owned(),
             reference: Adapter::Stock,
             adapters,
@@ -466,6 +481,105 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The recorded session as four interleaved runs a side, each measured request's time to
+    /// first token set to 1 ms (controlled: `ratio` ms) × a fixed ±1 % wiggle × its run's
+    /// offset (`fixtures::run_offset`); the decode steps as recorded.
+    fn first_tokens(ratio: f64) -> decode_baseline_wire::session::SessionReport {
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let mut session = crate::session::fixtures::repeated(&crate::session::load_session(&path).unwrap().report, 4);
+        session.job.order = decode_baseline_wire::session::WorkerOrder::Interleaved;
+        for w in &mut session.workers {
+            let (level, salt) = if w.adapter == Adapter::Controlled { (ratio, 0) } else { (1.0, 1) };
+            let offset = 1.0 + crate::session::fixtures::run_offset(w.repetition, salt);
+            for q in w.report.iter_mut().flat_map(|r| r.requests.iter_mut()) {
+                let wiggle = 1.0 + 0.01 * (((q.index as usize * 37 + w.repetition as usize * 11) % 11) as f64 / 5.0 - 1.0);
+                q.first_token_ns = (1e6 * level * offset * wiggle).round() as u64;
+            }
+        }
+        session
+    }
+
+    fn loaded(report: decode_baseline_wire::session::SessionReport) -> LoadedSession {
+        LoadedSession { path: std::path::PathBuf::from("session.json"), report }
+    }
+
+    #[test]
+    fn time_to_first_token_is_judged_in_headline_cells_by_the_same_rule_and_family() {
+        let session = first_tokens(1.10);
+        let cells = crate::session::first_token_cells(&session);
+        assert_eq!(cells.len(), 1, "headline cells only: {:?}", cells.iter().map(|c| &c.cell).collect::<Vec<_>>());
+        let cell = &cells[0];
+        assert_eq!((cell.mode, cell.quantity), (decode_baseline_wire::Mode::Headline, Quantity::FirstToken));
+        // One value a request, its time to first token, paired with stock's request by request.
+        let stock: Vec<u64> = session
+            .workers
+            .iter()
+            .filter(|w| w.cell == cell.cell && w.adapter == Adapter::Stock && !w.aa)
+            .flat_map(|w| &w.report.as_ref().unwrap().requests)
+            .filter(|q| q.phase == Some(decode_baseline_wire::Phase::Measured))
+            .map(|q| q.first_token_ns)
+            .collect();
+        let recorded: Vec<u64> = cell.adapters[&Adapter::Stock].iter().flat_map(|q| q.dur_ns.clone()).collect();
+        assert_eq!(recorded, stock);
+        assert_eq!(cell.pairs[&Adapter::Controlled].len(), 4, "four runs of pairs");
+
+        let rows = crate::compare::decide(&session, &settings()).rows;
+        let ttft: Vec<&Row> = rows.iter().filter(|r| r.quantity == Quantity::FirstToken).collect();
+        assert_eq!(ttft.len(), 1, "{rows:?}");
+        let d = decision(ttft[0]);
+        assert_eq!((ttft[0].basis, d.rule, d.verdict), (Basis::Paired, Rule::PairedRunMeans, Verdict::Slower), "{d:?}");
+        assert!((d.ratio / 1.10 - 1.0).abs() < 0.01 && d.ci.contains(1.10), "{d:?}");
+        assert_eq!(ttft[0].subject(), format!("{} TTFT", cell.cell));
+        // One Holm family: the TTFT row's level is set among all the session's judged rows.
+        let family: Vec<&Decision> = rows.iter().filter_map(Row::decision).filter(|d| crate::stats::can_decide(d)).collect();
+        let smallest = family.iter().map(|d| d.holm_level).fold(1.0, f64::min);
+        assert_eq!(family.len(), 3, "headline, fixed continuation and the TTFT row: {rows:?}");
+        assert!((smallest - d.config.alpha / 3.0).abs() < 1e-12, "{family:?}");
+        // The per-token rows are the decode steps', whatever the first tokens did.
+        let per_token = rows.iter().find(|r| r.cell == cell.cell && r.quantity == Quantity::PerToken).unwrap();
+        let unchanged = crate::compare::decide(&first_tokens(1.0), &settings()).rows;
+        let before = unchanged.iter().find(|r| r.cell == cell.cell && r.quantity == Quantity::PerToken).unwrap();
+        assert_eq!(decision(per_token).ratio, decision(before).ratio);
+        let same = unchanged.iter().find(|r| r.quantity == Quantity::FirstToken).unwrap();
+        assert_eq!(decision(same).verdict, Verdict::NoDifference, "{:?}", decision(same));
+    }
+
+    #[test]
+    fn two_sessions_compare_time_to_first_token_only_at_one_prefill_step_size() {
+        let (a, b) = (loaded(first_tokens(1.0)), loaded(first_tokens(1.06)));
+        let across = |a: &LoadedSession, b: &LoadedSession| {
+            compare_across(a, b, &settings(), false, false, false, false, false).unwrap()
+        };
+        let report = across(&a, &b);
+        let ttft: Vec<&Row> =
+            report.rows.iter().filter(|r| r.quantity == Quantity::FirstToken && r.judged).collect();
+        assert_eq!(ttft.len(), 1, "{:?}", report.rows);
+        let d = decision(ttft[0]);
+        assert_eq!((ttft[0].basis, d.verdict), (Basis::AgainstReference, Verdict::Slower), "{d:?}");
+        assert!((d.ratio / 1.06 - 1.0).abs() < 0.01, "{d:?}");
+        assert_eq!(report.verdict, Some(Verdict::Slower));
+        // Nothing moved in the decode steps: no per-token row says slower or faster.
+        assert!(report
+            .rows
+            .iter()
+            .filter(|r| r.quantity == Quantity::PerToken && r.judged)
+            .all(|r| !matches!(r.verdict(), Some(Verdict::Slower | Verdict::Faster))));
+
+        // At another prefill step size the first token costs something else: not compared.
+        let mut chunked = b.report.clone();
+        chunked.job.prefill_step_size = Some(256);
+        let report = across(&a, &loaded(chunked));
+        for row in report.rows.iter().filter(|r| r.quantity == Quantity::FirstToken) {
+            match &row.outcome {
+                RowResult::NotCompared { reason } => {
+                    assert!(reason.contains("prefill step sizes differ (A 2048, B 256)"), "{reason}")
+                }
+                RowResult::Compared { .. } => panic!("compared across step sizes: {row:?}"),
+            }
+        }
+        assert!(report.rows.iter().any(|r| r.quantity == Quantity::PerToken && r.decision().is_some()));
     }
 
     #[test]

@@ -22,7 +22,7 @@ mod table;
 pub use command::{run, CompareArgs, Format};
 pub use csv::Csv;
 pub use decode_baseline_wire::compare::{
-    AaResult, Basis, CompareReport, EnergyRow, Kind, Mismatch, Row, RowResult, SessionRef, Side, Versions,
+    AaResult, Basis, CompareReport, EnergyRow, Kind, Mismatch, Quantity, Row, RowResult, SessionRef, Side, Versions,
     COMPARE_SCHEMA_VERSION,
 };
 pub use error::CompareError;

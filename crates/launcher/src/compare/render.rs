@@ -92,7 +92,7 @@ fn within_pair(report: &CompareReport) -> (String, String) {
 
 /// The cells of one row, in header order.
 pub(super) fn row_cells(report: &CompareReport, row: &Row) -> Vec<String> {
-    let mut cells = vec![row.cell.clone()];
+    let mut cells = vec![row.subject()];
     if shows_adapter(report) {
         cells.push(row.adapter.as_ref().map_or("-", |a| a.as_str()).to_owned());
     }
@@ -293,7 +293,7 @@ fn warning_lines(report: &CompareReport) -> Vec<String> {
     let mut out = Vec::new();
     for row in &report.rows {
         if let RowResult::Compared { warnings, .. } = &row.outcome {
-            let who = row.adapter.as_ref().map_or(row.cell.clone(), |a| format!("{} {}", row.cell, a.as_str()));
+            let who = row.adapter.as_ref().map_or(row.subject(), |a| format!("{} {}", row.subject(), a.as_str()));
             out.extend(warnings.iter().map(|w| format!("warning: {who}: {w}")));
         }
     }

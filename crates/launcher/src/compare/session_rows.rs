@@ -13,7 +13,7 @@ use decode_baseline_wire::{
 use super::{
     energy,
     estimate::{finish, session_ref, within_rows},
-    identity, CompareError, Row, RowResult, Settings,
+    identity, CompareError, Quantity, Row, RowResult, Settings,
 };
 use crate::session::LoadedSession;
 use decode_baseline_wire::compare::{CompareReport, Kind, COMPARE_SCHEMA_VERSION};
@@ -21,7 +21,7 @@ use decode_baseline_wire::compare::{CompareReport, Kind, COMPARE_SCHEMA_VERSION}
 /// Tests every row of `session` against its reference with `settings`: the record `finish`
 /// stores.
 pub fn decide(session: &SessionReport, settings: &Settings<'_>) -> SessionDecisions {
-    let mut rows = within_rows(&crate::session::cells(session), settings);
+    let mut rows = within_rows(&crate::session::judged_cells(session), settings);
     if let Some(record) = &session.sequential {
         follow_the_looks(&mut rows, record);
     }
@@ -88,12 +88,26 @@ pub fn compare_within(
     })
 }
 
-/// Puts each looked-at row's sequential verdict in place of its fixed-sample one.
+/// Puts each looked-at row's sequential verdict in place of its fixed-sample one. The looks
+/// test per-token rows; a first-token row of a looked-at cell has as many pairs as they chose,
+/// which no fixed-sample test holds its level on, so it is shown and left inconclusive.
 fn follow_the_looks(rows: &mut [Row], record: &SequentialRecord) {
     for row in rows {
         let Some(cell) = record.cells.iter().find(|c| c.cell == row.cell) else { continue };
-        let Some(looked) = cell.rows.iter().find(|r| row.adapter.as_ref() == Some(&r.adapter)) else { continue };
+        let quantity = row.quantity;
         let RowResult::Compared { decision, warnings, .. } = &mut row.outcome else { continue };
+        if quantity != Quantity::PerToken {
+            if decision.verdict != Verdict::Inconclusive {
+                warnings.push(format!(
+                    "inconclusive: the number of pairs was chosen by sequential looks at the per-token rows; a \
+                     fixed-sample test of them would say {}",
+                    decision.verdict.words()
+                ));
+                decision.verdict = Verdict::Inconclusive;
+            }
+            continue;
+        }
+        let Some(looked) = cell.rows.iter().find(|r| row.adapter.as_ref() == Some(&r.adapter)) else { continue };
         let sequential = Verdict::from(looked.verdict);
         if sequential != decision.verdict {
             let level = cell.nominal_level.map_or("none".to_owned(), |l| format!("{l:.4}"));
@@ -130,6 +144,7 @@ mod tests {
         CellData {
             cell: "c.p.headline".to_owned(),
             mode: Mode::Headline,
+            quantity: decode_baseline_wire::row::Quantity::PerToken,
             case_id: "c".to_owned(),
             reference: Adapter::Stock,
             adapters: [Adapter::Controlled, Adapter::Stock].map(|a| (a, vec![request.clone(); 2])).into(),
@@ -187,5 +202,20 @@ mod tests {
         let mut rows = fixed.clone();
         follow_the_looks(&mut rows, &record(SequentialVerdict::Slower));
         assert_eq!(rows, fixed);
+    }
+
+    #[test]
+    fn a_first_token_row_of_a_looked_at_cell_is_inconclusive_whatever_the_looks_said() {
+        let settings = Settings { config: DecisionConfig::default(), profiles: None };
+        let first_token = CellData { quantity: Quantity::FirstToken, ..cell() };
+        let fixed = within_rows(&[first_token], &settings);
+        assert_eq!(fixed[0].verdict(), Some(Verdict::Slower), "{fixed:?}");
+        for looked in [SequentialVerdict::Slower, SequentialVerdict::Undecided] {
+            let mut rows = fixed.clone();
+            follow_the_looks(&mut rows, &record(looked));
+            assert_eq!(rows[0].verdict(), Some(Verdict::Inconclusive));
+            let RowResult::Compared { warnings, .. } = &rows[0].outcome else { panic!() };
+            assert!(warnings.iter().any(|w| w.contains("sequential looks at the per-token rows")), "{warnings:?}");
+        }
     }
 }

@@ -27,6 +27,10 @@ impl Settings<'_> {
         reference: &Adapter,
     ) -> Option<NoiseProfile> {
         let profiles = self.profiles?;
+        // Profiles are fitted on per-token units (`calibrate`); a first-token row has none.
+        if cells.iter().any(|c| c.quantity != decode_baseline_wire::compare::Quantity::PerToken) {
+            return None;
+        }
         let paired = adapter != reference && cells.iter().all(|c| c.pairs.contains_key(adapter));
         let sides: Vec<(&Adapter, Option<&Adapter>)> = match (adapter == reference, paired) {
             (true, _) => vec![(adapter, None)],

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::agreement;
 use crate::host;
 use crate::session::request_pairs;
+use decode_baseline_wire::row::Quantity;
 use crate::stats::{
     drift_between_halves, quantile_sorted, ratio_of_medians, summarize, summarize_requests, BootstrapConfig,
     ClusteredSample, PairedSample, RatioEstimate, Resampling, StatsError,
@@ -73,7 +74,7 @@ fn paired(
     config: &BootstrapConfig,
 ) -> Result<(Option<RatioEstimate>, Option<RatioEstimate>), StatsError> {
     let sample = |aa| {
-        let pairs = request_pairs(workers, cell, adapter, reference, aa);
+        let pairs = request_pairs(Quantity::PerToken, workers, cell, adapter, reference, aa);
         (!pairs.is_empty()).then(|| PairedSample::from_medians(&pairs)).transpose()
     };
     let Some(main) = sample(false)? else { return Ok((None, None)) };

@@ -9,7 +9,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use decode_baseline_wire::session::SessionReport;
+use decode_baseline_wire::{row::Quantity, session::SessionReport};
 
 use super::{
     depth, distribution, energy,
@@ -75,7 +75,8 @@ pub struct Figure {
 }
 
 /// Every figure a session gets without options: per case with two or more headline context
-/// lengths the decode time against context length (`<case>.context`), then per cell the step
+/// lengths the decode time against context length (`<case>.context`) and the time to first
+/// token against prompt length beside it (`<case>.first-token`), then per cell the step
 /// times by position (`<cell>.steps`) and the distribution (`<cell>.distribution`), then per
 /// cell and domain with energy readings its energy against time (`<cell>.energy-<domain>`).
 pub fn session_figures(session: &SessionReport) -> Vec<Figure> {
@@ -83,8 +84,10 @@ pub fn session_figures(session: &SessionReport) -> Vec<Figure> {
     let rows = crate::session::Rows::of(session);
     let mut out = Vec::new();
     for case in rows.cases() {
-        if let Some(svg) = depth::figure(&case, &rows.depth_series(&case)) {
-            out.push(Figure { name: format!("{case}.context"), svg });
+        for (quantity, name) in [(Quantity::PerToken, "context"), (Quantity::FirstToken, "first-token")] {
+            if let Some(svg) = depth::figure(&case, &rows.depth_series(&case, quantity), quantity) {
+                out.push(Figure { name: format!("{case}.{name}"), svg });
+            }
         }
     }
     for cell in &cells {

@@ -96,7 +96,7 @@ pub fn tested_config(rows: &[Row]) -> DecisionConfig {
 pub fn heading(rows: &[Row]) -> String {
     let DecisionConfig { alpha, .. } = tested_config(rows);
     format!(
-        "time per token, adapter over reference (below 1: faster), {} % interval, verdict at α {} %",
+        "per token or TTFT, adapter/reference (below 1: faster), {} % interval, verdict at α {} %",
         percent(1.0 - alpha),
         percent(alpha)
     )
@@ -122,7 +122,10 @@ pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<Case
         if mode == Mode::ReferencePair {
             continue;
         }
-        let what = crate::session::within_case(&row.cell).1.to_owned();
+        let what = match row.quantity.tag() {
+            "" => crate::session::within_case(&row.cell).1.to_owned(),
+            tag => format!("{} {tag}", crate::session::within_case(&row.cell).1),
+        };
         let pair = format!("{}/{}", row.adapter.as_ref().map_or("", Adapter::as_str), report.reference.as_str());
         let warnings = match &row.outcome {
             RowResult::Compared { warnings, .. } => warnings.iter().map(|w| format!("{what} {pair}: {w}")).collect(),

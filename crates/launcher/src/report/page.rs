@@ -221,10 +221,11 @@ fn model_section(h: &mut String, bench: Option<&BenchRecord>) {
     h.push_str("</section>\n");
 }
 
-/// `compare`'s test of `adapter` in `cell`, by the label `<adapter>/<reference>`.
+/// `compare`'s per-token test of `adapter` in `cell`, by the label `<adapter>/<reference>`.
 fn tested_row<'a>(tested: &'a [crate::compare::Row], cell: &str, pair: &str) -> Option<&'a crate::compare::Row> {
     tested.iter().find(|r| {
         r.cell == cell
+            && r.quantity == crate::compare::Quantity::PerToken
             && r.adapter
                 .as_ref()
                 .zip(r.against.as_ref())
@@ -431,7 +432,7 @@ fn warnings_section(h: &mut String, session: &SessionReport, rows: &Rows, tested
             let adapter = row.adapter.as_ref().map_or("", |a| a.as_str());
             for warning in warnings {
                 any = true;
-                let _ = writeln!(h, "<li>{} {}: {}</li>", esc(&row.cell), esc(adapter), esc(warning));
+                let _ = writeln!(h, "<li>{} {}: {}</li>", esc(&row.subject()), esc(adapter), esc(warning));
             }
         }
     }

@@ -130,6 +130,11 @@ mod tests {
                 assert!(figures >= adapters, "{name}: {figures} figure lines for {adapters} adapters:\n{text}");
                 let answer = text.rfind("answer: ").expect("the answer");
                 assert!(text[answer..].lines().any(|l| l.contains("controlled/stock") && l.contains('[')), "{text}");
+                // The time to first token of the headline cell is one more answer row.
+                assert!(
+                    text[answer..].lines().any(|l| l.contains("L16.headline TTFT") && l.contains("controlled/stock  ")),
+                    "{text}"
+                );
                 assert!(!text.contains("verdict controlled/stock:"), "the rule is --verbose's:\n{text}");
             }
         }

@@ -173,12 +173,20 @@ fn cold_line(cold: &ColdRequests) -> String {
     )
 }
 
+/// The quantity's tag and a space before a row's pair, nothing for per token.
+fn tag(quantity: crate::compare::Quantity) -> String {
+    match quantity.tag() {
+        "" => String::new(),
+        tag => format!("{tag} "),
+    }
+}
+
 /// A row's verdict under the ratios of its cell: verdict, ratio and interval of the test, the
 /// rule, its p-value and smallest detectable difference, whose error; then its warnings.
 fn verdict_line(row: &crate::compare::Row, w: usize, reference: &Adapter) -> String {
     use crate::compare::RowResult;
     let adapter = row.adapter.as_ref().map_or("", Adapter::as_str);
-    let label = format!("{adapter}/{}", reference.as_str());
+    let label = format!("{}{adapter}/{}", tag(row.quantity), reference.as_str());
     match &row.outcome {
         RowResult::Compared { decision: d, warnings, .. } => {
             let mut line = format!(

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use decode_baseline_wire::{
     analysis::{pair_label, CellAnalysis},
     report::{Phase, Status},
+    row::Quantity,
     session::SessionReport,
     Adapter,
 };
@@ -32,6 +33,8 @@ pub struct Row {
     pub cv: Option<f64>,
     pub prefill_ns: Option<f64>,
     pub first_token_ns: Option<f64>,
+    /// The 95 % interval of the time to first token's median, ns.
+    pub first_token_ci_ns: Option<(f64, f64)>,
     /// Graph build, evaluation (medians, ns) and host overhead (controlled).
     pub split: Option<(f64, f64, f64)>,
     /// The first (cold) request of each run, apart from the measured ones.
@@ -98,6 +101,7 @@ impl Rows {
                     cv: s.cv,
                     prefill_ns: stats.prefill_ns.as_ref().map(|p| p.median),
                     first_token_ns: stats.first_token_ns.as_ref().map(|p| p.median),
+                    first_token_ci_ns: stats.first_token_ns.as_ref().map(|p| (p.median_ci.lower, p.median_ci.upper)),
                     split: match (stats.build_median_ns, stats.eval_median_ns, stats.host_overhead) {
                         (Some(b), Some(e), Some(h)) => Some((b, e, h)),
                         _ => None,
@@ -145,17 +149,18 @@ impl Rows {
         out
     }
 
-    /// Per adapter, the headline per-token medians of `case` by context length (the prompt
-    /// length), ascending; only adapters with at least two lengths.
-    pub fn depth_series(&self, case: &str) -> BTreeMap<String, Vec<DepthPoint>> {
+    /// Per adapter, the headline medians of `quantity` of `case` (per-token time, or time to
+    /// first token) by context length (the prompt length), ascending; only adapters with at
+    /// least two lengths.
+    pub fn depth_series(&self, case: &str, quantity: Quantity) -> BTreeMap<String, Vec<DepthPoint>> {
         let mut series: BTreeMap<String, Vec<DepthPoint>> = BTreeMap::new();
         for row in self.rows.iter().filter(|r| r.mode == "headline" && r.case.as_deref() == Some(case)) {
-            if let Some(context) = row.prompt_len {
-                series.entry(row.adapter.clone()).or_default().push(DepthPoint {
-                    context,
-                    median_ns: row.per_token_ns,
-                    ci_ns: row.ci_ns,
-                });
+            let (median_ns, ci_ns) = match quantity {
+                Quantity::PerToken => (Some(row.per_token_ns), Some(row.ci_ns)),
+                Quantity::FirstToken => (row.first_token_ns, row.first_token_ci_ns),
+            };
+            if let (Some(context), Some(median_ns), Some(ci_ns)) = (row.prompt_len, median_ns, ci_ns) {
+                series.entry(row.adapter.clone()).or_default().push(DepthPoint { context, median_ns, ci_ns });
             }
         }
         series.retain(|_, points| {

@@ -1,5 +1,6 @@
 //! The raw material of a comparison or a plot, taken from a session report: per cell and
-//! adapter, the decode-step times of every measured request, and the A/A ratios the launcher
+//! adapter, the decode-step times of every measured request (or, for the rows of time to the
+//! first token, each request's time to its first token), and the A/A ratios the launcher
 //! recorded.
 //!
 //! Only worker runs that passed the launcher's validation and ended `ok` count, the same runs the
@@ -12,11 +13,13 @@ use crate::stats::{quantile_sorted, ClusteredSample, PairedSample, RatioEstimate
 use decode_baseline_wire::{
     analysis::CellAnalysis,
     report::{Phase, RequestRecord, Status, WorkerReport},
+    row::Quantity,
     session::{SessionReport, WorkerRun},
     Adapter, Mode,
 };
 
-/// One measured request: its decode steps, in order.
+/// One measured request: its decode steps, in order (for [`Quantity::FirstToken`], one value:
+/// its time to the first token, at position L).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeasuredRequest {
     /// The worker run it belongs to, counted per adapter in the order the session ran them.
@@ -33,6 +36,8 @@ pub struct CellData {
     /// `<case>.<prompt>.<mode>`.
     pub cell: String,
     pub mode: Mode,
+    /// What each request's value is: its decode steps, or its time to the first token.
+    pub quantity: Quantity,
     /// The manifest case (model) of the cell.
     pub case_id: String,
     /// The session's reference adapter, which every other one is measured against.
@@ -40,7 +45,7 @@ pub struct CellData {
     /// Measured requests per adapter, over all repetitions, A/A runs excluded. An adapter with no
     /// valid run is absent.
     pub adapters: BTreeMap<Adapter, Vec<MeasuredRequest>>,
-    /// The launcher's A/A ratios (the extra run over the others), per adapter.
+    /// The launcher's A/A ratios (the extra run over the others), per adapter; per token only.
     pub aa_ratios: BTreeMap<Adapter, RatioEstimate>,
     /// Valid worker runs per adapter, A/A runs excluded.
     pub runs: BTreeMap<Adapter, usize>,
@@ -48,7 +53,7 @@ pub struct CellData {
     /// reference's (`request_pairs`), by worker run. Empty for non-interleaved sessions.
     pub pairs: BTreeMap<Adapter, Vec<Vec<(f64, f64)>>>,
     /// Interleaved sessions: per adapter other than the reference, the launcher's A/A ratio of
-    /// its paired ratio (the A/A group's over the others').
+    /// its paired ratio (the A/A group's over the others'); per token only.
     pub paired_aa: BTreeMap<Adapter, RatioEstimate>,
     /// Interleaved sessions with an A/A group: per adapter other than the reference, the A/A
     /// group's request pairs with the reference's A/A run, as `pairs`.
@@ -62,8 +67,9 @@ impl CellData {
         Some(PairedSample::from_medians(runs).map_err(|err| format!("{adapter} against {}: {err}", self.reference)))
     }
 
-    /// The log of each measured request's median step time of `adapter`, over all its runs:
-    /// the units of a non-interleaved session's test.
+    /// The log of each measured request's median step time (or its one value: the time to the
+    /// first token) of `adapter`, over all its runs: the units of a non-interleaved session's
+    /// test.
     pub fn log_request_medians(&self, adapter: &Adapter) -> Result<Vec<f64>, String> {
         let requests = self.adapters.get(adapter).ok_or_else(|| format!("no valid {adapter} run"))?;
         requests
@@ -105,16 +111,35 @@ fn valid(run: &WorkerRun) -> Option<&WorkerReport> {
     run.report.as_ref().filter(|r| r.status == Status::Ok && run.validation_errors.is_empty())
 }
 
-/// The median step time of a request (`None` below two steps: no pair is formed from it).
-fn request_median(request: &RequestRecord) -> Option<f64> {
-    Sample::new(request.steps.iter().map(|s| s.dur_ns as f64).collect()).ok().map(|s| s.median())
+/// A request's value of `quantity`: its median step time (`None` below two steps: no pair is
+/// formed from it), or its time to the first token (`None` when not recorded).
+fn request_value(quantity: Quantity, request: &RequestRecord) -> Option<f64> {
+    match quantity {
+        Quantity::PerToken => {
+            Sample::new(request.steps.iter().map(|s| s.dur_ns as f64).collect()).ok().map(|s| s.median())
+        }
+        Quantity::FirstToken => (request.first_token_ns > 0).then_some(request.first_token_ns as f64),
+    }
+}
+
+/// One measured request of `quantity` (`None` when it has no value of it).
+fn measured_request(quantity: Quantity, run: usize, request: &RequestRecord) -> Option<MeasuredRequest> {
+    let (positions, dur_ns) = match quantity {
+        Quantity::PerToken => (
+            request.steps.iter().map(|s| s.position).collect(),
+            request.steps.iter().map(|s| s.dur_ns).collect::<Vec<u64>>(),
+        ),
+        Quantity::FirstToken => (vec![request.prompt_len], vec![request.first_token_ns]),
+    };
+    (!dur_ns.is_empty() && dur_ns.iter().any(|&d| d > 0)).then_some(MeasuredRequest { run, positions, dur_ns })
 }
 
 /// Pairs of adjacent requests in one cell of an interleaved session: for each repetition in
 /// which both `numerator` and `denominator` have a valid run (the A/A group when `aa`), their
-/// measured requests matched by index, as the two requests' median step times. One list per
+/// measured requests matched by index, as the two requests' values of `quantity`. One list per
 /// repetition, in repetition order.
 pub fn request_pairs(
+    quantity: Quantity,
     workers: &[WorkerRun],
     cell: &str,
     numerator: &Adapter,
@@ -142,7 +167,7 @@ pub fn request_pairs(
                 .filter(|q| measured(q))
                 .filter_map(|q| {
                     let other = den.requests.iter().find(|d| d.index == q.index && measured(d))?;
-                    Some((request_median(q)?, request_median(other)?))
+                    Some((request_value(quantity, q)?, request_value(quantity, other)?))
                 })
                 .collect();
             (!pairs.is_empty()).then_some(pairs)
@@ -150,9 +175,30 @@ pub fn request_pairs(
         .collect()
 }
 
-/// Every cell of `session` that has at least one valid run, in the order the session ran them.
+/// Every cell of `session` that has at least one valid run, in the order the session ran them:
+/// the decode steps of each request.
 pub fn cells(session: &SessionReport) -> Vec<CellData> {
-    let recorded = recorded(session);
+    cells_of(session, Quantity::PerToken)
+}
+
+/// The headline cells of `session` (where stock is `stream_generate` itself) with each
+/// request's time to the first token; the other modes' first token is not stock's own.
+pub fn first_token_cells(session: &SessionReport) -> Vec<CellData> {
+    let mut out = cells_of(session, Quantity::FirstToken);
+    out.retain(|c| c.mode == Mode::Headline);
+    out
+}
+
+/// The cells of `session` for both quantities, per token first: every row a session is judged on.
+pub fn judged_cells(session: &SessionReport) -> Vec<CellData> {
+    let mut out = cells(session);
+    out.extend(first_token_cells(session));
+    out
+}
+
+fn cells_of(session: &SessionReport, quantity: Quantity) -> Vec<CellData> {
+    // The launcher's recorded A/A ratios are of per-token times.
+    let recorded = if quantity == Quantity::PerToken { recorded(session) } else { BTreeMap::new() };
     let mut out: Vec<CellData> = Vec::new();
     for run in &session.workers {
         let Some(report) = valid(run) else {
@@ -164,6 +210,7 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
                 out.push(CellData {
                     cell: run.cell.clone(),
                     mode: report.mode,
+                    quantity,
                     case_id: report.case_id.clone(),
                     reference: session.reference.clone(),
                     adapters: BTreeMap::new(),
@@ -184,12 +231,7 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
             .requests
             .iter()
             .filter(|q| matches!(q.phase, Some(Phase::Measured) | None))
-            .map(|q| MeasuredRequest {
-                run: run_index,
-                positions: q.steps.iter().map(|s| s.position).collect(),
-                dur_ns: q.steps.iter().map(|s| s.dur_ns).collect(),
-            })
-            .filter(|q| !q.dur_ns.is_empty());
+            .filter_map(|q| measured_request(quantity, run_index, q));
         out[index].adapters.entry(run.adapter.clone()).or_default().extend(requests);
         *out[index].runs.entry(run.adapter.clone()).or_default() += 1;
     }
@@ -197,11 +239,11 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
         for cell in &mut out {
             let reference = cell.reference.clone();
             for adapter in cell.adapters.keys().filter(|a| **a != reference) {
-                let pairs = request_pairs(&session.workers, &cell.cell, adapter, &reference, false);
+                let pairs = request_pairs(quantity, &session.workers, &cell.cell, adapter, &reference, false);
                 if !pairs.is_empty() {
                     cell.pairs.insert(adapter.clone(), pairs);
                 }
-                let aa = request_pairs(&session.workers, &cell.cell, adapter, &reference, true);
+                let aa = request_pairs(quantity, &session.workers, &cell.cell, adapter, &reference, true);
                 if !aa.is_empty() {
                     cell.aa_pairs.insert(adapter.clone(), aa);
                 }
