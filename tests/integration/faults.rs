@@ -24,7 +24,7 @@ use std::{
 };
 
 use decode_baseline_wire::{
-    hooks::{replacement_variable, HOOK_ENV, HOOK_REQUEST_ENV},
+    hooks::{replacement_variable, HOOK_ARRIVAL_ENV, HOOK_ENV, HOOK_REQUEST_ENV},
     manifest::Manifest,
     outdir::{CLAIM_FILE, JOB_FILE, REPORT_FILE, REPORT_TEMP_PREFIX},
     Adapter, Mode, RunPolicy,
@@ -406,7 +406,14 @@ fn killed_worker_leaves_no_report(worker: Worker, hook: (&str, u32)) {
 
 fn ctrl_c_cancels_the_session(worker: Worker, hook: (&str, u32), complete_requests: u32) {
     let s = Scratch::new(worker.adapter(), 1);
-    let mut launcher = s.launcher(Some(hook), None).spawn().unwrap();
+    ctrl_c_cancels(&s, s.launcher(Some(hook), None), hook, complete_requests);
+}
+
+/// Runs `launcher` until the worker is held at `hook`, sends the launcher SIGINT, and checks the
+/// session ended cancelled with the worker stopped by itself (SIGTERM, not killed), its report
+/// holding the first `complete_requests` requests whole; returns the worker's report.
+fn ctrl_c_cancels(s: &Scratch, mut launcher: Command, hook: (&str, u32), complete_requests: u32) -> Value {
+    let mut launcher = launcher.spawn().unwrap();
     let reached = s.wait_for(&format!("hook-{}-reached", hook.0), &mut launcher);
     let dir = reached.parent().unwrap().to_owned();
     signal(launcher.id() as i32, Signal::SIGINT);
@@ -429,6 +436,34 @@ fn ctrl_c_cancels_the_session(worker: Worker, hook: (&str, u32), complete_reques
         assert_eq!((report["status"].as_str(), record["exit_code"].as_i64()), (Some("cancelled"), Some(4)));
     }
     assert_eq!(as_report(&read_json(&dir.join(REPORT_FILE))), as_report(report));
+    report.clone()
+}
+
+/// A prompt over several prefill chunks (the job's step size of 4 cuts `prompt[:-1]` into chunks
+/// of 4 tokens at most), Ctrl-C while the worker is held before the second chunk of request 1:
+/// the worker stops by itself within the launcher's grace, request 0 is reported whole and
+/// nothing of request 1.
+fn ctrl_c_in_the_second_prefill_chunk(worker: Worker) {
+    const STEP: u64 = 4;
+    let s = Scratch::with_job(
+        |_, _| {},
+        |fixture| {
+            let mut job = headline_job(fixture, &worker.adapter(), 1);
+            job["prefill_step_size"] = json!(STEP);
+            job
+        },
+    );
+    let mut launcher = s.launcher(Some(IN_PREFILL), None);
+    launcher.env(HOOK_ARRIVAL_ENV, "1");
+    let report = ctrl_c_cancels(&s, launcher, IN_PREFILL, 1);
+    let requests = report["requests"].as_array().unwrap();
+    assert_eq!(requests[0]["index"], 0, "only request 0: {report}");
+    let prompt_len = requests[0]["prompt_len"].as_u64().unwrap();
+    let chunks = (prompt_len - 1).div_ceil(STEP);
+    assert!(chunks >= 3, "the prompt spans several chunks: L = {prompt_len}");
+    // Every chunk, the last prompt token alone, then the cached steps: the chunks were run.
+    let steps = requests[0]["steps"].as_array().unwrap().len() as u64;
+    assert_eq!(requests[0]["model_calls"].as_u64().unwrap(), chunks + 1 + steps, "{}", requests[0]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -472,6 +507,7 @@ both_workers! {
     ctrl_c_in_prefill => |w| ctrl_c_cancels_the_session(w, IN_PREFILL, 1);
     ctrl_c_in_decode => |w| ctrl_c_cancels_the_session(w, IN_DECODE, 1);
     ctrl_c_before_the_report_write => |w| ctrl_c_cancels_the_session(w, IN_REPORT_WRITE, 3);
+    ctrl_c_in_the_second_prefill_chunk => ctrl_c_in_the_second_prefill_chunk;
     disk_full_during_the_report_write => full_disk_during_the_report_write;
 }
 

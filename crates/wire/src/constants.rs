@@ -178,6 +178,7 @@ pub fn document() -> String {
         "env": {
             "hook": hooks::HOOK_ENV,
             "hook_request": hooks::HOOK_REQUEST_ENV,
+            "hook_arrival": hooks::HOOK_ARRIVAL_ENV,
             "slowdown": hooks::SLOWDOWN_ENV,
             "slowdown_adapter": hooks::SLOWDOWN_ADAPTER_ENV,
             "environment": ENV_NAME_ENV,

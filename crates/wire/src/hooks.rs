@@ -6,6 +6,10 @@
 pub const HOOK_ENV: &str = "DECODE_BASELINE_TEST_HOOK";
 /// The environment variable naming the request index for per-request sites.
 pub const HOOK_REQUEST_ENV: &str = "DECODE_BASELINE_TEST_HOOK_REQUEST";
+/// The environment variable naming which arrival at the site, counted from 0 within the armed
+/// request (per-request sites) or the process, holds the worker: `1` holds it before the second
+/// prefill chunk. Default 0, the first.
+pub const HOOK_ARRIVAL_ENV: &str = "DECODE_BASELINE_TEST_HOOK_ARRIVAL";
 
 /// The environment variable whose words replace `adapter`'s pinned worker program:
 /// `DECODE_BASELINE_WORKER_<NAME>`, the name upper-cased with `-` as `_` (the launcher's tests run

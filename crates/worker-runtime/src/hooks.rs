@@ -1,7 +1,8 @@
 //! Deterministic test hooks: a worker blocks at a named site until the test releases it.
 //!
 //! With `DECODE_BASELINE_TEST_HOOK=<site>` set, the first time the worker arrives at `<site>`
-//! (in request `DECODE_BASELINE_TEST_HOOK_REQUEST`, default 0, for the per-request sites) it
+//! (in request `DECODE_BASELINE_TEST_HOOK_REQUEST`, default 0, for the per-request sites; the
+//! `DECODE_BASELINE_TEST_HOOK_ARRIVAL`-th arrival there, default 0, the first) it
 //! creates `<out>/hook-<site>-reached` and waits until `<out>/hook-<site>-release` exists or
 //! the cancel flag is set. Tests wait on the reached file, act (send SIGTERM, make a file), and
 //! release: no sleeps. The deadline sites first move the watchdog deadline to now and wait for
@@ -12,11 +13,11 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::{AtomicBool, AtomicU32, Ordering},
     time::Duration,
 };
 
-use decode_baseline_wire::hooks::{Site, HOOK_ENV, HOOK_REQUEST_ENV};
+use decode_baseline_wire::hooks::{Site, HOOK_ARRIVAL_ENV, HOOK_ENV, HOOK_REQUEST_ENV};
 
 use super::{cancel::CancelFlag, watchdog::Watchdog};
 
@@ -26,12 +27,17 @@ pub enum HookError {
     UnknownSite(String),
     #[error("{HOOK_REQUEST_ENV}={0:?} is not a request index")]
     BadRequest(String),
+    #[error("{HOOK_ARRIVAL_ENV}={0:?} is not an arrival count (0 for the first)")]
+    BadArrival(String),
 }
 
 /// The armed hook of this process, if any.
 #[derive(Debug)]
 pub struct Hooks {
-    armed: Option<(Site, u32)>,
+    /// The site, the request and which arrival there holds the worker.
+    armed: Option<(Site, u32, u32)>,
+    /// Arrivals at the armed site (in the armed request) so far.
+    arrivals: AtomicU32,
     spent: AtomicBool,
     dir: PathBuf,
 }
@@ -39,7 +45,11 @@ pub struct Hooks {
 impl Hooks {
     /// No hook.
     pub fn none(dir: &Path) -> Self {
-        Self { armed: None, spent: AtomicBool::new(false), dir: dir.to_owned() }
+        Self::new(None, dir)
+    }
+
+    fn new(armed: Option<(Site, u32, u32)>, dir: &Path) -> Self {
+        Self { armed, arrivals: AtomicU32::new(0), spent: AtomicBool::new(false), dir: dir.to_owned() }
     }
 
     /// Reads the hook from the environment.
@@ -50,11 +60,13 @@ impl Hooks {
             }
             _ => return Ok(Self::none(dir)),
         };
-        let request = match std::env::var(HOOK_REQUEST_ENV) {
-            Ok(text) if !text.is_empty() => text.parse().map_err(|_| HookError::BadRequest(text))?,
-            _ => 0,
+        let count = |name: &str, bad: fn(String) -> HookError| match std::env::var(name) {
+            Ok(text) if !text.is_empty() => text.parse().map_err(|_| bad(text)),
+            _ => Ok(0),
         };
-        Ok(Self { armed: Some((site, request)), spent: AtomicBool::new(false), dir: dir.to_owned() })
+        let request = count(HOOK_REQUEST_ENV, HookError::BadRequest)?;
+        let arrival = count(HOOK_ARRIVAL_ENV, HookError::BadArrival)?;
+        Ok(Self::new(Some((site, request, arrival)), dir))
     }
 
     /// Whether any hook is armed (the hook sites cost nothing otherwise).
@@ -71,13 +83,13 @@ impl Hooks {
     }
 
     /// Called at `site` (in request `request` for per-request sites). Holds the worker there
-    /// if this is the armed site's first match; returns at once otherwise.
+    /// if this is the armed site's armed arrival; returns at once otherwise.
     pub fn reach(&self, site: Site, request: Option<u32>, cancel: &CancelFlag, watchdog: Option<&Watchdog>) {
-        let Some((armed, armed_request)) = self.armed else { return };
+        let Some((armed, armed_request, arrival)) = self.armed else { return };
         if armed != site || (site.per_request() && request != Some(armed_request)) {
             return;
         }
-        if self.spent.swap(true, Ordering::SeqCst) {
+        if self.arrivals.fetch_add(1, Ordering::SeqCst) != arrival || self.spent.swap(true, Ordering::SeqCst) {
             return;
         }
         if site.forces_deadline() {
@@ -113,7 +125,7 @@ mod tests {
     use crate::bounded::{wait_for_file, within, BOUND};
 
     fn armed(site: Site, request: u32, dir: &Path) -> Arc<Hooks> {
-        Arc::new(Hooks { armed: Some((site, request)), spent: AtomicBool::new(false), dir: dir.to_owned() })
+        Arc::new(Hooks::new(Some((site, request, 0)), dir))
     }
 
     /// `hooks.reach(site, request, ..)` on a thread of its own; the channel says when it returned.
@@ -162,6 +174,33 @@ mod tests {
             let (hooks, cancel) = (Arc::clone(&hooks), cancel.clone());
             move || hooks.reach(Site::BeforeDecodeStep, Some(1), &cancel, None)
         });
+    }
+
+    #[test]
+    fn an_armed_arrival_holds_at_that_arrival_in_the_armed_request_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let hooks = Arc::new(Hooks::new(Some((Site::BeforePrefillChunk, 1, 1)), tmp.path()));
+        let cancel = CancelFlag::new();
+        within("the first chunk, and the chunks of another request, pass straight through", {
+            let (hooks, cancel) = (Arc::clone(&hooks), cancel.clone());
+            move || {
+                hooks.reach(Site::BeforePrefillChunk, Some(0), &cancel, None);
+                hooks.reach(Site::BeforePrefillChunk, Some(0), &cancel, None);
+                hooks.reach(Site::BeforePrefillChunk, Some(1), &cancel, None);
+            }
+        });
+        assert!(!hooks.reached_path(Site::BeforePrefillChunk).exists());
+        let returned = reach_on_a_thread(&hooks, Site::BeforePrefillChunk, Some(1), &cancel);
+        wait_for_file(&hooks.reached_path(Site::BeforePrefillChunk), "the second chunk was reached");
+        assert_eq!(returned.recv_timeout(HELD), Err(RecvTimeoutError::Timeout), "returned before its release");
+        cancel.cancel();
+        returned.recv_timeout(BOUND).expect("the cancel did not release the held worker");
+    }
+
+    #[test]
+    fn an_arrival_that_is_not_a_count_is_refused_by_name() {
+        let err = HookError::BadArrival("second".into()).to_string();
+        assert_eq!(err, "DECODE_BASELINE_TEST_HOOK_ARRIVAL=\"second\" is not an arrival count (0 for the first)");
     }
 
     #[test]

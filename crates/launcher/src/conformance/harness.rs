@@ -18,7 +18,7 @@ use std::{
 
 use decode_baseline_wire::{
     group::{HOSTFILE_ENV, RANK_ENV},
-    hooks::{HOOK_ENV, HOOK_REQUEST_ENV},
+    hooks::{HOOK_ARRIVAL_ENV, HOOK_ENV, HOOK_REQUEST_ENV},
     manifest::Manifest,
     marker::Marker,
     outdir::{REPORT_FILE, REPORT_TEMP_PREFIX},
@@ -147,6 +147,7 @@ impl Suite {
             .env("HF_HUB_OFFLINE", "1")
             .env_remove(HOOK_ENV)
             .env_remove(HOOK_REQUEST_ENV)
+            .env_remove(HOOK_ARRIVAL_ENV)
             .env_remove(RANK_ENV)
             .env_remove(HOSTFILE_ENV)
             .stdin(Stdio::null())

@@ -52,6 +52,7 @@ SLOWDOWN_ENV = _ENV["slowdown"]
 SLOWDOWN_ADAPTER_ENV = _ENV["slowdown_adapter"]
 HOOK_ENV = _ENV["hook"]
 HOOK_REQUEST_ENV = _ENV["hook_request"]
+HOOK_ARRIVAL_ENV = _ENV["hook_arrival"]
 HOOK_SITES = tuple(site["name"] for site in CONSTANTS["hook_sites"])
 # The sites a decode loop reaches itself, before its forwards; a loop offers some of them.
 FORWARD_SITES = tuple(site["name"] for site in CONSTANTS["hook_sites"] if site["before_forward"])
@@ -242,7 +243,9 @@ class Watchdog:
 
 
 class Hooks:
-    """DECODE_BASELINE_TEST_HOOK=<site> holds the worker at the site's first match until
+    """DECODE_BASELINE_TEST_HOOK=<site> holds the worker at the site's first match (in request
+    DECODE_BASELINE_TEST_HOOK_REQUEST for per-request sites; the
+    DECODE_BASELINE_TEST_HOOK_ARRIVAL-th arrival there, default 0) until
     <out>/hook-<site>-release exists or the cancel flag is set (see req/protocol.md). Every
     site is part of the protocol: the worker's loop must reach each of FORWARD_SITES."""
 
@@ -253,11 +256,20 @@ class Hooks:
         if site and site not in HOOK_SITES:
             raise Refused(f"{HOOK_ENV}={site!r} names no hook site")
         self.site = site or None
-        raw = os.environ.get(HOOK_REQUEST_ENV, "")
+        self._arrivals = 0
+        self.request = self._count(HOOK_REQUEST_ENV, "a request index")
+        self.arrival = self._count(HOOK_ARRIVAL_ENV, "an arrival count (0 for the first)")
+
+    @staticmethod
+    def _count(name, what):
+        raw = os.environ.get(name, "")
         try:
-            self.request = int(raw) if raw else 0
+            value = int(raw) if raw else 0
         except ValueError:
-            raise Refused(f"{HOOK_REQUEST_ENV}={raw!r} is not a request index")
+            value = -1
+        if value < 0:
+            raise Refused(f"{name}={raw!r} is not {what}")
+        return value
 
     @property
     def armed(self):
@@ -267,6 +279,9 @@ class Hooks:
         if self.site != site or self._spent:
             return
         if site in PER_REQUEST_SITES and request != self.request:
+            return
+        self._arrivals += 1
+        if self._arrivals - 1 != self.arrival:
             return
         self._spent = True
         if site in DEADLINE_SITES and watchdog is not None:
