@@ -443,7 +443,7 @@ fn ctrl_c_cancels(s: &Scratch, mut launcher: Command, hook: (&str, u32), complet
 /// of 4 tokens at most), Ctrl-C while the worker is held before the second chunk of request 1:
 /// the worker stops by itself within the launcher's grace, request 0 is reported whole and
 /// nothing of request 1.
-fn ctrl_c_in_the_second_prefill_chunk(worker: Worker) {
+fn cancel_in_the_second_prefill_chunk(worker: Worker) {
     const STEP: u64 = 4;
     let s = Scratch::with_job(
         |_, _| {},
@@ -507,7 +507,7 @@ both_workers! {
     ctrl_c_in_prefill => |w| ctrl_c_cancels_the_session(w, IN_PREFILL, 1);
     ctrl_c_in_decode => |w| ctrl_c_cancels_the_session(w, IN_DECODE, 1);
     ctrl_c_before_the_report_write => |w| ctrl_c_cancels_the_session(w, IN_REPORT_WRITE, 3);
-    ctrl_c_in_the_second_prefill_chunk => ctrl_c_in_the_second_prefill_chunk;
+    ctrl_c_in_the_second_prefill_chunk => cancel_in_the_second_prefill_chunk;
     disk_full_during_the_report_write => full_disk_during_the_report_write;
 }
 

@@ -30,7 +30,9 @@ pub fn binary() -> PathBuf {
 /// environment, and its output to `root/launcher.stdout` and `root/launcher.stderr` (nothing to
 /// drain, nothing to block on).
 pub fn launcher_in(root: &Path) -> Command {
-    use decode_baseline_wire::hooks::{HOOK_ARRIVAL_ENV, HOOK_ENV, HOOK_REQUEST_ENV, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV};
+    use decode_baseline_wire::hooks::{
+        HOOK_ARRIVAL_ENV, HOOK_ENV, HOOK_REQUEST_ENV, SLOWDOWN_ADAPTER_ENV, SLOWDOWN_ENV, SLOWDOWN_SITE_ENV,
+    };
     let log = |name: &str| std::fs::File::create(root.join(name)).unwrap();
     let mut cmd = Command::new(binary());
     cmd.args(["run", "--job"])
@@ -47,6 +49,7 @@ pub fn launcher_in(root: &Path) -> Command {
         .env_remove(HOOK_ARRIVAL_ENV)
         .env_remove(SLOWDOWN_ENV)
         .env_remove(SLOWDOWN_ADAPTER_ENV)
+        .env_remove(SLOWDOWN_SITE_ENV)
         .stdin(std::process::Stdio::null())
         .stdout(log("launcher.stdout"))
         .stderr(log("launcher.stderr"));

@@ -109,7 +109,8 @@ pub struct AdapterStats {
     pub model_calls: u32,
     /// Early against late measured requests (per-request medians, first half against second).
     pub drift: Option<Drift>,
-    /// The test-only slowdown the workers applied per decode step, µs; `null` in every real
+    /// The test-only slowdown the workers applied at its site (each decode step, or each seed
+    /// forward), µs; `null` in every real
     /// measurement (`DECODE_BASELINE_TEST_SLOWDOWN_US`).
     #[serde(default)]
     pub test_slowdown_us: Option<u32>,

@@ -181,6 +181,7 @@ pub fn document() -> String {
             "hook_arrival": hooks::HOOK_ARRIVAL_ENV,
             "slowdown": hooks::SLOWDOWN_ENV,
             "slowdown_adapter": hooks::SLOWDOWN_ADAPTER_ENV,
+            "slowdown_site": hooks::SLOWDOWN_SITE_ENV,
             "environment": ENV_NAME_ENV,
             "rank": crate::group::RANK_ENV,
             "hostfile": crate::group::HOSTFILE_ENV,

@@ -97,3 +97,8 @@ impl Site {
 pub const SLOWDOWN_ENV: &str = "DECODE_BASELINE_TEST_SLOWDOWN_US";
 /// The adapter that is slowed; workers of other adapters ignore the slowdown.
 pub const SLOWDOWN_ADAPTER_ENV: &str = "DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER";
+/// The environment variable naming where the slowdown spins: `before_decode_step` (the default:
+/// every decode step) or `before_seed_forward` (once per request, inside its time to first token).
+pub const SLOWDOWN_SITE_ENV: &str = "DECODE_BASELINE_TEST_SLOWDOWN_SITE";
+/// The sites [`SLOWDOWN_SITE_ENV`] may name.
+pub const SLOWDOWN_SITES: [Site; 2] = [Site::BeforeDecodeStep, Site::BeforeSeedForward];

@@ -171,8 +171,10 @@ pub struct WorkerReport {
     pub load_ns: Option<u64>,
     /// What the worker ran on; `null` if it failed before finding out.
     pub identity: Option<Identity>,
-    /// The test-only slowdown this worker applied per decode step, microseconds
-    /// (`DECODE_BASELINE_TEST_SLOWDOWN_US`); `null` for every real measurement. Absent in
+    /// The test-only slowdown this worker applied at its site, microseconds
+    /// (`DECODE_BASELINE_TEST_SLOWDOWN_US`: every decode step unless
+    /// `DECODE_BASELINE_TEST_SLOWDOWN_SITE` named the seed forward); `null` for every real
+    /// measurement. Absent in
     /// reports written before it existed, which read as `null`.
     #[serde(default)]
     pub test_slowdown_us: Option<u32>,

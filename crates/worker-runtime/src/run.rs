@@ -91,17 +91,16 @@ impl RequestContext<'_> {
 
     /// Call before every prefill chunk, the seed forward and every decode step, with the
     /// matching site: check → test hook → check again, so a signal that arrives while a hook
-    /// holds the worker is seen before the next forward runs. At `before_decode_step` the
-    /// test-only slowdown, if set, spins here, inside the step's timed interval.
+    /// holds the worker is seen before the next forward runs. At its site (`before_decode_step`
+    /// unless set otherwise) the test-only slowdown, if set, spins here, inside the step's timed
+    /// interval (or the request's time to first token).
     pub fn poll(&self, site: Site) -> Result<(), Interrupt> {
         self.check()?;
         if self.hooks.is_armed() {
             self.hooks.reach(site, Some(self.index), self.cancel, Some(self.watchdog));
             self.check()?;
         }
-        if site == Site::BeforeDecodeStep {
-            self.slowdown.apply();
-        }
+        self.slowdown.apply(site);
         Ok(())
     }
 }

@@ -182,7 +182,11 @@ pub fn compare_across(
         let steps = (a.report.job.prefill_step_size(), b.report.job.prefill_step_size());
         for ca in &judged_a {
             let Some(cb) = judged_b.iter().find(|c| c.cell == ca.cell && c.quantity == ca.quantity) else { continue };
-            let all = if ca.quantity == Quantity::PerToken { (&cells_a[..], &cells_b[..]) } else { (&judged_a[..], &judged_b[..]) };
+            let all = if ca.quantity == Quantity::PerToken {
+                (&cells_a[..], &cells_b[..])
+            } else {
+                (&judged_a[..], &judged_b[..])
+            };
             let reference = &ca.reference;
             let mut adapters: Vec<&Adapter> = ca.adapters.keys().chain(cb.adapters.keys()).collect();
             adapters.sort();
@@ -494,7 +498,8 @@ mod tests {
             let (level, salt) = if w.adapter == Adapter::Controlled { (ratio, 0) } else { (1.0, 1) };
             let offset = 1.0 + crate::session::fixtures::run_offset(w.repetition, salt);
             for q in w.report.iter_mut().flat_map(|r| r.requests.iter_mut()) {
-                let wiggle = 1.0 + 0.01 * (((q.index as usize * 37 + w.repetition as usize * 11) % 11) as f64 / 5.0 - 1.0);
+                let wiggle =
+                    1.0 + 0.01 * (((q.index as usize * 37 + w.repetition as usize * 11) % 11) as f64 / 5.0 - 1.0);
                 q.first_token_ns = (1e6 * level * offset * wiggle).round() as u64;
             }
         }
@@ -533,7 +538,8 @@ mod tests {
         assert!((d.ratio / 1.10 - 1.0).abs() < 0.01 && d.ci.contains(1.10), "{d:?}");
         assert_eq!(ttft[0].subject(), format!("{} TTFT", cell.cell));
         // One Holm family: the TTFT row's level is set among all the session's judged rows.
-        let family: Vec<&Decision> = rows.iter().filter_map(Row::decision).filter(|d| crate::stats::can_decide(d)).collect();
+        let family: Vec<&Decision> =
+            rows.iter().filter_map(Row::decision).filter(|d| crate::stats::can_decide(d)).collect();
         let smallest = family.iter().map(|d| d.holm_level).fold(1.0, f64::min);
         assert_eq!(family.len(), 3, "headline, fixed continuation and the TTFT row: {rows:?}");
         assert!((smallest - d.config.alpha / 3.0).abs() < 1e-12, "{family:?}");
@@ -553,8 +559,7 @@ mod tests {
             compare_across(a, b, &settings(), false, false, false, false, false).unwrap()
         };
         let report = across(&a, &b);
-        let ttft: Vec<&Row> =
-            report.rows.iter().filter(|r| r.quantity == Quantity::FirstToken && r.judged).collect();
+        let ttft: Vec<&Row> = report.rows.iter().filter(|r| r.quantity == Quantity::FirstToken && r.judged).collect();
         assert_eq!(ttft.len(), 1, "{:?}", report.rows);
         let d = decision(ttft[0]);
         assert_eq!((ttft[0].basis, d.verdict), (Basis::AgainstReference, Verdict::Slower), "{d:?}");

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use super::agreement;
 use crate::host;
 use crate::session::request_pairs;
-use decode_baseline_wire::row::Quantity;
 use crate::stats::{
     drift_between_halves, quantile_sorted, ratio_of_medians, summarize, summarize_requests, BootstrapConfig,
     ClusteredSample, PairedSample, RatioEstimate, Resampling, StatsError,
 };
+use decode_baseline_wire::row::Quantity;
 use decode_baseline_wire::{
     analysis::{pair_label, AdapterStats, Analysis, CellAnalysis, ColdRequests, StreamAgreement},
     manifest::Cell,

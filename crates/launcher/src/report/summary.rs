@@ -55,7 +55,9 @@ fn summary(view: &SessionView<'_>, analysis: &Analysis) -> String {
                 n = w - 2,
             ));
             if let Some(us) = stats.test_slowdown_us {
-                out.push_str(&format!("  note: {us} µs per step of test slowdown injected: not a real measurement\n"));
+                out.push_str(&format!(
+                    "  note: {us} µs test slowdown injected (per step or seed forward): not a real measurement\n"
+                ));
             }
         }
     }

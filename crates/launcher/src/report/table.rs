@@ -85,7 +85,7 @@ pub(crate) fn table(report: &SessionReport, analysis: &Analysis, tested: &[crate
             }
             if let Some(us) = stats.test_slowdown_us {
                 out.push_str(&format!(
-                    "{:<w$} note: test slowdown of {us} µs per step injected: not a real measurement\n",
+                    "{:<w$} note: test slowdown of {us} µs injected (each decode step, or each seed forward): not a real measurement\n",
                     ""
                 ));
             }

@@ -115,7 +115,7 @@ impl Rows {
                         .chain(stats.host_warnings.iter().map(|w| format!("host: {w}")))
                         .chain(
                             stats.test_slowdown_us.map(|us| {
-                                format!("test slowdown of {us} µs per step injected: not a real measurement")
+                                format!("test slowdown of {us} µs injected (each decode step, or each seed forward): not a real measurement")
                             }),
                         )
                         .collect(),

@@ -50,6 +50,8 @@ def prefill_step_size(job):
 _ENV = CONSTANTS["env"]
 SLOWDOWN_ENV = _ENV["slowdown"]
 SLOWDOWN_ADAPTER_ENV = _ENV["slowdown_adapter"]
+SLOWDOWN_SITE_ENV = _ENV["slowdown_site"]
+SLOWDOWN_SITES = ("before_decode_step", "before_seed_forward")
 HOOK_ENV = _ENV["hook"]
 HOOK_REQUEST_ENV = _ENV["hook_request"]
 HOOK_ARRIVAL_ENV = _ENV["hook_arrival"]
@@ -303,8 +305,9 @@ class Hooks:
 
 class Slowdown:
     """The test-only slowdown (crates/worker-runtime/src/slowdown.rs): a busy wait of
-    DECODE_BASELINE_TEST_SLOWDOWN_US microseconds at every before_decode_step poll, for the
-    adapter named by DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER only; recorded in the report."""
+    DECODE_BASELINE_TEST_SLOWDOWN_US microseconds at every before_decode_step poll (or at the site
+    DECODE_BASELINE_TEST_SLOWDOWN_SITE names), for the adapter named by
+    DECODE_BASELINE_TEST_SLOWDOWN_ADAPTER only; recorded in the report."""
 
     def __init__(self, adapter):
         raw = os.environ.get(SLOWDOWN_ENV, "")
@@ -319,9 +322,15 @@ class Slowdown:
             raise Refused(f"{SLOWDOWN_ENV}={raw!r} is not a whole number of microseconds")
         self.micros = micros if (target == adapter and micros > 0) else None
         self._ns = (self.micros or 0) * 1000
+        self.site = os.environ.get(SLOWDOWN_SITE_ENV, "") or "before_decode_step"
+        if self.site not in SLOWDOWN_SITES:
+            raise Refused(
+                f"{SLOWDOWN_SITE_ENV}={self.site!r} names no slowdown site: expected "
+                "before_decode_step or before_seed_forward"
+            )
 
-    def apply(self):
-        if self._ns:
+    def apply(self, site):
+        if self._ns and site == self.site:
             until = time.perf_counter_ns() + self._ns
             while time.perf_counter_ns() < until:
                 pass
@@ -435,8 +444,7 @@ class PollContext:
         if self._hooks.armed:
             self._hooks.reach(site, self.index, self._cancel, self._watchdog)
             self.check()
-        if site == "before_decode_step":
-            self._slowdown.apply()
+        self._slowdown.apply(site)
 
 
 # --- the report -----------------------------------------------------------------------------------
