@@ -128,8 +128,11 @@ fn worker(cell: &str, adapter: Adapter, level: f64, slot: Slot, ids: &Ids, manif
                 index: r as u32,
                 phase: *phase,
                 prompt_len: 16,
-                prefill_dur_ns: 1_000_000,
-                first_token_ns: 1_000_000,
+                // No first-token time recorded (0): these sessions test the per-token rows, and
+                // `compare` makes no time-to-first-token row of them (the launcher's unit tests
+                // and the real sessions below test those).
+                prefill_dur_ns: 0,
+                first_token_ns: 0,
                 first_token: 7,
                 steps: (0..steps)
                     .map(|s| {
@@ -433,11 +436,13 @@ fn json_of(run: &Run) -> serde_json::Value {
     value
 }
 
+/// The verdicts of the per-token rows, in order (`not_compared` for a row not compared).
 fn verdicts(run: &Run) -> Vec<String> {
     json_of(run)["rows"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|r| r["quantity"] == "per_token")
         .map(|r| r["outcome"]["decision"]["verdict"].as_str().unwrap_or("not_compared").to_owned())
         .collect()
 }
@@ -1199,21 +1204,17 @@ fn csv_has_one_line_per_row_and_json_has_a_schema_version() {
     let csv = compare(&[&a, &b, &"--format", &"csv"]);
     let lines: Vec<&str> = csv.stdout.lines().collect();
     assert_eq!(lines.len(), 1 + 6, "two shared cells, three rows each: {}", csv.stdout);
-    assert!(lines[0].starts_with("cell,mode,adapter,basis,against,numerator,denominator,"));
+    assert!(lines[0].starts_with("cell,mode,quantity,adapter,basis,against,numerator,denominator,"));
     let header: Vec<&str> = lines[0].split(',').collect();
     for line in &lines[1..] {
         assert_eq!(line.split(',').count(), header.len(), "{line}");
     }
     assert!(
-        lines[1].starts_with(&format!("{HEADLINE},headline,controlled,against_reference,stock,B,A,")),
+        lines[1].starts_with(&format!("{HEADLINE},headline,per_token,controlled,against_reference,stock,B,A,")),
         "{}",
         lines[1]
     );
-    assert!(
-        lines[4].starts_with(&format!("{FIXED},headline,").replace(",headline,", ",fixed_continuation,")),
-        "{}",
-        lines[4]
-    );
+    assert!(lines[4].starts_with(&format!("{FIXED},fixed_continuation,per_token,")), "{}", lines[4]);
     assert!(lines[4].contains(",faster,"), "controlled against a slower stock: {}", lines[4]);
     assert_eq!(csv.code, FASTER);
 
@@ -1347,8 +1348,17 @@ fn recorded_back_to_back_sessions_show_no_verdict_either_way() {
     assert_eq!(run.code, INCONCLUSIVE, "{}\n{}", run.stdout, run.stderr);
     let j = json_of(&run);
     assert_eq!(j["refused"], false);
-    let rows = j["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 9, "3 cells × (controlled against stock, raw controlled, raw stock)");
+    let all = j["rows"].as_array().unwrap();
+    assert_eq!(all.len(), 12, "3 cells × (controlled against stock, raw controlled, raw stock), + the headline's TTFT");
+    // Time to first token: one worker run a side, so no verdict, whatever the figures.
+    let ttft: Vec<&serde_json::Value> = all.iter().filter(|r| r["quantity"] == "first_token").collect();
+    assert_eq!(ttft.len(), 3, "{ttft:?}");
+    for row in ttft {
+        assert_eq!(row["cell"], HEADLINE, "{row}");
+        assert_eq!(row["outcome"]["decision"]["verdict"], "inconclusive", "{row}");
+        assert_eq!(row["outcome"]["decision"]["run_effects_measured"], false, "{row}");
+    }
+    let rows: Vec<&serde_json::Value> = all.iter().filter(|r| r["quantity"] == "per_token").collect();
     for row in rows {
         let outcome = &row["outcome"];
         match row["mode"].as_str().unwrap() {
@@ -1380,7 +1390,7 @@ fn recorded_session_ratios_match_the_launchers_analysis() {
     let run = compare(&[&recorded("back-to-back-a"), &"--format", &"json"]);
     let j = json_of(&run);
     let mut checked = 0;
-    for row in j["rows"].as_array().unwrap() {
+    for row in j["rows"].as_array().unwrap().iter().filter(|r| r["quantity"] == "per_token") {
         let Some(ratio) = row["outcome"]["median_ratio"].as_object() else { continue };
         let cell = value["analysis"]["cells"].as_array().unwrap().iter().find(|c| c["cell"] == row["cell"]).unwrap();
         // Same measured requests, same seeded bootstrap: the same numbers, bit for bit.

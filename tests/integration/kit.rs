@@ -260,7 +260,8 @@ fn the_kits_slowdown_spins_on_the_cpu_rather_than_sleeping() {
                   from decode_baseline_worker import protocol\n\
                   slowdown = protocol.Slowdown('stock')\n\
                   cpu, wall = time.thread_time_ns(), time.perf_counter_ns()\n\
-                  slowdown.apply()\n\
+                  slowdown.apply(\"before_seed_forward\")\n\
+                  slowdown.apply(\"before_decode_step\")\n\
                   print(slowdown.micros, time.thread_time_ns() - cpu, time.perf_counter_ns() - wall)\n";
     let out = Command::new("python3")
         .args(["-c", script])

@@ -52,15 +52,15 @@ fn the_page_of_a_real_session_reads_well_in_chromium_at_phone_and_desktop_sizes(
     let dir = run_session(&root);
     let page = dir.join("index.html");
     let session = read_json(&dir.join("session.json"));
-    // Every judged row (headline and fixed-continuation: the reference pair is not timed
-    // against the reference) has its verdict on the card.
+    // Every judged row (headline, its time to first token and fixed-continuation: the reference
+    // pair is not timed against the reference) has its verdict on the card.
     let judged = session["decisions"]["rows"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|r| !r["cell"].as_str().unwrap().ends_with(".reference_pair") && !r["adapter"].is_null())
         .count();
-    assert_eq!(judged, 2, "{:#}", session["decisions"]["rows"]);
+    assert_eq!(judged, 3, "{:#}", session["decisions"]["rows"]);
 
     let browser = Browser::launch().unwrap_or_else(|e| panic!("no browser for the page's test (never skipped): {e:#}"));
     eprintln!("browser: {}", browser.version().unwrap());

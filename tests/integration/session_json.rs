@@ -210,6 +210,7 @@ mod declared {
     pub struct DecidedRow {
         pub cell: String,
         pub mode: String,
+        pub quantity: String,
         pub adapter: Option<String>,
         pub basis: String,
         pub against: Option<String>,
@@ -698,7 +699,11 @@ fn a_real_session_json_parses_with_independently_declared_types() {
     let decisions = session.decisions.expect("decisions");
     assert_eq!(decisions.noise_profile, None);
     let timed = analysis.cells.iter().filter(|c| !c.cell.ends_with(".reference_pair")).count();
-    assert_eq!(decisions.rows.iter().filter(|r| r.outcome["result"] == "compared").count(), timed);
+    let headline = analysis.cells.iter().filter(|c| c.cell.ends_with(".headline")).count();
+    let compared = |quantity: &str| {
+        decisions.rows.iter().filter(|r| r.outcome["result"] == "compared" && r.quantity == quantity).count()
+    };
+    assert_eq!((compared("per_token"), compared("first_token")), (timed, headline));
     assert!(decisions.rows.iter().all(|r| r.adapter.as_deref() == Some("controlled") && r.basis == "paired"));
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("session.json"), real_session().to_string()).unwrap();

@@ -8,7 +8,9 @@ With PROFILE set, every comparison uses that noise profile file (`compare --nois
 
 Prints one line per pair and a summary: how many comparisons had any row called faster or
 slower, and, of the headline rows, how many were called slower (the detections of a slowdown
-in B). Used for issue 42's A/A and slowdown series (`tools/measure/aa_series.sh`)."""
+in B). With QUANTITY=first_token the headline tally is of the time-to-first-token rows (a row's
+name then ends in ` TTFT`). Used for issue 42's A/A and slowdown series
+(`tools/measure/aa_series.sh`) and issue 48's (`tools/measure/ttft_series.sh`)."""
 import json
 import os
 import statistics
@@ -25,7 +27,8 @@ def compare(binary, a, b):
         decision = row["outcome"].get("decision") if isinstance(row["outcome"], dict) else None
         if not row["judged"] or decision is None:
             continue
-        rows.append((row["cell"], decision["verdict"], decision["ratio"], decision["mde"]))
+        name = row["cell"] + (" TTFT" if row.get("quantity") == "first_token" else "")
+        rows.append((name, decision["verdict"], decision["ratio"], decision["mde"]))
     return out.returncode, report.get("verdict"), rows
 
 
@@ -37,8 +40,9 @@ def main():
         code, verdict, rows = compare(binary, a, b)
         called = [r for r in rows if r[1] in ("faster", "slower")]
         any_called += bool(called)
+        tallied = ".headline TTFT" if os.environ.get("QUANTITY") == "first_token" else ".headline"
         for cell, v, ratio, _ in rows:
-            if cell.endswith(".headline"):
+            if cell.endswith(tallied):
                 headline_rows += 1
                 headline_slower += v == "slower"
                 ratios.append(ratio)

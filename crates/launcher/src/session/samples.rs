@@ -182,10 +182,15 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
 }
 
 /// The headline cells of `session` (where stock is `stream_generate` itself) with each
-/// request's time to the first token; the other modes' first token is not stock's own.
+/// request's time to the first token; the other modes' first token is not stock's own. An
+/// adapter whose requests recorded none (`first_token_ns` 0) is left out, and a cell left with
+/// no adapter.
 pub fn first_token_cells(session: &SessionReport) -> Vec<CellData> {
     let mut out = cells_of(session, Quantity::FirstToken);
-    out.retain(|c| c.mode == Mode::Headline);
+    for cell in &mut out {
+        cell.adapters.retain(|_, requests| !requests.is_empty());
+    }
+    out.retain(|c| c.mode == Mode::Headline && !c.adapters.is_empty());
     out
 }
 
