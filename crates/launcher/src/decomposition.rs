@@ -23,6 +23,17 @@
 //!   per placement and [`placement_effect`] tests the headline ratio of one against the other
 //!   (the difference of the two sessions' estimates, as `compare`'s `against_reference` rows).
 //!
+//! **Time to first token**, taken apart the same way where both cells recorded it:
+//! `ln T_H = ln T_F + (ln T_H − ln T_F)`, with `T_H` and `T_F` the adapter's ratio of time to
+//! first token in each cell.
+//!
+//! - **`ln T_F`, the prefill structure.** In fixed-continuation both loops prefill as
+//!   `generate_step` does (the prompt in chunks, only the caches evaluated, the last token alone)
+//!   and the first token is that prefill's last logits: what differs is the forwards.
+//! - **`ln T_H − ln T_F`, around the prefill.** What the headline adds before the first token:
+//!   stock's generator set-up, building and dispatching its look-ahead step before it yields,
+//!   sampling and streaming.
+//!
 //! Beside each: the adapter's graph build and evaluation medians and host overhead in the
 //! headline cell where its worker records them (the controlled loop does; stock, unmodified
 //! mlx_lm, cannot separate its evaluation from its build, so none is shown for it).
@@ -47,7 +58,9 @@ use crate::{
 pub const EXPLANATION: &str = "where each headline ratio comes from: headline = same synchronous work \
     (fixed-continuation: no loop overlaps build and evaluation; what is left for the graphs and the host work \
     around them) × headline-only part (stock's look-ahead builds step n+1 while step n evaluates; sampling and \
-    streaming too): the synchronous design's share; each part tested alone at α 5 %, ±3 % equivalence";
+    streaming too): the synchronous design's share; and TTFT = prefill structure (fixed-continuation's first \
+    token: the same prefill forwards alone) × around the prefill (generator set-up, the look-ahead dispatched \
+    before the first token, sampling); each part tested alone at α 5 %, ±3 % equivalence";
 
 /// One adapter's headline ratio against the reference in one case and prompt, taken apart.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +77,20 @@ pub struct Decomposition {
     pub headline_only: Result<Decision, String>,
     /// The adapter's graph build and evaluation in the headline cell, where recorded.
     pub split: Option<Split>,
+    /// Its time to first token taken apart, where both cells recorded it.
+    pub first_token: Option<FirstToken>,
+}
+
+/// An adapter's time-to-first-token ratio against the reference in one case and prompt, taken
+/// apart: `T_H = T_F × (T_H / T_F)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FirstToken {
+    /// `T_H` tested: the headline cell's (stock's `stream_generate`).
+    pub headline: Result<Decision, String>,
+    /// `T_F` tested: the prefill structure (fixed-continuation: the same prefill forwards alone).
+    pub prefill: Result<Decision, String>,
+    /// `T_H / T_F` tested: what the headline adds around the prefill.
+    pub around: Result<Decision, String>,
 }
 
 /// Where an adapter's headline step goes, from its own records.
@@ -101,32 +128,52 @@ pub(crate) fn tested(
     decide_alone(estimate, None, sessions, config).map_err(|e| e.to_string())
 }
 
+/// `adapter`'s ratio in `headline` and in `fixed` (one quantity), and the first over the
+/// second, each tested alone.
+fn apart(
+    headline: &session::CellData,
+    fixed: &session::CellData,
+    adapter: &Adapter,
+    config: &DecisionConfig,
+) -> [Result<Decision, String>; 3] {
+    let h = rule::within(headline, adapter, config.trim);
+    let f = rule::within(fixed, adapter, config.trim);
+    let rest = match (&h, &f) {
+        (Ok(h), Ok(f)) => Ok(LogEstimate::difference(h, f)),
+        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+    };
+    [tested(&h, 1, config), tested(&f, 1, config), tested(&rest, 1, config)]
+}
+
 /// The decompositions of `session`: per case and prompt with a headline and a fixed-continuation
 /// cell (without the latter there is nothing to take apart), per adapter other than the
 /// reference, in the order the cells ran.
 pub fn of_session(session: &SessionReport, config: &DecisionConfig) -> Vec<Decomposition> {
-    let cells = session::cells(session);
-    let find = |stem_of: &str, mode: Mode| cells.iter().find(|c| c.mode == mode && stem(&c.cell) == stem_of);
+    let (cells, first_tokens) = (session::cells(session), session::first_token_times(session));
+    let find = |among: &'_ [session::CellData], stem_of: &str, mode: Mode| {
+        among.iter().find(|c| c.mode == mode && stem(&c.cell) == stem_of).cloned()
+    };
     let mut out = Vec::new();
     for headline in cells.iter().filter(|c| c.mode == Mode::Headline) {
         let name = stem(&headline.cell);
-        let Some(fixed) = find(name, Mode::FixedContinuation) else { continue };
+        let Some(fixed) = find(&cells, name, Mode::FixedContinuation) else { continue };
+        let ttft = find(&first_tokens, name, Mode::Headline).zip(find(&first_tokens, name, Mode::FixedContinuation));
         let stats = session.analysis.as_ref().and_then(|a| a.cells.iter().find(|c| c.cell == headline.cell));
         for adapter in headline.adapters.keys().filter(|a| **a != headline.reference) {
-            let h = rule::within(headline, adapter, config.trim);
-            let f = rule::within(fixed, adapter, config.trim);
-            let only = match (&h, &f) {
-                (Ok(h), Ok(f)) => Ok(LogEstimate::difference(h, f)),
-                (Err(e), _) | (_, Err(e)) => Err(e.clone()),
-            };
+            let [headline_ratio, fixed_ratio, headline_only] = apart(headline, &fixed, adapter, config);
+            let first_token = ttft.as_ref().filter(|(h, _)| h.adapters.contains_key(adapter)).map(|(h, f)| {
+                let [headline, prefill, around] = apart(h, f, adapter, config);
+                FirstToken { headline, prefill, around }
+            });
             out.push(Decomposition {
                 cells: name.to_owned(),
                 adapter: adapter.clone(),
                 reference: headline.reference.clone(),
-                headline: tested(&h, 1, config),
-                fixed: tested(&f, 1, config),
-                headline_only: tested(&only, 1, config),
+                headline: headline_ratio,
+                fixed: fixed_ratio,
+                headline_only,
                 split: stats.and_then(|c| c.adapters.get(adapter)).and_then(Split::of),
+                first_token,
             });
         }
     }
@@ -161,23 +208,30 @@ pub fn words(decision: &Result<Decision, String>) -> String {
 }
 
 /// The lines of the table: per decomposition, the headline ratio as the product of its two
-/// parts (the split of each step is on the adapter's own line of the table).
+/// parts (the split of each step is on the adapter's own line of the table), then its time to
+/// first token as the product of its two.
 pub fn lines(parts: &[Decomposition]) -> Vec<String> {
-    parts
-        .iter()
-        .map(|p| {
-            format!(
-                "{} {}/{} headline {} = same synchronous work (fixed-continuation) {} × headline-only part \
-                 (look-ahead, sampling, streaming) {}",
-                p.cells,
-                p.adapter.as_str(),
-                p.reference.as_str(),
-                words(&p.headline),
-                words(&p.fixed),
-                words(&p.headline_only)
-            )
-        })
-        .collect()
+    let mut out = Vec::new();
+    for p in parts {
+        let pair = format!("{} {}/{}", p.cells, p.adapter.as_str(), p.reference.as_str());
+        out.push(format!(
+            "{pair} headline {} = same synchronous work (fixed-continuation) {} × headline-only part (look-ahead, \
+             sampling, streaming) {}",
+            words(&p.headline),
+            words(&p.fixed),
+            words(&p.headline_only)
+        ));
+        if let Some(t) = &p.first_token {
+            out.push(format!(
+                "{pair} TTFT {} = prefill structure (fixed-continuation) {} × around the prefill (set-up, look-ahead \
+                 dispatch, sampling) {}",
+                words(&t.headline),
+                words(&t.prefill),
+                words(&t.around)
+            ));
+        }
+    }
+    out
 }
 
 /// The sessions of one case at several placements (`bench --cpus A --cpus B …`, each with the
@@ -298,12 +352,57 @@ mod tests {
         assert!(text[0].starts_with("tiny-qwen3.tiny-qwen3-L16 controlled/stock headline 1.1"), "{text:?}");
         assert!(text[0].contains(&format!("same synchronous work (fixed-continuation) {:.3}", f.ratio)), "{text:?}");
         assert!(text[0].contains("no difference × headline-only part"), "{text:?}");
-        assert_eq!(text.len(), 1, "{text:?}");
+        assert_eq!(text.len(), 2, "{text:?}");
+        assert!(text[1].starts_with("tiny-qwen3.tiny-qwen3-L16 controlled/stock TTFT "), "{text:?}");
         // The split is the headline cell's, as the launcher's analysis recorded it.
         assert_eq!(
             p.split,
             Some(Split { build_median_ns: 150_000.0, eval_median_ns: 3_000_000.0, host_overhead: 0.05 })
         );
+    }
+
+    /// `s` with every measured request's time to first token set to 1 ms (controlled: `headline`
+    /// or `fixed` ms by the cell) × a fixed ±1 % wiggle × its run's offset.
+    fn first_tokens(mut s: SessionReport, headline: f64, fixed: f64) -> SessionReport {
+        for w in &mut s.workers {
+            let level = match (w.adapter == Adapter::Controlled, w.cell.ends_with(".headline")) {
+                (false, _) => 1.0,
+                (true, true) => headline,
+                (true, false) => fixed,
+            };
+            let offset = 1.0 + session::fixtures::run_offset(w.repetition, usize::from(w.adapter == Adapter::Stock));
+            for q in w.report.iter_mut().flat_map(|r| r.requests.iter_mut()) {
+                let wiggle =
+                    1.0 + 0.01 * (((q.index as usize * 37 + w.repetition as usize * 11) % 11) as f64 / 5.0 - 1.0);
+                q.first_token_ns = (1e6 * level * offset * wiggle).round() as u64;
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn a_first_token_ratio_splits_into_the_prefill_structure_and_what_is_around_it() {
+        let config = DecisionConfig::default();
+        // Controlled's first token 20 % later in headline, its prefill forwards as stock's.
+        let parts = of_session(&first_tokens(session(1.0, 1.0), 1.2, 1.0), &config);
+        let t = parts[0].first_token.as_ref().expect("both cells recorded first tokens");
+        let (h, prefill, around) =
+            (t.headline.as_ref().unwrap(), t.prefill.as_ref().unwrap(), t.around.as_ref().unwrap());
+        assert!((h.ratio - 1.2).abs() < 0.01 && h.verdict == Verdict::Slower, "{h:?}");
+        assert!((prefill.ratio - 1.0).abs() < 0.01 && prefill.verdict == Verdict::NoDifference, "{prefill:?}");
+        assert!((around.log_estimate - (h.log_estimate - prefill.log_estimate)).abs() < 1e-12, "{around:?}");
+        assert_eq!(around.verdict, Verdict::Slower, "{around:?}");
+        // A slower prefill structure shows in its own part, and nothing is left around it.
+        let parts = of_session(&first_tokens(session(1.0, 1.0), 1.1, 1.1), &config);
+        let t = parts[0].first_token.as_ref().unwrap();
+        assert_eq!(t.prefill.as_ref().unwrap().verdict, Verdict::Slower);
+        assert_eq!(t.around.as_ref().unwrap().verdict, Verdict::NoDifference);
+        // No first token recorded in the fixed-continuation cell: nothing to take apart there.
+        let mut s = first_tokens(session(1.0, 1.0), 1.2, 1.0);
+        for w in s.workers.iter_mut().filter(|w| w.cell.ends_with(".fixed_continuation")) {
+            w.report.iter_mut().flat_map(|r| r.requests.iter_mut()).for_each(|q| q.first_token_ns = 0);
+        }
+        assert_eq!(of_session(&s, &config)[0].first_token, None);
     }
 
     #[test]

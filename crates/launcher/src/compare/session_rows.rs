@@ -39,13 +39,29 @@ pub fn decided_settings(session: &SessionReport) -> crate::stats::DecisionConfig
 }
 
 /// The rows of `session` as its views show them: the stored decisions, unless the reader asks
-/// for other settings (`retest`: another profile file, level or margin) or the session stored
-/// none (written before version 8), in which case they are tested now with `settings`.
+/// for other settings (`retest`: another profile file, level or margin), the session stored
+/// none (written before version 8), or it stored them before rows of time to first token
+/// existed (it has first tokens to test and no such row), in which case they are tested now
+/// with `settings`.
 pub fn session_rows(session: &SessionReport, settings: &Settings<'_>, retest: bool) -> Vec<Row> {
-    match &session.decisions {
-        Some(stored) if !retest => stored.rows.clone(),
+    match stored_rows(session) {
+        Some(stored) if !retest => stored.to_vec(),
         _ => decide(session, settings).rows,
     }
+}
+
+/// The rows `session` stored, when they can be shown as they are: `None` when it stored none, or
+/// stored them before rows of time to first token existed.
+pub fn stored_rows(session: &SessionReport) -> Option<&[Row]> {
+    let stored = session.decisions.as_ref()?;
+    (!predates_first_token_rows(stored, session)).then_some(stored.rows.as_slice())
+}
+
+/// Whether `stored` was decided before rows of time to first token existed: no such row among
+/// them, though the session has first tokens to test.
+fn predates_first_token_rows(stored: &SessionDecisions, session: &SessionReport) -> bool {
+    !stored.rows.iter().any(|r| r.quantity == Quantity::FirstToken)
+        && !crate::session::first_token_cells(session).is_empty()
 }
 
 /// The rows of `session` tested with the default settings and no profile: what a test of a view
@@ -202,6 +218,27 @@ mod tests {
         let mut rows = fixed.clone();
         follow_the_looks(&mut rows, &record(SequentialVerdict::Slower));
         assert_eq!(rows, fixed);
+    }
+
+    #[test]
+    fn decisions_stored_before_first_token_rows_are_tested_again_and_others_are_read_as_stored() {
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let session = crate::session::fixtures::repeated(&crate::session::load_session(&path).unwrap().report, 4);
+        let settings = Settings { config: DecisionConfig::default(), profiles: None };
+        let mut decided = decide(&session, &settings);
+        assert!(decided.rows.iter().any(|r| r.quantity == Quantity::FirstToken));
+        // As stored now: read back as they are (a verdict changed by hand stays changed).
+        let RowResult::Compared { decision, .. } = &mut decided.rows[0].outcome else { panic!() };
+        decision.ratio = 1.234;
+        let stored = SessionReport { decisions: Some(decided.clone()), ..session.clone() };
+        assert_eq!(session_rows(&stored, &settings, false), decided.rows);
+        // As a session stored them before: per-token rows only. Tested again, with TTFT.
+        let old = SessionDecisions {
+            rows: decided.rows.iter().filter(|r| r.quantity == Quantity::PerToken).cloned().collect(),
+            ..decided
+        };
+        let stored = SessionReport { decisions: Some(old), ..session.clone() };
+        assert_eq!(session_rows(&stored, &settings, false), decide(&session, &settings).rows);
     }
 
     #[test]

@@ -368,7 +368,7 @@ fn decomposition_section(h: &mut String, session: &SessionReport, config: &crate
     if parts.is_empty() {
         return;
     }
-    h.push_str("<section id=\"decomposition\">\n<h2>Where each headline ratio comes from</h2>\n<div class=\"scroll\">\n<table id=\"decomposition-table\">\n<thead><tr><th>cells</th><th>adapter/reference</th><th>headline</th><th>same synchronous work (fixed-continuation)</th><th>headline-only part (look-ahead, sampling, streaming)</th><th>host overhead (headline)</th></tr></thead>\n<tbody>\n");
+    h.push_str("<section id=\"decomposition\">\n<h2>Where each headline and TTFT ratio comes from</h2>\n<div class=\"scroll\">\n<table id=\"decomposition-table\">\n<thead><tr><th>cells</th><th>adapter/reference</th><th>headline</th><th>same synchronous work (fixed-continuation)</th><th>headline-only part (look-ahead, sampling, streaming)</th><th>host overhead (headline)</th></tr></thead>\n<tbody>\n");
     for p in &parts {
         let _ = writeln!(
             h,
@@ -383,6 +383,23 @@ fn decomposition_section(h: &mut String, session: &SessionReport, config: &crate
         );
     }
     h.push_str("</tbody>\n</table>\n</div>\n");
+    let first_tokens: Vec<_> = parts.iter().filter_map(|p| p.first_token.as_ref().map(|t| (p, t))).collect();
+    if !first_tokens.is_empty() {
+        h.push_str("<div class=\"scroll\">\n<table id=\"first-token-decomposition-table\">\n<thead><tr><th>cells</th><th>adapter/reference</th><th>TTFT (headline)</th><th>prefill structure (fixed-continuation)</th><th>around the prefill (set-up, look-ahead dispatch, sampling)</th></tr></thead>\n<tbody>\n");
+        for (p, t) in first_tokens {
+            let _ = writeln!(
+                h,
+                "<tr data-cell=\"{0}\"><td>{0}</td><td>{1}/{2}</td><td class=\"l\">{3}</td><td class=\"l\">{4}</td><td class=\"l\">{5}</td></tr>",
+                esc(&p.cells),
+                esc(p.adapter.as_str()),
+                esc(p.reference.as_str()),
+                esc(&crate::decomposition::words(&t.headline)),
+                esc(&crate::decomposition::words(&t.prefill)),
+                esc(&crate::decomposition::words(&t.around)),
+            );
+        }
+        h.push_str("</tbody>\n</table>\n</div>\n");
+    }
     // The parts depend on the CPUs the loops had: `bench --cpus 0 --cpus all` sets two side by side.
     let _ = writeln!(
         h,

@@ -77,18 +77,23 @@ fn summary(view: &SessionView<'_>, analysis: &Analysis) -> String {
             })
             .collect();
         let n = names.iter().map(String::len).max().unwrap_or(0);
+        let ratio = |d: &Result<crate::stats::Decision, String>| {
+            d.as_ref().map_or("-".to_owned(), |d| format!("{:.3}", d.ratio))
+        };
+        let line = |name: &str, p: &crate::decomposition::Decomposition, three: [&Result<_, _>; 3]| {
+            let [whole, same, rest] = three.map(ratio);
+            format!("  {name:<n$}  {}/{}  {whole} = {same} × {rest}\n", p.adapter.as_str(), p.reference.as_str())
+        };
         for (p, name) in parts.iter().zip(&names) {
-            let ratio = |d: &Result<crate::stats::Decision, String>| {
-                d.as_ref().map_or("-".to_owned(), |d| format!("{:.3}", d.ratio))
-            };
-            out.push_str(&format!(
-                "  {name:<n$}  {}/{}  {} = {} × {}\n",
-                p.adapter.as_str(),
-                p.reference.as_str(),
-                ratio(&p.headline),
-                ratio(&p.fixed),
-                ratio(&p.headline_only)
-            ));
+            out.push_str(&line(name, p, [&p.headline, &p.fixed, &p.headline_only]));
+        }
+        if parts.iter().any(|p| p.first_token.is_some()) {
+            out.push_str("TTFT ratio = prefill structure (fixed continuation) × around the prefill:\n");
+            for (p, name) in parts.iter().zip(&names) {
+                if let Some(t) = &p.first_token {
+                    out.push_str(&line(name, p, [&t.headline, &t.prefill, &t.around]));
+                }
+            }
         }
     }
     if let Some(energy) = &report.energy {

@@ -17,12 +17,12 @@ pub struct SessionView<'a> {
 
 impl<'a> SessionView<'a> {
     /// The view of `report`: the decisions it stored when it finished, or, when the reader
-    /// names a profile file (`asked`) or the session stored none (before version 8), its rows
-    /// tested now with that file or the host's default one (notes and warnings on stderr
-    /// unless `quiet`).
+    /// names a profile file (`asked`) or the session stored none that can be shown as they are
+    /// (`compare::stored_rows`), its rows tested now with that file or the host's default one
+    /// (notes and warnings on stderr unless `quiet`).
     pub fn new(report: &'a SessionReport, dir: &'a Path, asked: Option<&Path>, quiet: bool) -> Self {
-        let rows = match (&report.decisions, asked) {
-            (Some(stored), None) => Cow::Borrowed(stored.rows.as_slice()),
+        let rows = match (crate::compare::stored_rows(report), asked) {
+            (Some(stored), None) => Cow::Borrowed(stored),
             _ => {
                 let profiles = crate::noise_profiles::resolve_or_warn(asked, report, quiet);
                 let settings = crate::compare::Settings {

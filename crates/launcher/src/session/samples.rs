@@ -186,11 +186,20 @@ pub fn cells(session: &SessionReport) -> Vec<CellData> {
 /// adapter whose requests recorded none (`first_token_ns` 0) is left out, and a cell left with
 /// no adapter.
 pub fn first_token_cells(session: &SessionReport) -> Vec<CellData> {
+    let mut out = first_token_times(session);
+    out.retain(|c| c.mode == Mode::Headline);
+    out
+}
+
+/// Every cell of `session` with each request's time to the first token, whatever its mode (the
+/// decomposition reads fixed-continuation's: the prefill forwards alone); as
+/// [`first_token_cells`], adapters and cells without any left out.
+pub fn first_token_times(session: &SessionReport) -> Vec<CellData> {
     let mut out = cells_of(session, Quantity::FirstToken);
     for cell in &mut out {
         cell.adapters.retain(|_, requests| !requests.is_empty());
     }
-    out.retain(|c| c.mode == Mode::Headline && !c.adapters.is_empty());
+    out.retain(|c| !c.adapters.is_empty());
     out
 }
 
