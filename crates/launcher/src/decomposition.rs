@@ -361,23 +361,16 @@ mod tests {
         );
     }
 
-    /// `s` with every measured request's time to first token set to 1 ms (controlled: `headline`
-    /// or `fixed` ms by the cell) × a fixed ±1 % wiggle × its run's offset.
-    fn first_tokens(mut s: SessionReport, headline: f64, fixed: f64) -> SessionReport {
-        for w in &mut s.workers {
-            let level = match (w.adapter == Adapter::Controlled, w.cell.ends_with(".headline")) {
+    /// `s` with every request's time to first token about 1 ms (controlled: `headline` or
+    /// `fixed` ms by the cell, `session::fixtures::with_first_tokens`).
+    fn first_tokens(s: SessionReport, headline: f64, fixed: f64) -> SessionReport {
+        session::fixtures::with_first_tokens(s, |w| {
+            match (w.adapter == Adapter::Controlled, w.cell.ends_with(".headline")) {
                 (false, _) => 1.0,
                 (true, true) => headline,
                 (true, false) => fixed,
-            };
-            let offset = 1.0 + session::fixtures::run_offset(w.repetition, usize::from(w.adapter == Adapter::Stock));
-            for q in w.report.iter_mut().flat_map(|r| r.requests.iter_mut()) {
-                let wiggle =
-                    1.0 + 0.01 * (((q.index as usize * 37 + w.repetition as usize * 11) % 11) as f64 / 5.0 - 1.0);
-                q.first_token_ns = (1e6 * level * offset * wiggle).round() as u64;
             }
-        }
-        s
+        })
     }
 
     #[test]

@@ -488,22 +488,16 @@ mod tests {
     }
 
     /// The recorded session as four interleaved runs a side, each measured request's time to
-    /// first token set to 1 ms (controlled: `ratio` ms) × a fixed ±1 % wiggle × its run's
-    /// offset (`fixtures::run_offset`); the decode steps as recorded.
+    /// first token about 1 ms (controlled: `ratio` ms, `fixtures::with_first_tokens`); the
+    /// decode steps as recorded.
     fn first_tokens(ratio: f64) -> decode_baseline_wire::session::SessionReport {
         let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
         let mut session = crate::session::fixtures::repeated(&crate::session::load_session(&path).unwrap().report, 4);
         session.job.order = decode_baseline_wire::session::WorkerOrder::Interleaved;
-        for w in &mut session.workers {
-            let (level, salt) = if w.adapter == Adapter::Controlled { (ratio, 0) } else { (1.0, 1) };
-            let offset = 1.0 + crate::session::fixtures::run_offset(w.repetition, salt);
-            for q in w.report.iter_mut().flat_map(|r| r.requests.iter_mut()) {
-                let wiggle =
-                    1.0 + 0.01 * (((q.index as usize * 37 + w.repetition as usize * 11) % 11) as f64 / 5.0 - 1.0);
-                q.first_token_ns = (1e6 * level * offset * wiggle).round() as u64;
-            }
-        }
-        session
+        crate::session::fixtures::with_first_tokens(
+            session,
+            |w| if w.adapter == Adapter::Controlled { ratio } else { 1.0 },
+        )
     }
 
     fn loaded(report: decode_baseline_wire::session::SessionReport) -> LoadedSession {

@@ -90,3 +90,17 @@ pub fn repeated(session: &SessionReport, runs: u32) -> SessionReport {
     }
     out
 }
+
+/// `session` with every request's time to first token set to 1 ms × `level(run)` × a fixed
+/// ±1 % wiggle by request and repetition × its run's offset (`run_offset`, salted by whether the
+/// run is stock's, so that two adapters' offsets in one run differ).
+pub fn with_first_tokens(mut session: SessionReport, level: impl Fn(&WorkerRun) -> f64) -> SessionReport {
+    for w in &mut session.workers {
+        let factor = level(w) * (1.0 + run_offset(w.repetition, usize::from(w.adapter == Adapter::Stock)));
+        for q in w.report.iter_mut().flat_map(|r| r.requests.iter_mut()) {
+            let wiggle = 1.0 + 0.01 * (((q.index as usize * 37 + w.repetition as usize * 11) % 11) as f64 / 5.0 - 1.0);
+            q.first_token_ns = (1e6 * factor * wiggle).round() as u64;
+        }
+    }
+    session
+}
