@@ -122,10 +122,8 @@ pub fn of(report: &SessionReport, analysis: &Analysis, rows: &[Row]) -> Vec<Case
         if mode == Mode::ReferencePair {
             continue;
         }
-        let what = match row.quantity.tag() {
-            "" => crate::session::within_case(&row.cell).1.to_owned(),
-            tag => format!("{} {tag}", crate::session::within_case(&row.cell).1),
-        };
+        let subject = row.subject();
+        let what = crate::session::within_case(&subject).1.to_owned();
         let pair = format!("{}/{}", row.adapter.as_ref().map_or("", Adapter::as_str), report.reference.as_str());
         let warnings = match &row.outcome {
             RowResult::Compared { warnings, .. } => warnings.iter().map(|w| format!("{what} {pair}: {w}")).collect(),

@@ -129,9 +129,10 @@ fn measured_request(quantity: Quantity, run: usize, request: &RequestRecord) -> 
             request.steps.iter().map(|s| s.position).collect(),
             request.steps.iter().map(|s| s.dur_ns).collect::<Vec<u64>>(),
         ),
-        Quantity::FirstToken => (vec![request.prompt_len], vec![request.first_token_ns]),
+        Quantity::FirstToken if request.first_token_ns > 0 => (vec![request.prompt_len], vec![request.first_token_ns]),
+        Quantity::FirstToken => return None,
     };
-    (!dur_ns.is_empty() && dur_ns.iter().any(|&d| d > 0)).then_some(MeasuredRequest { run, positions, dur_ns })
+    (!dur_ns.is_empty()).then_some(MeasuredRequest { run, positions, dur_ns })
 }
 
 /// Pairs of adjacent requests in one cell of an interleaved session: for each repetition in
