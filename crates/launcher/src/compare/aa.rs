@@ -59,20 +59,24 @@ pub fn recorded(cells: &[(&str, &CellData)], adapters: &[&Adapter], paired: bool
     out
 }
 
-/// The recorded A/A ratios of `adapters` in the cells other than `except` of each labelled
-/// session (`""` within one, `"A "`, `"B "` across two), each labelled `<prefix><cell> <adapter>`:
-/// the launcher runs A/A pairs for headline cells only, and the noise they saw is the best
-/// measure there is of the machine during that session for a cell without its own.
+/// The recorded A/A ratios of `adapters` in the cells other than the row's cell `of`, of its
+/// quantity, of each labelled session (`""` within one, `"A "`, `"B "` across two), each labelled
+/// `<prefix><cell> <adapter>`: the launcher runs A/A pairs for headline cells only, and the noise
+/// they saw is the best measure there is of the machine during that session for a cell without
+/// its own.
 pub fn other_cells(
     sessions: &[(&str, &[CellData])],
-    except: &str,
+    of: &CellData,
     adapters: &[&Adapter],
     paired: bool,
 ) -> Vec<AaResult> {
     let prefixes: Vec<(String, &CellData)> = sessions
         .iter()
         .flat_map(|(prefix, cells)| {
-            cells.iter().filter(|c| c.cell != except).map(move |c| (format!("{prefix}{} ", c.cell), c))
+            cells
+                .iter()
+                .filter(|c| c.cell != of.cell && c.quantity == of.quantity)
+                .map(move |c| (format!("{prefix}{} ", c.cell), c))
         })
         .collect();
     let labelled: Vec<(&str, &CellData)> = prefixes.iter().map(|(p, c)| (p.as_str(), *c)).collect();
@@ -191,5 +195,33 @@ mod tests {
         let (_, aa, warnings) = row_of(&cell(0.651, 0.651));
         assert!(!aa[0].test.as_ref().unwrap().significant && !aa[0].dwarfs_interval);
         assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[test]
+    fn other_cells_stand_in_only_for_a_row_of_their_own_quantity() {
+        use decode_baseline_wire::row::Quantity;
+        let estimate = crate::stats::RatioEstimate {
+            ratio: 1.02,
+            ci: decode_baseline_wire::stats::Interval {
+                lower: 1.0,
+                upper: 1.04,
+                bootstrap: crate::stats::BootstrapConfig::default(),
+                resampling: crate::stats::Resampling::ByRequest,
+            },
+        };
+        let recorded = CellData {
+            cell: "other".to_owned(),
+            aa_ratios: [(Adapter::Controlled, estimate)].into(),
+            ..cell(1.0, 1.0)
+        };
+        let per_token = cell(1.0, 1.0);
+        let first_token = CellData { quantity: Quantity::FirstToken, ..cell(1.0, 1.0) };
+        let of =
+            |row: &CellData| other_cells(&[("", std::slice::from_ref(&recorded))], row, &[&Adapter::Controlled], false);
+        let stand_in = of(&per_token);
+        assert_eq!(stand_in.len(), 1, "{stand_in:?}");
+        assert_eq!(stand_in[0].label, "other controlled");
+        // Per-token A/A noise says nothing of the first token's.
+        assert_eq!(of(&first_token), Vec::new());
     }
 }

@@ -87,7 +87,7 @@ fn within_row(cell: &CellData, cells: &[CellData], adapter: &Adapter, settings: 
         _ => aa::recorded(&[("", cell)], &[adapter, reference], false),
     };
     if aa.is_empty() {
-        aa = aa::other_cells(&[("", cells)], &cell.cell, &[adapter, reference], basis == Basis::Paired);
+        aa = aa::other_cells(&[("", cells)], cell, &[adapter, reference], basis == Basis::Paired);
     }
     Row {
         cell: cell.cell.clone(),
@@ -182,11 +182,7 @@ pub fn compare_across(
         let steps = (a.report.job.prefill_step_size(), b.report.job.prefill_step_size());
         for ca in &judged_a {
             let Some(cb) = judged_b.iter().find(|c| c.cell == ca.cell && c.quantity == ca.quantity) else { continue };
-            let all = if ca.quantity == Quantity::PerToken {
-                (&cells_a[..], &cells_b[..])
-            } else {
-                (&judged_a[..], &judged_b[..])
-            };
+            let all = (&judged_a[..], &judged_b[..]);
             let reference = &ca.reference;
             let mut adapters: Vec<&Adapter> = ca.adapters.keys().chain(cb.adapters.keys()).collect();
             adapters.sort();
@@ -246,7 +242,7 @@ fn yardstick_row(ca: &CellData, cb: &CellData, all: Sessions<'_>, adapter: &Adap
     let labels: Vec<&Adapter> = if paired { vec![adapter] } else { vec![adapter, &ca.reference] };
     let mut aa = aa::recorded(&[("A ", ca), ("B ", cb)], &labels, paired);
     if aa.is_empty() {
-        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], &ca.cell, &labels, paired);
+        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], ca, &labels, paired);
     }
     Row {
         cell: ca.cell.clone(),
@@ -281,7 +277,7 @@ fn raw_row(
     let median_ratio = of_medians(cb.sample(adapter), ca.sample(adapter));
     let mut aa = aa::recorded(&[("A ", ca), ("B ", cb)], &[adapter], false);
     if aa.is_empty() {
-        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], &ca.cell, &[adapter], false);
+        aa = aa::other_cells(&[("A ", all.0), ("B ", all.1)], ca, &[adapter], false);
     }
     Row {
         cell: ca.cell.clone(),
