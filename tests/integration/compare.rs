@@ -1225,6 +1225,87 @@ fn csv_has_one_line_per_row_and_json_has_a_schema_version() {
     assert_eq!(j["b"]["session_id"], "session-b");
 }
 
+/// The CI outputs of a comparison that finds a slowdown: the step summary leads with the verdict
+/// and the row that decided it; the JUnit file, read back by an independent parser, has that row
+/// as its one failing case and the rest skipped or passed, with the counts the Jenkins schema
+/// allows; BMF carries the ratio with its interval.
+#[test]
+fn ci_formats_carry_a_slowdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Synth::new("session-a", vec![(HEADLINE, 600_000.0, 600_000.0), (FIXED, 600_000.0, 600_000.0)])
+        .write(tmp.path());
+    let b = Synth::new("session-b", vec![(HEADLINE, 660_000.0, 600_000.0), (FIXED, 600_000.0, 600_000.0)])
+        .write(tmp.path());
+    let slowed = format!("{HEADLINE} controlled vs stock");
+
+    let github = compare(&[&a, &b, &"--format", &"github"]);
+    assert_eq!(github.code, SLOWER, "{}", github.stderr);
+    let mut lines = github.stdout.lines();
+    assert_eq!(lines.next(), Some("## :x: decode-baseline: slower (exit 11)"), "{}", github.stdout);
+    assert!(github.stdout.contains("Decided by 1 row(s), each slower:"), "{}", github.stdout);
+    assert!(github.stdout.contains(&format!("- `{slowed}`: ratio 1.100 [")), "{}", github.stdout);
+    assert!(github.stdout.contains("detectable size: differences of ±"), "{}", github.stdout);
+    assert!(github.stdout.contains("<details><summary>all rows</summary>"), "{}", github.stdout);
+
+    let junit = compare(&[&a, &b, &"--format", &"junit"]);
+    assert_eq!(junit.code, SLOWER, "{}", junit.stderr);
+    let report =
+        quick_junit::Report::deserialize_from_str(&junit.stdout).unwrap_or_else(|e| panic!("{e}\n{}", junit.stdout));
+    assert_eq!(report.test_suites.len(), 1);
+    let suite = &report.test_suites[0];
+    assert_eq!((suite.tests, suite.failures, suite.errors), (6, 1, 0), "{}", junit.stdout);
+    let failed: Vec<_> = suite
+        .test_cases
+        .iter()
+        .filter(|c| matches!(c.status, quick_junit::TestCaseStatus::NonSuccess { .. }))
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].name.as_str(), slowed);
+    let quick_junit::TestCaseStatus::NonSuccess { kind, message, .. } = &failed[0].status else { unreachable!() };
+    assert_eq!(*kind, quick_junit::NonSuccessKind::Failure);
+    let message = message.as_ref().map(|m| m.as_str().to_owned()).unwrap_or_default();
+    assert!(message.starts_with("slower: ratio 1.100 ["), "{message}");
+    let skipped =
+        suite.test_cases.iter().filter(|c| matches!(c.status, quick_junit::TestCaseStatus::Skipped { .. })).count();
+    assert_eq!(skipped, 4, "the raw rows are not judged: {}", junit.stdout);
+    // What the Jenkins schema (junit-10.xsd) requires and forbids, checked on the XML itself.
+    let doc = roxmltree::Document::parse(&junit.stdout).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    assert_eq!(root.attribute("skipped"), None, "junit-10.xsd has no `skipped` on <testsuites>");
+    for case in doc.descendants().filter(|n| n.has_tag_name("testcase")) {
+        assert!(case.attribute("name").is_some());
+        assert!(case.children().all(|c| !c.has_tag_name("properties")), "junit-10.xsd: no properties on a test case");
+    }
+    let suite = root.children().find(|n| n.has_tag_name("testsuite")).unwrap();
+    for required in ["name", "tests", "failures", "errors"] {
+        assert!(suite.attribute(required).is_some(), "<testsuite> without {required}");
+    }
+
+    let bmf: serde_json::Value = serde_json::from_str(&compare(&[&a, &b, &"--format", &"bmf"]).stdout).unwrap();
+    let ratio = &bmf[&slowed]["ratio"];
+    let (value, lower, upper) = (
+        ratio["value"].as_f64().unwrap(),
+        ratio["lower_value"].as_f64().unwrap(),
+        ratio["upper_value"].as_f64().unwrap(),
+    );
+    assert!(lower <= value && value <= upper && lower > 1.0, "{bmf}");
+    assert!((value - 1.1).abs() < 0.01, "{bmf}");
+    let latency = bmf[&slowed]["latency"]["value"].as_f64().unwrap();
+    assert!((latency - 660_000.0).abs() < 100.0, "B's median per-token time, in ns: {bmf}");
+
+    // A refused comparison is one case in error listing what differs.
+    let mut other = Synth::new("session-c", vec![(HEADLINE, 600_000.0, 600_000.0)]);
+    other.host = "bench-2";
+    let c = other.write(tmp.path());
+    let refused = compare(&[&a, &c, &"--format", &"junit"]);
+    assert_eq!(refused.code, REFUSED);
+    let report = quick_junit::Report::deserialize_from_str(&refused.stdout).unwrap();
+    let case = &report.test_suites[0].test_cases[0];
+    assert_eq!((case.name.as_str(), report.test_suites[0].errors), ("identity", 1));
+    assert!(refused.stdout.contains("bench-2"), "{}", refused.stdout);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Plots
 // ---------------------------------------------------------------------------------------------

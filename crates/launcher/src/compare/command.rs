@@ -22,6 +22,14 @@ pub enum Format {
     Json,
     /// One line per row.
     Csv,
+    /// Markdown for a CI step summary (`>> $GITHUB_STEP_SUMMARY`): the verdict first, the rows
+    /// that decided it, the detectable size, the full table folded.
+    Github,
+    /// JUnit XML: a slower row is a failing case with its ratio and interval; inconclusive is
+    /// skipped with the reason.
+    Junit,
+    /// Bencher Metric Format JSON: per row, the ratio with its interval and the median time.
+    Bmf,
 }
 
 impl Format {
@@ -32,6 +40,9 @@ impl Format {
             Format::Markdown => &super::Markdown,
             Format::Json => &super::Json,
             Format::Csv => &super::Csv,
+            Format::Github => &super::Github,
+            Format::Junit => &super::Junit,
+            Format::Bmf => &super::Bmf,
         }
     }
 }
@@ -133,8 +144,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     for line in render::profile_lines(&report.rows) {
         eprintln!("decode-baseline: {line}");
     }
-    // CSV keeps stdout to the table: its mismatch list goes to stderr.
-    if args.format == Format::Csv && !report.mismatches.is_empty() {
+    // CSV and BMF keep stdout to their one document: the mismatch list goes to stderr.
+    if matches!(args.format, Format::Csv | Format::Bmf) && !report.mismatches.is_empty() {
         eprint!("{}", render::mismatch_list(&report));
     }
     let text = args.format.exporter().export(&report)?;

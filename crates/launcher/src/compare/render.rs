@@ -351,3 +351,53 @@ pub fn mismatch_list(report: &CompareReport) -> String {
     }
     out
 }
+
+/// A row's name where rows stand alone (CI outputs): the subject, and what is compared when the
+/// subject alone does not say it, e.g. `tiny.L512.headline TTFT controlled/stock` within a
+/// session, `tiny.L16.headline controlled vs stock` across sessions.
+pub(super) fn row_name(row: &Row) -> String {
+    match (&row.adapter, row.basis) {
+        (Some(adapter), Basis::Raw) => format!("{} {} raw", row.subject(), adapter.as_str()),
+        (Some(adapter), _) if row.numerator.label == "B" => {
+            format!("{} {} {}", row.subject(), adapter.as_str(), basis_cell(row))
+        }
+        _ => format!("{} {}/{}", row.subject(), row.numerator.label, row.denominator.label),
+    }
+}
+
+/// A compared row's estimate in one phrase: `ratio 1.052 [1.031, 1.074] (95% CI), p = 0.0012,
+/// MDE ±2.3 %`.
+pub(super) fn estimate_phrase(row: &Row) -> Option<String> {
+    let d = row.decision()?;
+    Some(format!(
+        "ratio {:.3} [{:.3}, {:.3}] ({:.0}% CI), p = {:.2e}, MDE {}",
+        d.ratio,
+        d.ci.lower,
+        d.ci.upper,
+        d.ci.confidence * 100.0,
+        d.p_value,
+        percent(d.mde)
+    ))
+}
+
+/// The judged rows that decided the overall verdict: those with its verdict (all judged rows
+/// when it is `no difference`); none when refused.
+pub(super) fn deciding_rows(report: &CompareReport) -> Vec<&Row> {
+    let Some(verdict) = report.verdict else { return Vec::new() };
+    report.rows.iter().filter(|r| r.judged && r.verdict() == Some(verdict)).collect()
+}
+
+/// The smallest and largest detectable difference over the judged, compared rows, e.g.
+/// `differences of ±2.3 % to ±8.1 % are detectable at 80 % power`; `None` when no row was
+/// compared.
+pub(super) fn detectable_line(report: &CompareReport) -> Option<String> {
+    let mdes: Vec<f64> = report.rows.iter().filter(|r| r.judged).filter_map(|r| Some(r.decision()?.mde)).collect();
+    let low = mdes.iter().copied().reduce(f64::min)?;
+    let high = mdes.iter().copied().reduce(f64::max)?;
+    let range = if (high - low).abs() < 5e-4 { percent(low) } else { format!("{} to {}", percent(low), percent(high)) };
+    Some(format!(
+        "detectable size: differences of {range} are detectable at {:.0} % power (α {:.0} %)",
+        100.0 * report.settings.power,
+        100.0 * report.settings.alpha
+    ))
+}
