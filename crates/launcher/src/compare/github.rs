@@ -14,7 +14,7 @@ pub struct Github;
 
 impl Exporter<CompareReport> for Github {
     fn export(&self, report: &CompareReport) -> anyhow::Result<String> {
-        Ok(github(report)?)
+        github(report)
     }
 }
 
