@@ -6,6 +6,7 @@
 
 mod blocks;
 mod bootstrap;
+mod change_points;
 mod decision;
 mod drift;
 mod error;
@@ -29,6 +30,10 @@ mod simulation;
 
 pub use blocks::PairBlocks;
 pub use bootstrap::validate as validate_bootstrap;
+pub use change_points::{
+    between_session_variance, change_points, point_variance, ChangePoint, ChangeSettings, SeriesPoint,
+    DEFAULT_CHANGE_ALPHA, DEFAULT_MIN_SEGMENT, DEFAULT_WINDOW,
+};
 pub use decision::{
     before_holm, can_decide, decide_alone, decide_family, t_quantile, validate as validate_decision_config, verdict_of,
     REPETITIONS_FOR_A_VERDICT,

@@ -739,3 +739,68 @@ fn a_profile_fitted_at_one_size_holds_its_level_at_others_and_adds_power() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// Issue 45: change points over a history of like sessions. Each point is one synthetic
+/// session's paired estimate and its own error (the rule `compare` uses), with every level of
+/// noise (pair σ, a run effect, a session effect that no run count removes); a series is 40
+/// sessions, or 20 then 16 after a step. A series without a change must raise no change point
+/// more than `α` (1 %) of the time; a 5 % step must be found, at its session (±1), in at least
+/// 90 % of the series where the sessions are this project's main-job size.
+#[test]
+fn change_points_hold_their_false_alarm_rate_and_find_a_five_percent_step() {
+    const SERIES: usize = 400;
+    let settings = crate::stats::ChangeSettings::default();
+    let config = DecisionConfig::default();
+    let design = |runs: usize, session_sd: f64, noise: Noise| Design {
+        sigma: 0.025,
+        pairs: runs * 8,
+        runs,
+        run_sd: 0.010,
+        session_sd,
+        noise,
+    };
+    let history = |gen: &mut Gen, d: &Design, levels: &[(usize, f64)]| -> Vec<crate::stats::SeriesPoint> {
+        levels
+            .iter()
+            .flat_map(|&(n, effect)| std::iter::repeat_n(effect, n))
+            .map(|effect| {
+                let e = gen.estimate(d, (1.0f64 + effect).ln(), &config);
+                crate::stats::SeriesPoint { log_estimate: e.estimate, se: e.se }
+            })
+            .collect()
+    };
+    let slack = |p: f64| 3.0 * (p * (1.0 - p) / SERIES as f64).sqrt();
+    println!("\nruns | session sd | noise | false alarms (40 A/A) | 5 % step found at ±1 | 3 % step found at ±1");
+    let mut failures = Vec::new();
+    for (runs, session_sd, noise, must_detect) in [
+        (6, 0.007, Noise::Normal, true),
+        (6, 0.014, Noise::Normal, false),
+        (6, 0.007, Noise::StudentT3, true),
+        (3, 0.007, Noise::Normal, false),
+    ] {
+        let d = design(runs, session_sd, noise);
+        let mut gen = Gen::new(d.seed(0.0, 0x45_C4A6));
+        let alarms = (0..SERIES)
+            .filter(|_| !crate::stats::change_points(&history(&mut gen, &d, &[(40, 0.0)]), &settings).is_empty())
+            .count() as f64
+            / SERIES as f64;
+        let found = |gen: &mut Gen, step: f64| {
+            (0..SERIES)
+                .filter(|_| {
+                    let changes = crate::stats::change_points(&history(gen, &d, &[(20, 0.0), (16, step)]), &settings);
+                    changes.len() == 1 && changes[0].index.abs_diff(20) <= 1
+                })
+                .count() as f64
+                / SERIES as f64
+        };
+        let (five, three) = (found(&mut gen, 0.05), found(&mut gen, 0.03));
+        println!("{runs} | {session_sd} | {noise:?} | {alarms:.3} | {five:.3} | {three:.3}");
+        if alarms > settings.alpha + slack(settings.alpha) {
+            failures.push(format!("{d:?}: false alarms {alarms}"));
+        }
+        if must_detect && five < 0.90 {
+            failures.push(format!("{d:?}: 5 % step found {five}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
