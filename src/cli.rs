@@ -34,6 +34,9 @@ pub enum Command {
     Manifest(launcher::manifest_cli::ManifestCommand),
     /// Compare controlled against stock in one session, or two sessions cell by cell.
     Compare(launcher::compare::CompareArgs),
+    /// The history of an output root's sessions: every series of like sessions with its change
+    /// points, one series point by point, exports; `history import` records existing sessions.
+    History(launcher::history::HistoryArgs),
     /// Write a session's figures (SVG): step times by position, distributions, roofline.
     Plot(launcher::plot::PlotArgs),
     /// Run the worker conformance scenarios against one worker (an adapter's, or any program)
@@ -107,6 +110,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Guard(args) => launcher::guard::run(args),
         Command::Manifest(command) => launcher::manifest_cli::run(command),
         Command::Compare(args) => launcher::compare::run(args),
+        Command::History(args) => launcher::history::run(args),
         Command::Plot(args) => launcher::plot::run(args),
         Command::Conformance(args) => launcher::conformance::run(args),
         Command::Env => environment(),

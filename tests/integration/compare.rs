@@ -22,8 +22,8 @@ use serde_json::json;
 
 use crate::util;
 
-const HEADLINE: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
-const FIXED: &str = "tiny-qwen3.tiny-qwen3-L16.fixed_continuation";
+pub(crate) const HEADLINE: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
+pub(crate) const FIXED: &str = "tiny-qwen3.tiny-qwen3-L16.fixed_continuation";
 const REFERENCE: &str = "tiny-qwen3.tiny-qwen3-L16.reference_pair";
 
 fn digest(s: &str) -> Sha256Digest {
@@ -208,7 +208,7 @@ fn aa(lower: f64, upper: f64) -> RatioEstimate {
 }
 
 /// A synthetic session.
-struct Synth {
+pub(crate) struct Synth {
     id: &'static str,
     host: &'static str,
     ids: Ids,
@@ -264,7 +264,7 @@ fn cuda_device() -> DeviceIdentity {
 }
 
 impl Synth {
-    fn new(id: &'static str, cells: Vec<(&'static str, f64, f64)>) -> Self {
+    pub(crate) fn new(id: &'static str, cells: Vec<(&'static str, f64, f64)>) -> Self {
         Synth {
             id,
             host: "bench-1",
@@ -300,7 +300,7 @@ impl Synth {
         self
     }
 
-    fn report(&self) -> SessionReport {
+    pub(crate) fn report(&self) -> SessionReport {
         let mut workers = Vec::new();
         let mut analysis_cells = Vec::new();
         let mut push = |cell, adapter: Adapter, level, repetition, aa| {
@@ -401,7 +401,7 @@ impl Synth {
     }
 }
 
-fn write_session(dir: &Path, report: &SessionReport) -> PathBuf {
+pub(crate) fn write_session(dir: &Path, report: &SessionReport) -> PathBuf {
     let folder = dir.join(&report.session_id);
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("session.json"), serde_json::to_vec_pretty(report).unwrap()).unwrap();

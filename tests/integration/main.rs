@@ -9,6 +9,7 @@ mod conformance;
 mod faults;
 mod groups;
 mod guard;
+mod history;
 mod interleave;
 mod kit;
 mod launcher;

@@ -31,6 +31,7 @@ pub mod export;
 #[cfg(test)]
 mod generated;
 pub mod guard;
+pub mod history;
 pub mod host;
 pub mod launcher;
 pub mod manifest_cli;

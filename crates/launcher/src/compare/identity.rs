@@ -53,7 +53,7 @@ fn set_of(session: &SessionReport, adapter: Option<&Adapter>, f: impl Fn(&Identi
     identities(session, adapter).into_iter().map(f).collect()
 }
 
-fn hostname(session: &SessionReport) -> String {
+pub fn hostname(session: &SessionReport) -> String {
     session.host.as_ref().map_or("unknown", |h| h.hostname.as_str()).to_owned()
 }
 
@@ -105,7 +105,7 @@ pub fn is_placement(mismatch: &Mismatch) -> bool {
 }
 
 /// A session's device in one line: name, then memory and compute capability where recorded.
-fn device_line(device: &decode_baseline_wire::backend::DeviceIdentity) -> String {
+pub fn device_line(device: &decode_baseline_wire::backend::DeviceIdentity) -> String {
     let mut line = device.name.clone();
     if let Some(memory) = device.info.get("total_memory").or_else(|| device.info.get("memory_size")) {
         line.push_str(&format!(", {memory} bytes"));
@@ -125,6 +125,17 @@ pub fn versions(session: &SessionReport) -> String {
         joined(set_of(session, None, |i| i.mlx_version.clone())),
         joined(set_of(session, None, |i| i.mlx_lm_version.clone()))
     )
+}
+
+/// The code versions (the repository's commit, `+dirty` when it had changes) a session's workers
+/// ran from, e.g. `4f0c…` or `none recorded`.
+pub fn code_versions(session: &SessionReport) -> String {
+    joined(set_of(session, None, |i| i.code_version.clone()))
+}
+
+/// The worker source digests `adapter` ran in `session` (hex), or `none recorded`.
+pub fn worker_sources(session: &SessionReport, adapter: &Adapter) -> String {
+    joined(set_of(session, Some(adapter), |i| i.worker_sources_sha256.to_hex()))
 }
 
 /// Between two sessions: manifest, models (when the manifests differ), the environment

@@ -13,7 +13,7 @@ mod energy;
 mod error;
 mod estimate;
 mod github;
-mod identity;
+pub(crate) mod identity;
 mod json;
 mod junit;
 mod markdown;

@@ -107,6 +107,9 @@ pub(super) fn finish(session: Session, executed: Executed, show: &Show) -> anyho
         );
         return Ok(SessionOutcome { code: ExitCode::OutputFailed, report: Some(report) });
     }
+    if let Err(why) = crate::history::record_finished(&session_dir, &report) {
+        eprintln!("decode-baseline: warning: {why}");
+    }
     if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
         eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
     }
