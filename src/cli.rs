@@ -37,6 +37,9 @@ pub enum Command {
     /// The history of an output root's sessions: every series of like sessions with its change
     /// points, one series point by point, exports; `history import` records existing sessions.
     History(launcher::history::HistoryArgs),
+    /// The first commit of a loop's repository whose loop differs from a known good one, each
+    /// step a paired session decided by the sequential test; `bisect step` for `git bisect run`.
+    Bisect(launcher::bisect::BisectArgs),
     /// Write a session's figures (SVG): step times by position, distributions, roofline.
     Plot(launcher::plot::PlotArgs),
     /// Run the worker conformance scenarios against one worker (an adapter's, or any program)
@@ -92,6 +95,7 @@ pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
             | Command::Conformance(_)
             | Command::Env
             | Command::Calibrate(_)
+            | Command::Bisect(_)
             | Command::Graph { .. }
     ) {
         let checkout = Checkout::current();
@@ -111,6 +115,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Manifest(command) => launcher::manifest_cli::run(command),
         Command::Compare(args) => launcher::compare::run(args),
         Command::History(args) => launcher::history::run(args),
+        Command::Bisect(args) => launcher::bisect::run(args),
         Command::Plot(args) => launcher::plot::run(args),
         Command::Conformance(args) => launcher::conformance::run(args),
         Command::Env => environment(),

@@ -19,6 +19,7 @@
 //! `worker` subcommand is the controlled worker).
 
 pub mod bench;
+pub mod bisect;
 pub mod calibrate;
 pub mod compare;
 pub mod conformance;

@@ -47,6 +47,9 @@ pub enum ExitCode {
     ValidationFailed = 14,
     /// `conformance`: at least one scenario did not end as the protocol requires.
     ScenarioFailed = 15,
+    /// `bisect step`: the session could not decide within its budget; `git bisect run` skips
+    /// the commit on this code.
+    BisectSkip = 125,
 }
 
 impl ExitCode {

@@ -53,7 +53,9 @@ def run_worker(adapter, load, *, root=None, argv=None, started_ns=None, join_gro
                 `repo_root` is the launcher's repository (relative case paths, the lock files
                 and `code_version` are read there), and its sources are pinned relative to the
                 manifest's folder.
-    argv:       the command line after the program (default sys.argv[1:]): `--out-dir DIR`.
+    argv:       the command line after the program (default sys.argv[1:]): `--out-dir DIR`, and
+                optionally `--as NAME`, which runs the loop as the declared adapter NAME instead
+                of `adapter` (two builds of one loop side by side, as `bisect` runs them).
     started_ns: time.perf_counter_ns() at the worker's entry point (default: when the kit was
                 imported), the origin of `load_ns` and `start_to_ready_ns`.
     join_group: join_group(group) -> {"rank", "ranks", "backend"}, for a loop that runs as one
@@ -65,7 +67,9 @@ def run_worker(adapter, load, *, root=None, argv=None, started_ns=None, join_gro
     started_ns = _IMPORTED_NS if started_ns is None else started_ns
     parser = argparse.ArgumentParser(description=f"decode-baseline {adapter} worker")
     parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--as", dest="as_adapter", metavar="NAME")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    adapter = args.as_adapter or adapter
 
     cancel = proto.CancelFlag()
     cancel.install()
