@@ -3,6 +3,7 @@
 mod util;
 
 mod bench;
+mod bisect;
 mod checkout;
 mod compare;
 mod conformance;

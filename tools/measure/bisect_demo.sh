@@ -4,7 +4,7 @@
 # µs (default 90, about 5 % of its 1.8 ms per token here) before every decode step. The other
 # commits change a notes file only. Then `decode-baseline bisect` over them, printing each step.
 #   DIR (default out/bisect-demo): where the repository is made (replaced).
-#   BUDGET (default 5m): each step's `--budget`.
+#   BUDGET (default 5m): each step's `--budget`. BIN (default target/release/decode-baseline) runs it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=${DIR:-out/bisect-demo}
@@ -38,5 +38,5 @@ PY
 done
 git -C "$dir/loop" log --oneline
 good=$(git -C "$dir/loop" rev-list --max-parents=0 HEAD)
-time ./target/release/decode-baseline bisect --loop "$dir/loop" --worker worker.py --good "$good" --bad HEAD \
+time "${BIN:-./target/release/decode-baseline}" bisect --loop "$dir/loop" --worker worker.py --good "$good" --bad HEAD \
   --budget "${BUDGET:-5m}" --out "$dir/work"

@@ -15,7 +15,7 @@ use crate::launcher::checkout::Checkout;
 pub struct LoopArgs {
     /// The loop's git repository.
     #[arg(long = "loop", value_name = "REPO")]
-    pub repo: PathBuf,
+    pub loop_repo: PathBuf,
     /// The worker program, relative to the repository's root (it must accept `--as NAME`; every
     /// loop on the Python kit does).
     #[arg(long, value_name = "PATH")]
@@ -61,14 +61,18 @@ pub enum BisectStep {
     Step(LoopArgs),
 }
 
-fn prepared(args: &LoopArgs) -> anyhow::Result<(Loop, StepSettings, Workspace, String)> {
-    let checkout = Checkout::current().root;
-    let repo = std::path::absolute(&args.repo)?;
+/// The loop, the step settings and the good commit, checked; no folder is made yet.
+fn prepared(args: &LoopArgs) -> anyhow::Result<(Loop, StepSettings, String)> {
+    let repo = std::path::absolute(&args.loop_repo)?;
     let good = resolve(&repo, "--good", &args.good)?;
     let the_loop = Loop { repo, worker: args.worker.clone(), python: !args.native };
     let settings = StepSettings { cell: args.cell.clone(), budget: args.budget.clone(), cpus: args.cpus.clone() };
-    let workspace = Workspace::create(&checkout, &args.out)?;
-    Ok((the_loop, settings, workspace, good))
+    Ok((the_loop, settings, good))
+}
+
+/// The bisection's folder, once everything else was checked.
+fn workspace(args: &LoopArgs) -> anyhow::Result<Workspace> {
+    Workspace::create(&Checkout::current().root, &args.out)
 }
 
 /// One step's line: what was compared, the row's estimate and verdict, the pairs and the time.
@@ -105,9 +109,11 @@ pub fn run(args: BisectArgs) -> anyhow::Result<ExitCode> {
     let (Some(loop_args), Some(bad)) = (args.loop_args, args.bad) else {
         crate::bad_input!("bisect: expected --loop, --worker, --good and --bad (or `bisect step`)");
     };
-    let (the_loop, settings, workspace, good) = prepared(&loop_args)?;
-    let bad = resolve(&the_loop.repo, "--bad", &bad)?;
-    let commits = commits(&the_loop.repo, &good, &bad)?;
+    let (the_loop, settings, good) = prepared(&loop_args)?;
+    let bad_commit = resolve(&the_loop.repo, "--bad", &bad)?;
+    let commits = commits(&the_loop.repo, &good, &bad_commit, (&loop_args.good, &bad))?;
+    let bad = bad_commit;
+    let workspace = workspace(&loop_args)?;
     println!(
         "bisect: {} commits after {} up to {}; each step a session of {} (budget {}), in {}",
         commits.len() - 1,
@@ -160,8 +166,9 @@ pub fn run(args: BisectArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn step(args: &LoopArgs) -> anyhow::Result<ExitCode> {
-    let (the_loop, settings, workspace, good) = prepared(args)?;
+    let (the_loop, settings, good) = prepared(args)?;
     let head = resolve(&the_loop.repo, "HEAD", "HEAD")?;
+    let workspace = workspace(args)?;
     let result = workspace.step(&the_loop, (&good, &head), &settings, 1)?;
     println!("{}", step_line(1, &the_loop, &good, &head, &result));
     Ok(match (result.outcome, result.row.as_ref().and_then(|r| r.verdict())) {

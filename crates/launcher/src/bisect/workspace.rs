@@ -83,14 +83,20 @@ pub fn resolve(repo: &Path, flag: &str, rev: &str) -> anyhow::Result<String> {
         .map_err(|_| crate::exit::bad_input(format!("{flag} {rev}: not a commit of {}", repo.display())))
 }
 
-/// The commits from `good` to `bad` along the first parents, oldest first, both included.
-pub fn commits(repo: &Path, good: &str, bad: &str) -> anyhow::Result<Vec<String>> {
+/// The commits from `good` to `bad` along the first parents, oldest first, both included;
+/// `named` are the revisions as the user gave them, for the message.
+pub fn commits(repo: &Path, good: &str, bad: &str, named: (&str, &str)) -> anyhow::Result<Vec<String>> {
     let after: Vec<String> = git(repo, &["rev-list", "--reverse", "--first-parent", &format!("{good}..{bad}")])?
         .lines()
         .map(str::to_owned)
         .collect();
     if after.last().map(String::as_str) != Some(bad) {
-        bad_input!("--bad {bad}: not a descendant of --good {good} along the first parents in {}", repo.display());
+        bad_input!(
+            "--bad {} ({bad}): not a descendant of --good {} ({good}) along the first parents in {}",
+            named.1,
+            named.0,
+            repo.display()
+        );
     }
     Ok(std::iter::once(good.to_owned()).chain(after).collect())
 }
@@ -101,10 +107,18 @@ pub fn describe(repo: &Path, commit: &str) -> String {
 }
 
 impl Workspace {
-    /// A new folder under `root` (relative to the checkout unless absolute).
+    /// A new folder under `root` (relative to the checkout unless absolute), which must lie in
+    /// the checkout: the bisection manifest's paths are relative to it.
     pub fn create(checkout: &Path, root: &Path) -> anyhow::Result<Workspace> {
+        let root = std::path::absolute(checkout.join(root))?;
+        ensure_input!(
+            root.starts_with(checkout),
+            "--out {}: expected a folder inside the checkout {} (the bisection manifest names the trees relative to it)",
+            root.display(),
+            checkout.display()
+        );
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace([':', '-'], "");
-        let dir = checkout.join(root).join(format!("{stamp}-{}", std::process::id()));
+        let dir = root.join(format!("{stamp}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("failed to create {}", dir.display()))?;
         Ok(Workspace { checkout: checkout.to_path_buf(), dir })
     }

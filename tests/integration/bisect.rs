@@ -1,0 +1,52 @@
+//! `decode-baseline bisect`: bad input is refused before any session runs, naming the flag and
+//! what was expected. (A whole bisection runs sessions of minutes each: it is measured, with
+//! `tools/measure/bisect_demo.sh`, in `req/findings.md`; the halving itself is unit-tested in
+//! `crates/launcher/src/bisect/plan.rs`.)
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::util;
+
+fn git(repo: &Path, args: &[&str]) {
+    let status = Command::new("git").arg("-C").arg(repo).args(args).status().unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+fn bisect(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String) {
+    let out = Command::new(util::binary()).arg("bisect").args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn bad_revisions_and_ranges_are_refused_before_any_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("loop");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    for (i, name) in ["first", "second"].iter().enumerate() {
+        std::fs::write(repo.join("worker.py"), format!("# {i}\n")).unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", name]);
+    }
+    let outside = tmp.path().join("work");
+    let common: [&dyn AsRef<std::ffi::OsStr>; 4] = [&"--loop", &repo, &"--worker", &"worker.py"];
+
+    let (code, stderr) = bisect(&[&common[..], &[&"--good", &"no-such-rev", &"--bad", &"HEAD"]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--good no-such-rev: not a commit of"), "{stderr}");
+
+    let (code, stderr) = bisect(&[&common[..], &[&"--good", &"HEAD", &"--bad", &"HEAD~1"]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--bad HEAD~1") && stderr.contains("not a descendant of --good"), "{stderr}");
+
+    let (code, stderr) = bisect(&[&common[..], &[&"--good", &"HEAD~1"]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("expected --loop, --worker, --good and --bad"), "{stderr}");
+
+    let (code, stderr) =
+        bisect(&[&common[..], &[&"--good", &"HEAD~1", &"--bad", &"HEAD", &"--out", &outside]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("expected a folder inside the checkout"), "{stderr}");
+    assert!(!outside.exists(), "nothing is made outside the checkout");
+}
