@@ -13,7 +13,11 @@ job=${JOB:-jobs/history.json}
 log=${LOG:-out/history-series.log}
 mkdir -p "$(dirname "$log")"
 i=0
-for kind in $(printf 'A %.0s' $(seq 1 "${AA:-20}")) $(printf 'B %.0s' $(seq 1 "${STEP:-16}")); do
+# (`printf 'A %.0s' $(seq 1 0)` would still print one A: the kinds are listed by loops.)
+kinds=()
+for _ in $(seq 1 "${AA:-20}"); do kinds+=(A); done
+for _ in $(seq 1 "${STEP:-16}"); do kinds+=(B); done
+for kind in "${kinds[@]}"; do
   i=$((i + 1))
   started=$(date +%s.%N)
   if [ "$kind" = B ]; then

@@ -2,11 +2,22 @@
 //! its own, in a file of its own, that turns the thing shown into text. Computing is
 //! elsewhere (the analysis, `compare`'s estimates); an exporter only words and lays out.
 //!
-//! * a comparison (`compare::CompareReport`): `compare::{Table, Markdown, Csv, Json}`;
-//! * a session (`report::SessionView`): `report::{Table, Headline, Markdown, Json, Html}`.
+//! * a comparison (`compare::CompareReport`): `compare::{Table, Markdown, Csv, Json, Github,
+//!   Junit, Bmf}`;
+//! * a session (`report::SessionView`): `report::{Table, Headline, Markdown, Json, Html}`;
+//! * the history's series (`history::Series`): `history::{List, One, Csv, Bmf, DataJs}`.
 
 /// A view of `T` in one format.
 pub trait Exporter<T: ?Sized> {
     /// `item` in this format, ready to print or write.
     fn export(&self, item: &T) -> anyhow::Result<String>;
+}
+
+/// One CSV field: quoted, with quotes doubled, when it holds a comma, a quote or a line break.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
 }

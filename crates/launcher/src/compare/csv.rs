@@ -1,17 +1,9 @@
 //! `compare --format csv`: one line per row (the mismatch list goes to stderr, so stdout stays
 //! one table).
 
-use crate::export::Exporter;
+use crate::export::{csv_field, Exporter};
 
 use decode_baseline_wire::compare::{CompareReport, RowResult};
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
 
 /// CSV, one line per time row; numbers unformatted (ns, plain ratios). The energy rows are in
 /// the JSON (and each session's `energy.csv`), not here: they have other columns.

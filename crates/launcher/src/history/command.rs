@@ -9,6 +9,7 @@ use decode_baseline_wire::ExitCode;
 use super::record::{database_in, record, root_of};
 use super::series::Series;
 use super::store::{Store, FILE};
+use crate::export::Exporter;
 use crate::stats::{ChangeSettings, DEFAULT_CHANGE_ALPHA, DEFAULT_MIN_SEGMENT, DEFAULT_WINDOW};
 use crate::{bad_input, ensure_input};
 
@@ -108,11 +109,11 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitCode> {
     let all: Vec<Series> =
         summaries.into_iter().map(|s| Series::read(&store, s, settings)).collect::<anyhow::Result<_>>()?;
     let text = match (args.format, args.series.is_some()) {
-        (HistoryFormat::Table, true) => super::view::one(&all[0]),
-        (HistoryFormat::Table, false) => super::view::list(&all),
-        (HistoryFormat::Csv, _) => super::export::csv(&all),
-        (HistoryFormat::Bmf, _) => super::export::bmf(&all)?,
-        (HistoryFormat::DataJs, _) => super::export::data_js(&all)?,
+        (HistoryFormat::Table, true) => super::One.export(&all[0])?,
+        (HistoryFormat::Table, false) => super::List.export(&all)?,
+        (HistoryFormat::Csv, _) => super::Csv.export(&all)?,
+        (HistoryFormat::Bmf, _) => super::Bmf.export(&all)?,
+        (HistoryFormat::DataJs, _) => super::DataJs.export(&all)?,
     };
     print!("{text}");
     Ok(ExitCode::Ok)

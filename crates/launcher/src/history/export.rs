@@ -12,14 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::series::Series;
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
+use crate::export::{csv_field, Exporter};
 
 /// A series' benchmark name: the row in words (`tiny.L16.headline controlled/stock`), with the
 /// series id when another shown series has the same words.
@@ -40,7 +33,15 @@ fn names(all: &[Series]) -> Vec<String> {
 }
 
 /// Otava's CSV: `time,commit,…`, oldest first within each series.
-pub fn csv(all: &[Series]) -> String {
+pub struct Csv;
+
+impl Exporter<[Series]> for Csv {
+    fn export(&self, all: &[Series]) -> anyhow::Result<String> {
+        Ok(csv(all))
+    }
+}
+
+fn csv(all: &[Series]) -> String {
     let mut out = String::from(
         "time,commit,series,name,session,ratio,ratio_lower,ratio_upper,log_ratio,se,verdict,versions,\
          change_point\n",
@@ -70,7 +71,15 @@ pub fn csv(all: &[Series]) -> String {
 }
 
 /// Bencher Metric Format of each series' newest point.
-pub fn bmf(all: &[Series]) -> anyhow::Result<String> {
+pub struct Bmf;
+
+impl Exporter<[Series]> for Bmf {
+    fn export(&self, all: &[Series]) -> anyhow::Result<String> {
+        bmf(all)
+    }
+}
+
+fn bmf(all: &[Series]) -> anyhow::Result<String> {
     let mut out = Map::new();
     for (series, name) in all.iter().zip(names(all)) {
         let Some(newest) = series.points.last() else { continue };
@@ -89,7 +98,15 @@ fn epoch_ms(stamp: &str) -> u64 {
 }
 
 /// github-action-benchmark's `data.js`: every session of the shown series, oldest first.
-pub fn data_js(all: &[Series]) -> anyhow::Result<String> {
+pub struct DataJs;
+
+impl Exporter<[Series]> for DataJs {
+    fn export(&self, all: &[Series]) -> anyhow::Result<String> {
+        data_js(all)
+    }
+}
+
+fn data_js(all: &[Series]) -> anyhow::Result<String> {
     let mut sessions: BTreeMap<(String, String), Vec<Value>> = BTreeMap::new();
     let mut commits: BTreeMap<String, String> = BTreeMap::new();
     for (series, name) in all.iter().zip(names(all)) {

@@ -13,6 +13,8 @@ mod view;
 
 pub use command::{run, HistoryAction, HistoryArgs, HistoryFormat};
 pub use entry::{point_entries, series_id, session_entry, PointEntry, SessionEntry};
+pub use export::{Bmf, Csv, DataJs};
 pub use record::{database_in, record, record_finished};
 pub use series::Series;
 pub use store::{SeriesSummary, Store, StoredPoint, FILE};
+pub use view::{List, One};

@@ -2,7 +2,26 @@
 //! change points.
 
 use super::series::Series;
+use crate::export::Exporter;
 use crate::stats::ChangePoint;
+
+/// Every series in one table, then each change in words.
+pub struct List;
+
+impl Exporter<[Series]> for List {
+    fn export(&self, all: &[Series]) -> anyhow::Result<String> {
+        Ok(list(all))
+    }
+}
+
+/// One series point by point.
+pub struct One;
+
+impl Exporter<Series> for One {
+    fn export(&self, series: &Series) -> anyhow::Result<String> {
+        Ok(one(series))
+    }
+}
 
 /// `ratio 1.052 [1.031, 1.074]`.
 fn ratio_words(ratio: f64, (lower, upper): (f64, f64)) -> String {
@@ -19,7 +38,7 @@ fn short_commit(code_version: &str) -> String {
 
 /// One change in words: `change at session S (point 21 of 36): after / before 1.052 [1.031,
 /// 1.074] (95 % CI), t 6.10 > 3.92`.
-pub fn change_line(series: &Series, change: &ChangePoint) -> String {
+fn change_line(series: &Series, change: &ChangePoint) -> String {
     let session = &series.points[change.index].session.session_id;
     let mut line = format!(
         "change at session {session} (point {} of {}): after / before {} (95 % CI), |t| {:.2} > {:.2} (means of {} \
@@ -40,7 +59,7 @@ pub fn change_line(series: &Series, change: &ChangePoint) -> String {
 }
 
 /// The test's settings and the noise it found, in one line.
-pub fn test_line(series: &Series) -> String {
+fn test_line(series: &Series) -> String {
     let s = &series.settings;
     let noise = series.point_sd.map_or("too few points to test (fewer than 3)".to_owned(), |(sd, df)| {
         format!("one session's sd {:.2} % (log scale) on {df:.1} df", sd * 100.0)
@@ -55,7 +74,7 @@ pub fn test_line(series: &Series) -> String {
 }
 
 /// Every series: id, points, changes, newest ratio, span and key.
-pub fn list(all: &[Series]) -> String {
+fn list(all: &[Series]) -> String {
     if all.is_empty() {
         return "no series recorded yet\n".to_owned();
     }
@@ -91,7 +110,7 @@ pub fn list(all: &[Series]) -> String {
 }
 
 /// One series point by point, a change marked at its first point, then the changes in words.
-pub fn one(series: &Series) -> String {
+fn one(series: &Series) -> String {
     let mut out = format!("series {}: {}\n{}\n\n", series.summary.series, series.summary.series_key, test_line(series));
     let mut lines = vec![vec![
         "#".to_owned(),
