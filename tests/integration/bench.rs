@@ -295,8 +295,12 @@ fn bench_with_ranks_sets_one_process_beside_the_group_on_stdout_and_the_page() {
             text.lines().find(|l| l.contains(".fixed_continuation ") && l.contains(adapter) && l.contains("per token"));
         assert!(line.is_some_and(|l| l.contains("(2 ranks / 1: ")), "{adapter}: {text}");
     }
-    let mut dirs: Vec<PathBuf> =
-        std::fs::read_dir(scratch.path().join("out")).unwrap().map(|e| e.unwrap().path()).collect();
+    // The session folders (the output root also holds the history, history.sqlite).
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(scratch.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
     dirs.sort();
     let [one, group] = &dirs[..] else { panic!("two sessions: {dirs:?}") };
     let (one, group_session) = (read_json(&one.join("session.json")), read_json(&group.join("session.json")));

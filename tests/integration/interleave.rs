@@ -395,7 +395,7 @@ fn ctrl_c_while_both_workers_wait_at_the_gate_cancels_both() {
     let reached = loop {
         let found = std::fs::read_dir(s.root().join("out"))
             .ok()
-            .and_then(|mut d| d.next())
+            .and_then(|mut d| d.find(|e| e.as_ref().is_ok_and(|e| e.path().is_dir())))
             .and_then(|e| util::find_file(&e.unwrap().path(), "hook-before_decode_step-reached"));
         if let Some(path) = found {
             break path;

@@ -77,7 +77,9 @@ impl Scratch {
 
     fn session(&self) -> Value {
         let out = self.path().join("out");
-        let sessions: Vec<PathBuf> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+        // The session folders (the output root also holds the history, history.sqlite).
+        let sessions: Vec<PathBuf> =
+            std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
         assert_eq!(sessions.len(), 1, "one session folder in {}", out.display());
         serde_json::from_slice(&std::fs::read(sessions[0].join("session.json")).unwrap()).unwrap()
     }
