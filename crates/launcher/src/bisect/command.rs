@@ -128,6 +128,12 @@ pub fn run(args: BisectArgs) -> anyhow::Result<ExitCode> {
     let (mut sessions, mut pairs) = (0, 0);
     while let Some((base, tested)) = bisection.next() {
         sessions += 1;
+        eprintln!(
+            "decode-baseline: step {sessions}: {} against {}; its session's progress: {}",
+            describe(&the_loop.repo, &commits[tested]),
+            describe(&the_loop.repo, &commits[base]),
+            workspace.dir.join(format!("step-{sessions}.log")).display()
+        );
         let result = workspace.step(&the_loop, (&commits[base], &commits[tested]), &settings, sessions)?;
         pairs += result.row.as_ref().and_then(|r| r.decision()).map_or(0, |d| d.pairs);
         println!("{}", step_line(sessions, &the_loop, &commits[base], &commits[tested], &result));
