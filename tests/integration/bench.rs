@@ -35,7 +35,7 @@ fn bench(scratch: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
 
 /// The one session folder below `<scratch>/out`.
 fn session_dir(scratch: &Path) -> PathBuf {
-    util::only_entry(&scratch.join("out"))
+    util::only_session(&scratch.join("out"))
 }
 
 fn read_json(path: &Path) -> Value {

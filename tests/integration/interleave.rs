@@ -70,7 +70,7 @@ impl Scratch {
     }
 
     fn session_dir(&self) -> PathBuf {
-        util::only_entry(&self.root().join("out"))
+        util::only_session(&self.root().join("out"))
     }
 
     fn session(&self) -> Value {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use decode_baseline_page_check::{Browser, Rendering, Viewport, PHONE, VIEWPORTS};
 use serde_json::json;
 
-use crate::util::{launcher_in, only_entry, read_json, repo_root, run};
+use crate::util::{launcher_in, only_session, read_json, repo_root, run};
 
 /// A session of the main job's shape, smaller: one case, its L16 prompt in every mode, both
 /// adapters, two interleaved runs.
@@ -30,7 +30,7 @@ fn run_session(root: &Path) -> PathBuf {
     let out = run(&mut launcher_in(root));
     let stderr = std::fs::read_to_string(root.join("launcher.stderr")).unwrap_or_default();
     assert!(out.status.success(), "the session failed ({:?}): {stderr}", out.status);
-    only_entry(&root.join("out"))
+    only_session(&root.join("out"))
 }
 
 fn render(browser: &Browser, page: &Path, viewport: Viewport, screenshot: &Path) -> Rendering {

@@ -33,7 +33,7 @@ fn an_until_decided_session_records_its_looks_and_uses_the_hosts_noise_profile()
         let out = util::run(&mut util::launcher_in(root));
         assert_eq!(out.status.code(), Some(0), "{}", std::fs::read_to_string(root.join("launcher.stderr")).unwrap());
     }
-    let sessions = [util::only_entry(&root.join("out/aa-0")), util::only_entry(&root.join("out/aa-1"))];
+    let sessions = [util::only_session(&root.join("out/aa-0")), util::only_session(&root.join("out/aa-1"))];
     let out = util::run(
         std::process::Command::new(util::binary())
             .arg("calibrate")
@@ -59,7 +59,7 @@ fn an_until_decided_session_records_its_looks_and_uses_the_hosts_noise_profile()
     let out = util::run(&mut cmd);
     let stderr = std::fs::read_to_string(root.join("launcher.stderr")).unwrap();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let folder = util::only_entry(&root.join("out/sequential"));
+    let folder = util::only_session(&root.join("out/sequential"));
     let session: Value = serde_json::from_slice(&std::fs::read(folder.join("session.json")).unwrap()).unwrap();
     let record = &session["sequential"];
     assert_eq!(record["budget"], "16 pairs", "{record:#}");

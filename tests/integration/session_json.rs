@@ -7,7 +7,7 @@
 //! One real session runs once for the module: both workers on the tiny fixture, every mode,
 //! interleaved, with an A/A group, so that every part of the analysis is filled in.
 
-use std::{path::PathBuf, sync::OnceLock};
+use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 
@@ -36,10 +36,8 @@ fn real_session() -> &'static Value {
         let status = util::launcher_in(tmp.path()).status().unwrap();
         let stderr = std::fs::read_to_string(tmp.path().join("launcher.stderr")).unwrap_or_default();
         assert_eq!(status.code(), Some(0), "{stderr}");
-        let sessions: Vec<PathBuf> =
-            std::fs::read_dir(tmp.path().join("out")).unwrap().map(|e| e.unwrap().path()).collect();
-        assert_eq!(sessions.len(), 1, "{sessions:?}");
-        serde_json::from_slice(&std::fs::read(sessions[0].join("session.json")).unwrap()).unwrap()
+        let session = util::only_session(&tmp.path().join("out"));
+        serde_json::from_slice(&std::fs::read(session.join("session.json")).unwrap()).unwrap()
     })
 }
 

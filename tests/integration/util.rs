@@ -127,8 +127,24 @@ pub fn fixture_job(fixture: &FixtureManifest, adapter: Adapter, mode: Mode, run_
     fixture::fixture_job(fixture, &adapter, mode, run_id)
 }
 
-/// The one entry of `dir` (a session folder below an output root, a profile file): asserts
-/// there is exactly one.
+/// The one session folder below the output root `root`: asserts there is exactly one, and
+/// nothing else beside it but the history the session appended to (`history.sqlite`).
+pub fn only_session(root: &Path) -> PathBuf {
+    let entries: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    let (folders, files): (Vec<PathBuf>, Vec<PathBuf>) = entries.into_iter().partition(|p| p.is_dir());
+    assert_eq!(folders.len(), 1, "one session folder in {}: {folders:?}", root.display());
+    assert!(
+        files.iter().all(|f| f.file_name().is_some_and(|n| n == "history.sqlite")),
+        "nothing but the history beside the session in {}: {files:?}",
+        root.display()
+    );
+    folders[0].clone()
+}
+
+/// The one entry of `dir` (a profile file in its folder): asserts there is exactly one.
 pub fn only_entry(dir: &Path) -> PathBuf {
     let entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
