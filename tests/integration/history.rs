@@ -130,6 +130,14 @@ fn bad_input_names_what_was_wrong() {
     assert!(garbage.stderr.contains("not a usable SQLite database"), "{}", garbage.stderr);
     assert_eq!(std::fs::read_to_string(&not_a_db).unwrap(), "not SQLite at all, just some words to fill a page of it");
 
+    // An empty file reads as an empty SQLite database: refused, and left empty.
+    let blank = tmp.path().join("blank.sqlite");
+    std::fs::write(&blank, "").unwrap();
+    let none_yet = history(&[&"--root", &blank]);
+    assert_eq!(none_yet.code, 2, "{}", none_yet.stderr);
+    assert!(none_yet.stderr.contains("expected the tables `sessions` and `points`"), "{}", none_yet.stderr);
+    assert_eq!(std::fs::metadata(&blank).unwrap().len(), 0, "nothing written to it");
+
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     let nothing = history(&[&"import", &empty]);

@@ -101,7 +101,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitCode> {
             db.display()
         );
     }
-    let store = Store::open(&db)?;
+    let store = Store::open_to_read(&db)?;
     let summaries = match &args.series {
         Some(wanted) => vec![store.find_series(wanted)?],
         None => store.series()?,

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags};
 
 use super::entry::{PointEntry, SessionEntry};
 
@@ -75,12 +75,36 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating when absent) the database at `path`.
+    /// Opens (creating when absent) the database at `path`, to record into.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
+        let db = Self::checked(path, Connection::open(path))?;
+        db.execute_batch(SCHEMA)?;
+        db.execute_batch(&format!("PRAGMA user_version = {LAYOUT}; PRAGMA foreign_keys = ON;"))?;
+        Ok(Store { db })
+    }
+
+    /// Opens the existing database at `path` to read it: nothing is written to it.
+    pub fn open_to_read(path: &Path) -> anyhow::Result<Store> {
+        let db = Self::checked(path, Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY))?;
+        let tables: i64 = db.query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('sessions', 'points')",
+            [],
+            |r| r.get(0),
+        )?;
+        crate::ensure_input!(
+            tables == 2,
+            "history database {}: expected the tables `sessions` and `points` (req/history.md), found {tables} of them",
+            path.display()
+        );
+        Ok(Store { db })
+    }
+
+    /// `opened`, once it reads as a SQLite database of a layout this build knows.
+    fn checked(path: &Path, opened: rusqlite::Result<Connection>) -> anyhow::Result<Connection> {
         let unusable = |e: rusqlite::Error| {
             crate::exit::bad_input(format!("history database {}: not a usable SQLite database: {e}", path.display()))
         };
-        let db = Connection::open(path).map_err(unusable)?;
+        let db = opened.map_err(unusable)?;
         // Sessions that finish together (two launchers on one output root) wait for each other.
         db.busy_timeout(std::time::Duration::from_secs(30))?;
         let layout: i64 = db.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(unusable)?;
@@ -90,9 +114,7 @@ impl Store {
                 path.display()
             );
         }
-        db.execute_batch(SCHEMA)?;
-        db.execute_batch(&format!("PRAGMA user_version = {LAYOUT}; PRAGMA foreign_keys = ON;"))?;
-        Ok(Store { db })
+        Ok(db)
     }
 
     /// Records one session and its points, replacing what was recorded for it before.
@@ -230,14 +252,5 @@ impl Store {
                 many.iter().map(|s| format!("  {}  {}", s.series, s.series_key)).collect::<Vec<_>>().join("\n")
             ),
         }
-    }
-
-    /// Whether `session_id` is recorded.
-    pub fn has_session(&self, session_id: &str) -> anyhow::Result<bool> {
-        Ok(self
-            .db
-            .query_row("SELECT 1 FROM sessions WHERE session_id = ?1", params![session_id], |_| Ok(()))
-            .optional()?
-            .is_some())
     }
 }
