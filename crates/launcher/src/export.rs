@@ -21,3 +21,30 @@ pub fn csv_field(s: &str) -> String {
         s.to_owned()
     }
 }
+
+/// `lines` (a header and rows, each the same number of cells) as columns padded to their widest
+/// cell, two spaces apart, the columns where `right(i)` holds aligned right; trailing spaces
+/// trimmed, a newline after each line.
+pub fn columns(lines: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
+    let count = lines.first().map_or(0, Vec::len);
+    let widths: Vec<usize> =
+        (0..count).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for line in lines {
+        let padded: Vec<String> = line
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = " ".repeat(widths[i] - c.chars().count());
+                if right(i) {
+                    format!("{pad}{c}")
+                } else {
+                    format!("{c}{pad}")
+                }
+            })
+            .collect();
+        out.push_str(padded.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -266,11 +266,7 @@ impl Workspace {
             log.display(),
             session_dir.join("session.json").display()
         );
-        let rows = crate::compare::session_rows(
-            &loaded.report,
-            &crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles: None },
-            false,
-        );
+        let rows = crate::compare::default_rows(&loaded.report);
         let row = rows
             .into_iter()
             .find(|r| r.cell == settings.cell && r.quantity == Quantity::PerToken && r.numerator.label == TEST);

@@ -2,6 +2,7 @@
 //! one table).
 
 use crate::export::{csv_field, Exporter};
+use crate::session::serde_word;
 
 use decode_baseline_wire::compare::{CompareReport, RowResult};
 
@@ -28,7 +29,7 @@ fn csv(report: &CompareReport) -> String {
             row.mode.as_str().to_owned(),
             row.quantity.as_str().to_owned(),
             row.adapter.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
-            serde_json::to_value(row.basis).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            serde_word(&row.basis),
             row.against.as_ref().map_or(String::new(), |a| a.as_str().to_owned()),
             row.numerator.label.clone(),
             row.denominator.label.clone(),
@@ -39,15 +40,14 @@ fn csv(report: &CompareReport) -> String {
         ];
         match &row.outcome {
             RowResult::Compared { decision: d, aa, warnings, .. } => {
-                let enum_word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_owned();
                 let aa_ratios: Vec<String> = aa.iter().filter_map(|r| r.ratio()).map(|x| format!("{x}")).collect();
                 f.extend([
                     format!("{}", d.ratio),
                     format!("{}", d.ci.lower),
                     format!("{}", d.ci.upper),
                     format!("{}", d.ci.confidence),
-                    enum_word(serde_json::to_value(d.rule).unwrap_or_default()),
-                    enum_word(serde_json::to_value(d.error).unwrap_or_default()),
+                    serde_word(&d.rule),
+                    serde_word(&d.error),
                     format!("{}", d.se),
                     format!("{}", d.df),
                     format!("{}", d.p_value),
@@ -57,7 +57,7 @@ fn csv(report: &CompareReport) -> String {
                     format!("{}", d.mde),
                     aa_ratios.join(" "),
                     row.judged.to_string(),
-                    enum_word(serde_json::to_value(d.verdict).unwrap_or_default()),
+                    serde_word(&d.verdict),
                     warnings.join("; "),
                 ]);
             }

@@ -180,9 +180,9 @@ pub fn compare_across(
     if !refused {
         let (judged_a, judged_b) = (samples::judged_cells(&a.report), samples::judged_cells(&b.report));
         let steps = (a.report.job.prefill_step_size(), b.report.job.prefill_step_size());
+        let all = (&judged_a[..], &judged_b[..]);
         for ca in &judged_a {
             let Some(cb) = judged_b.iter().find(|c| c.cell == ca.cell && c.quantity == ca.quantity) else { continue };
-            let all = (&judged_a[..], &judged_b[..]);
             let reference = &ca.reference;
             let mut adapters: Vec<&Adapter> = ca.adapters.keys().chain(cb.adapters.keys()).collect();
             adapters.sort();

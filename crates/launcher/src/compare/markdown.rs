@@ -8,7 +8,8 @@ use super::render::{
 };
 use decode_baseline_wire::compare::CompareReport;
 
-fn md_escape(s: &str) -> String {
+/// `s` for a Markdown table cell or line: `|` escaped.
+pub(super) fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
 }
 

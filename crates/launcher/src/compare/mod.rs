@@ -39,6 +39,6 @@ pub use markdown::Markdown;
 pub use render::{error_words, profile_lines};
 #[cfg(test)]
 pub use session_rows::tested_without_profile;
-pub use session_rows::{compare_within, decide, decided_settings, session_rows, stored_rows};
+pub use session_rows::{compare_within, decide, decided_settings, default_rows, session_rows, stored_rows};
 pub use settings::Settings;
 pub use table::Table;

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::stats::ErrorSource;
 
 use crate::duration::human_ns;
+use crate::session::serde_word;
 
 use decode_baseline_wire::compare::{Basis, CompareReport, Kind, Row, RowResult};
 
@@ -141,14 +142,14 @@ pub(super) fn title(report: &CompareReport) -> String {
         (Kind::AcrossSessions, Some(b)) => format!(
             "session B {} ({}) against session A {} ({}), per adapter",
             b.session_id,
-            status_word(b.status),
+            serde_word(&b.status),
             report.a.session_id,
-            status_word(report.a.status)
+            serde_word(&report.a.status)
         ),
         _ => {
             let (num, den) = within_pair(report);
             let num = if num == "adapter" { "each adapter".to_owned() } else { num };
-            format!("{num} against {den} in session {} ({})", report.a.session_id, status_word(report.a.status))
+            format!("{num} against {den} in session {} ({})", report.a.session_id, serde_word(&report.a.status))
         }
     }
 }
@@ -174,11 +175,6 @@ pub(super) fn devices_line(report: &CompareReport) -> Option<String> {
     let parts: Vec<String> =
         report.device_differences.iter().map(|m| format!("{} {} vs {}", m.field, m.a, m.b)).collect();
     Some(format!("devices (--across-devices): {}", parts.join("; ")))
-}
-
-/// The status as `session.json` spells it (`ok`, `worker_failed`, …).
-fn status_word(status: decode_baseline_wire::session::SessionStatus) -> String {
-    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 pub(super) fn ratio_line(report: &CompareReport) -> String {

@@ -50,6 +50,12 @@ pub fn session_rows(session: &SessionReport, settings: &Settings<'_>, retest: bo
     }
 }
 
+/// The rows of `session` where no reader's settings apply (the history, `bisect`): the stored
+/// decisions, else tested now with the default settings and no noise profile.
+pub fn default_rows(session: &SessionReport) -> Vec<Row> {
+    session_rows(session, &Settings { config: crate::stats::DecisionConfig::default(), profiles: None }, false)
+}
+
 /// The rows `session` stored, when they can be shown as they are: `None` when it stored none, or
 /// stored them before rows of time to first token existed.
 pub fn stored_rows(session: &SessionReport) -> Option<&[Row]> {

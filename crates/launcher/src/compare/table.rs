@@ -42,26 +42,9 @@ fn table(report: &CompareReport) -> String {
         let mut lines = vec![header(report)];
         lines.extend(report.rows.iter().map(|r| row_cells(report, r)));
         let columns = lines[0].len();
-        let widths: Vec<usize> =
-            (0..columns).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
         // Text columns (cell, adapter, basis, verdict) left, numbers right.
         let text = |i: usize| i <= text_columns(report) || i + 1 >= columns;
-        for line in &lines {
-            let padded: Vec<String> = line
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let pad = " ".repeat(widths[i] - c.chars().count());
-                    if text(i) {
-                        format!("{c}{pad}")
-                    } else {
-                        format!("{pad}{c}")
-                    }
-                })
-                .collect();
-            out.push_str(padded.join("  ").trim_end());
-            out.push('\n');
-        }
+        out.push_str(&crate::export::columns(&lines, |i| !text(i)));
         for line in extra_cells(report).into_iter().chain(super::energy::lines(&report.energy, &report.settings)) {
             out.push_str(&line);
             out.push('\n');

@@ -2,6 +2,7 @@
 //! one series point by point, exports, and `history import` of existing session folders (see
 //! `req/history.md`).
 
+use std::collections::{btree_map::Entry, BTreeMap};
 use std::path::{Path, PathBuf};
 
 use decode_baseline_wire::ExitCode;
@@ -137,6 +138,8 @@ fn sessions_under(folder: &Path) -> anyhow::Result<Vec<PathBuf>> {
 fn import(folders: &[PathBuf], into: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut recorded = 0;
     let mut skipped = Vec::new();
+    // Each database opened once, however many sessions go into it.
+    let mut stores: BTreeMap<PathBuf, Store> = BTreeMap::new();
     for folder in folders {
         let sessions = sessions_under(folder)?;
         if sessions.is_empty() {
@@ -151,8 +154,11 @@ fn import(folders: &[PathBuf], into: Option<&Path>) -> anyhow::Result<ExitCode> 
                 }
             };
             let db = into.map_or_else(|| database_in(&root_of(&dir)), database);
-            let mut store = Store::open(&db)?;
-            let points = record(&mut store, &dir, &loaded.report)?;
+            let store = match stores.entry(db.clone()) {
+                Entry::Occupied(open) => open.into_mut(),
+                Entry::Vacant(slot) => slot.insert(Store::open(&db)?),
+            };
+            let points = record(store, &dir, &loaded.report)?;
             println!("recorded {} ({points} points) in {}", loaded.report.session_id, db.display());
             recorded += 1;
         }

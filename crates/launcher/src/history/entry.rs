@@ -12,6 +12,7 @@ use decode_baseline_wire::session::SessionReport;
 use decode_baseline_wire::Sha256Digest;
 
 use crate::compare::identity;
+use crate::session::serde_word;
 
 /// One session's facts.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,11 +62,6 @@ pub struct PointEntry {
     pub denominator_median_ns: Option<f64>,
 }
 
-/// The words `serde` gives a unit enum (`interleaved`, `ok`).
-fn word<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
 /// The session's facts; `folder` is where it was read from or written to.
 pub fn session_entry(session: &SessionReport, folder: &str) -> SessionEntry {
     let mut adapters: Vec<_> = session.workers.iter().map(|w| &w.adapter).collect();
@@ -83,7 +79,7 @@ pub fn session_entry(session: &SessionReport, folder: &str) -> SessionEntry {
         session_id: session.session_id.clone(),
         folder: folder.to_owned(),
         started_utc: session.started_utc.clone(),
-        status: word(&session.status),
+        status: serde_word(&session.status),
         host: identity::hostname(session),
         device: session
             .device
@@ -92,7 +88,7 @@ pub fn session_entry(session: &SessionReport, folder: &str) -> SessionEntry {
         placement: session.placement.as_ref().map_or("not recorded".to_owned(), crate::session::placement_as_compared),
         design: format!(
             "{} × {}, prefill step {}, {}",
-            word(&session.job.order),
+            serde_word(&session.job.order),
             session.job.repetitions,
             session.job.prefill_step_size.map_or("default".to_owned(), |s| s.to_string()),
             crate::session::group_setup(session)

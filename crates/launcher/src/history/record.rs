@@ -21,8 +21,7 @@ pub fn root_of(session_dir: &Path) -> PathBuf {
 /// Records `session` (read from or written to `session_dir`) in `store`; returns how many points
 /// it added.
 pub fn record(store: &mut Store, session_dir: &Path, session: &SessionReport) -> anyhow::Result<usize> {
-    let settings = crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles: None };
-    let rows = crate::compare::session_rows(session, &settings, false);
+    let rows = crate::compare::default_rows(session);
     let entry = session_entry(session, &session_dir.display().to_string());
     let points = point_entries(&rows, &entry);
     store.record(&entry, &points)?;

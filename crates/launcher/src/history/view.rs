@@ -100,7 +100,7 @@ fn list(all: &[Series]) -> String {
             s.summary.series_key.clone(),
         ]);
     }
-    let mut out = aligned(&lines);
+    let mut out = crate::export::columns(&lines, |_| false);
     for s in all {
         for change in &s.changes {
             out.push_str(&format!("{}: {}\n", s.summary.series, change_line(s, change)));
@@ -135,27 +135,13 @@ fn one(series: &Series) -> String {
             mark,
         ]);
     }
-    out.push_str(&aligned(&lines));
+    out.push_str(&crate::export::columns(&lines, |_| false));
     out.push('\n');
     if series.changes.is_empty() {
         out.push_str("no change point\n");
     }
     for change in &series.changes {
         out.push_str(&change_line(series, change));
-        out.push('\n');
-    }
-    out
-}
-
-/// Columns padded to their widest cell, numbers and text alike left-aligned.
-fn aligned(lines: &[Vec<String>]) -> String {
-    let widths: Vec<usize> =
-        (0..lines[0].len()).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = String::new();
-    for line in lines {
-        let cells: Vec<String> =
-            line.iter().enumerate().map(|(i, c)| format!("{c}{}", " ".repeat(widths[i] - c.chars().count()))).collect();
-        out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
     out

@@ -22,5 +22,6 @@ pub use samples::{
     cells, first_token_cells, first_token_times, judged_cells, request_pairs, CellData, MeasuredRequest,
 };
 pub use words::{
-    group_line, group_setup, placement_as_compared, placement_line, replaced_line, replaced_lines, within_case,
+    group_line, group_setup, placement_as_compared, placement_line, replaced_line, replaced_lines, serde_word,
+    within_case,
 };

@@ -7,6 +7,12 @@ use decode_baseline_wire::{
     Adapter,
 };
 
+/// A unit enum as its JSON spells it (`ok`, `worker_failed`, `against_reference`); empty for a
+/// value that does not serialize to a string.
+pub fn serde_word<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
 /// A cell's name as it reads under its case: `<case>.<prompt>.<mode>` without the case, and
 /// without the case's name at the head of the prompt id where `manifest add-case` put it there
 /// (`tiny-qwen3.tiny-qwen3-L16.headline` under `tiny-qwen3` reads `L16.headline`). Returns the

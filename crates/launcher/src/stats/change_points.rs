@@ -35,6 +35,8 @@
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
+use super::sample::median_in_place;
+
 /// The median of χ²₁: `median(d²) / MEDIAN_CHI2_1` estimates `Var d` for a normal `d`.
 const MEDIAN_CHI2_1: f64 = 0.454_936_423_119_572_8;
 
@@ -102,13 +104,9 @@ fn normal_quantile(p: f64) -> f64 {
     Normal::standard().inverse_cdf(p)
 }
 
+/// The median of `values` (`stats::sample`'s), `None` for none.
 fn median(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    Some(if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 })
+    (!values.is_empty()).then(|| median_in_place(&mut values))
 }
 
 /// The variance of one point of `points` and the degrees of freedom it rests on (see the module
