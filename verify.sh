@@ -66,6 +66,8 @@ side_lane() {
     || { echo "decode-baseline-controlled's tests failed"; return 1; }
   step "lints (clippy, warnings are errors)"
   cargo clippy --release --workspace --all-targets -- -D warnings || return 1
+  step "the wheel, installed into a new environment outside the repository (tools/wheel/check.sh --quick)"
+  tools/wheel/check.sh --quick || return 1
   step "without MLX (the launcher, guard and compare: clippy, warnings are errors)"
   cargo clippy --release --no-default-features -p decode-baseline -p decode-baseline-launcher --lib --bins --benches --examples -- -D warnings \
     || return 1

@@ -14,12 +14,19 @@ pub struct Cli {
     /// nearest checkout at or above the current folder, else the one this executable was built in.
     #[arg(long, global = true, value_name = "DIR")]
     pub repo: Option<PathBuf>,
+    /// The workspace to work in (its workloads.json, jobs and out/). Default: the nearest folder
+    /// at or above the current one with a workloads.json and a jobs/ folder, else the checkout.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Make a workspace: a manifest of the embedded fixture cases with its pin, the main jobs,
+    /// an output root; every command works in it (see `req/install.md`).
+    Init(launcher::init::InitArgs),
     /// Run a session job: both workers on every cell, statistics and agreement.
     Run(launcher::launcher::RunArgs),
     /// Benchmark one model (a folder or a cached Hugging Face repo id) in one command: its own
@@ -45,7 +52,8 @@ pub enum Command {
     /// Run the worker conformance scenarios against one worker (an adapter's, or any program)
     /// on the tiny fixture: one line per scenario, exit 0 only if all pass.
     Conformance(launcher::conformance::ConformanceArgs),
-    /// Print what this build runs on: MLX version, libmlx path and SHA-256.
+    /// Print what both workers run on: the MLX version, the libmlx this build maps (path and
+    /// SHA-256) and the one the stock worker's Python maps; exit 2 when they differ.
     Env,
     /// Run K short A/A yardstick sessions and write this host's noise profile, which `compare`
     /// and `run` then use for sessions of the same design.
@@ -79,16 +87,29 @@ pub enum Command {
 
 /// Settles which checkout the commands that measure serve (`run`, `bench`, `conformance`, `env`)
 /// and hands it to every process they start through `$DECODE_BASELINE_REPO` (and its Python
-/// worker kit through `$DECODE_BASELINE_KIT`); refuses an
-/// executable that stands in another checkout than its own (`launcher::checkout`).
+/// worker kit through `$DECODE_BASELINE_KIT`); refuses an executable that stands in another
+/// checkout than its own (`launcher::checkout`). An executable installed from the wheel serves
+/// its program files for every command, with the environment it is installed in as the
+/// workers' (`$DECODE_BASELINE_VENV`), once that environment is checked to hold the `mlx` and
+/// `mlx_lm` it was built against.
 pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
-    use decode_baseline_pins::installed::{KIT_DIR, KIT_ENV, REPO_ENV};
-    use launcher::launcher::checkout::Checkout;
+    use decode_baseline_pins::installed::{KIT_DIR, KIT_ENV, REPO_ENV, VENV_ENV};
+    use launcher::launcher::checkout::{installed_environment, Checkout, Origin};
     if let Some(repo) = &cli.repo {
         let repo = repo.canonicalize().map_err(|err| anyhow::anyhow!("--repo {}: {err}", repo.display()))?;
         std::env::set_var(REPO_ENV, repo);
     }
-    if matches!(
+    if let Some(dir) = &cli.workspace {
+        let dir = dir.canonicalize().map_err(|err| anyhow::anyhow!("--workspace {}: {err}", dir.display()))?;
+        std::env::set_var(launcher::launcher::workspace::WORKSPACE_ENV, dir);
+    }
+    let checkout = Checkout::current();
+    if checkout.origin == Origin::Installed {
+        let env = installed_environment(&checkout.root)?;
+        if std::env::var_os(VENV_ENV).is_none_or(|v| v.is_empty()) {
+            std::env::set_var(VENV_ENV, env);
+        }
+    } else if matches!(
         cli.command,
         Command::Run(_)
             | Command::Bench(_)
@@ -98,16 +119,18 @@ pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
             | Command::Bisect(_)
             | Command::Graph { .. }
     ) {
-        let checkout = Checkout::current();
         checkout.check(&std::env::current_exe()?)?;
-        std::env::set_var(REPO_ENV, &checkout.root);
-        std::env::set_var(KIT_ENV, checkout.root.join(KIT_DIR));
+    } else {
+        return Ok(());
     }
+    std::env::set_var(REPO_ENV, &checkout.root);
+    std::env::set_var(KIT_ENV, checkout.root.join(KIT_DIR));
     Ok(())
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Init(args) => launcher::init::run(args),
         Command::Run(args) => launcher::launcher::run(args),
         Command::Bench(args) => launcher::bench::run(args),
         Command::Report(args) => launcher::report::run(args),
@@ -141,11 +164,41 @@ fn worker(_out_dir: &std::path::Path, _adapter: Adapter) -> anyhow::Result<ExitC
     anyhow::bail!("this build has no controlled worker: rebuild with the default `controlled` feature")
 }
 
-/// `env`: what this build's controlled worker runs on.
+/// `env`: what this build's controlled worker runs on, and the libmlx the stock worker's Python
+/// maps once it imports `mlx.core` (the kit's own rule, `mapped_libmlx`). Both must be one file:
+/// exit 2 when they are not.
 #[cfg(feature = "controlled")]
 fn environment() -> anyhow::Result<ExitCode> {
-    let facts = decode_baseline_controlled::identity::facts(true)?;
+    use decode_baseline_pins::installed::{repo_root, venv_dir, KIT_DIR};
+    let mut facts = decode_baseline_controlled::identity::facts(true)?;
+    let repo = repo_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    let python = venv_dir(&repo).join("bin/python");
+    let script = "import json, mlx.core as mx\n\
+                  from decode_baseline_worker.validate import mapped_libmlx\n\
+                  print(json.dumps({'libmlx_path': mapped_libmlx(), 'mlx_version': mx.__version__}))";
+    let out = std::process::Command::new(&python)
+        .args(["-c", script])
+        .env("PYTHONPATH", repo.join(KIT_DIR))
+        .output()
+        .map_err(|err| anyhow::anyhow!("failed to start {}: {err}", python.display()))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{} could not import mlx.core: {}",
+        python.display(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    let mut stock: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    stock["python"] = python.display().to_string().into();
+    let one = stock["libmlx_path"] == facts["libmlx_path"];
+    facts["stock"] = stock;
+    facts["one_libmlx"] = one.into();
     println!("{}", serde_json::to_string_pretty(&facts)?);
+    if !one {
+        eprintln!(
+            "decode-baseline: error: the controlled worker and the stock worker's Python load different libmlx files"
+        );
+        return Ok(ExitCode::BadInput);
+    }
     Ok(ExitCode::Ok)
 }
 

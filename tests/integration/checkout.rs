@@ -77,6 +77,8 @@ fn a_copied_checkout_serves_itself_and_another_build_refuses_it() {
     let facts: serde_json::Value = serde_json::from_slice(&env.stdout).unwrap();
     let libmlx = PathBuf::from(facts["libmlx_path"].as_str().unwrap());
     assert!(libmlx.starts_with(copy.canonicalize().unwrap()), "libmlx {} is not the copy's", libmlx.display());
+    assert_eq!(facts["stock"]["libmlx_path"], facts["libmlx_path"], "the stock worker's Python maps another libmlx");
+    assert_eq!(facts["one_libmlx"], true);
 
     let dry = in_copy(&own, &copy, &["run", "--job", "jobs/smoke.json", "--dry-run"]);
     let printed = format!("{}{}", util::stdout(&dry), util::stderr(&dry));

@@ -11,6 +11,7 @@ mod faults;
 mod groups;
 mod guard;
 mod history;
+mod install;
 mod interleave;
 mod kit;
 mod launcher;

@@ -15,8 +15,7 @@ use decode_baseline_pins::{
 };
 use decode_baseline_wire::ExitCode;
 
-/// The manifest's file name at the repository root.
-pub const MANIFEST_NAME: &str = "workloads.json";
+pub use crate::launcher::checkout::MANIFEST_NAME;
 
 #[derive(Debug, clap::Args)]
 pub struct GuardArgs {
@@ -32,8 +31,9 @@ pub struct GuardArgs {
     pub no_environment: bool,
 }
 
-/// The repository root and the manifest path: the given manifest and its folder, or the
-/// nearest `workloads.json` at or above the current folder.
+/// The repository root and the manifest path: the given manifest, or the nearest
+/// `workloads.json` at or above the current folder, and the folder its built-in workers' sources
+/// are pinned against ([`served_for`]).
 pub fn locate_manifest(manifest: Option<&Path>) -> anyhow::Result<(PathBuf, PathBuf)> {
     let manifest = match manifest {
         Some(path) => std::path::absolute(path).with_context(|| format!("failed to resolve {}", path.display()))?,
@@ -44,8 +44,24 @@ pub fn locate_manifest(manifest: Option<&Path>) -> anyhow::Result<(PathBuf, Path
             )?
         }
     };
-    let repo = manifest.parent().ok_or_else(|| crate::exit::bad_input("the manifest path has no folder"))?.to_owned();
+    let folder = manifest.parent().ok_or_else(|| crate::exit::bad_input("the manifest path has no folder"))?;
+    let repo = served_for(folder);
     Ok((repo, manifest))
+}
+
+/// The folder a manifest in `folder` pins the built-in workers' sources against: the program
+/// files of an installed executable; else `folder` when it is a checkout, or not a workspace
+/// (a manifest with the sources beside it); else, for the manifest of a workspace
+/// (`crate::launcher::workspace`), the served checkout.
+fn served_for(folder: &Path) -> PathBuf {
+    use crate::launcher::{checkout, workspace};
+    if let Some(program) = checkout::installed_program() {
+        return program;
+    }
+    if checkout::is_checkout(folder) || !workspace::is_workspace(folder) {
+        return folder.to_owned();
+    }
+    checkout::repo_root()
 }
 
 /// The installed-environment check the guard runs: required when the user named a venv, if

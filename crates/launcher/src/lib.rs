@@ -13,7 +13,7 @@
 //!   [`decomposition`]: every headline ratio taken apart (synchronous design, placement, rest).
 //! * [`mod@bench`]: one model in one command, on top of the launcher.
 //! * [`conformance`]: the worker protocol checked from outside.
-//! * [`guard`], [`manifest_cli`]: the manifest and its pins.
+//! * [`guard`], [`manifest_cli`]: the manifest and its pins; [`init`]: a new workspace.
 //!
 //! Nothing here links MLX; the `controlled` feature only says that the executable does (its
 //! `worker` subcommand is the controlled worker).
@@ -34,6 +34,7 @@ mod generated;
 pub mod guard;
 pub mod history;
 pub mod host;
+pub mod init;
 pub mod launcher;
 pub mod manifest_cli;
 pub mod noise_profiles;

@@ -1,10 +1,25 @@
-//! The code version a report records: the state of the repository a worker runs from.
+//! The code version a report records: the state of the repository a worker runs from, or of the
+//! installed program files when it runs from an installed wheel (`req/install.md`).
 
 use std::path::Path;
 
-/// `git rev-parse HEAD` of `repo`, `+dirty` when `git status --porcelain` prints anything,
-/// `unknown` when git cannot tell.
+/// The file that marks a folder as the program files of an installed wheel
+/// (`<site-packages>/decode_baseline/`), written by `tools/wheel/build.py`. Its `code_version`
+/// (`<commit>+wheel-<version>`, `+dirty` after the commit when the tree it was built from had
+/// changes) stands for the commit a checkout would give.
+pub const INSTALL_MARKER: &str = "installed.json";
+
+/// The marker's `code_version` when `repo` holds an [`INSTALL_MARKER`]; else `git rev-parse
+/// HEAD` of `repo`, `+dirty` when `git status --porcelain` prints anything; `unknown` when
+/// neither can tell.
 pub fn code_version(repo: &Path) -> String {
+    if let Ok(bytes) = std::fs::read(repo.join(INSTALL_MARKER)) {
+        let marked = serde_json::from_slice::<serde_json::Value>(&bytes).ok();
+        return match marked.as_ref().and_then(|m| m["code_version"].as_str()) {
+            Some(version) => version.to_owned(),
+            None => "unknown".to_owned(),
+        };
+    }
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .arg("-C")
@@ -20,5 +35,20 @@ pub fn code_version(repo: &Path) -> String {
             format!("{}{}", head.trim(), if status.trim().is_empty() { "" } else { "+dirty" })
         }
         _ => "unknown".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_installed_tree_gives_its_marked_version_and_a_bare_folder_unknown() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(code_version(tmp.path()), "unknown");
+        std::fs::write(tmp.path().join(INSTALL_MARKER), r#"{"code_version": "64147c8+wheel-0.1.0"}"#).unwrap();
+        assert_eq!(code_version(tmp.path()), "64147c8+wheel-0.1.0");
+        std::fs::write(tmp.path().join(INSTALL_MARKER), "{}").unwrap();
+        assert_eq!(code_version(tmp.path()), "unknown");
     }
 }

@@ -36,7 +36,7 @@ pub mod worker_sources;
 
 pub use artifacts::{artifact_file_names, case_files, check_case};
 pub use chain::chain;
-pub use code_version::code_version;
+pub use code_version::{code_version, INSTALL_MARKER};
 pub use confinement::{case_dir, check_confinement};
 pub use environment::{check_installed, check_lock, environment_pins, lock_backend, mlx_lm_freeze, selected_pins};
 pub use error::{FieldPath, PinError, PinProblem};

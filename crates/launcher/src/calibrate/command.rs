@@ -80,7 +80,7 @@ pub struct CalibrateArgs {
     /// `~/.cache/decode-baseline/profiles/<host>.json` (see `--noise-profile` of `compare`).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Where the sessions' folders go. Default: `out/calibrate` in the checkout.
+    /// Where the sessions' folders go. Default: `out/calibrate` in the workspace.
     #[arg(long, value_name = "DIR")]
     pub output_root: Option<PathBuf>,
     /// Fit the profile from these existing sessions (`session.json` or their folders) instead
@@ -249,8 +249,8 @@ fn busy_warning(loads: &BTreeMap<String, SessionLoad>) -> Option<String> {
 /// Runs the sessions; returns their folders, or the exit code of a session that did not end
 /// well (nothing is written then).
 fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, ExitCode>> {
-    let repo = crate::launcher::session_job::repo_root();
-    let root = args.output_root.clone().unwrap_or_else(|| repo.join("out/calibrate"));
+    let workspace = crate::launcher::workspace::current();
+    let root = args.output_root.clone().unwrap_or_else(|| workspace.join("out/calibrate"));
     let batch = launcher::new_session_dir(&root)?;
     let (job, repetitions) = match &args.job {
         Some(job) => {
@@ -261,7 +261,7 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, Exi
             let job = batch.join("job.json");
             let (reference, numerator) = args.loop_.unwrap_or(Loop::Controlled).pair();
             let body = json!({
-                "schema_version": 1, "manifest": repo.join("workloads.json"), "cells": [CELL],
+                "schema_version": 1, "manifest": workspace.join(crate::guard::MANIFEST_NAME), "cells": [CELL],
                 "adapters": [reference, numerator], "reference": reference, "output_root": batch,
                 "repetitions": 1, "order": "interleaved", "aa_pair": false
             });

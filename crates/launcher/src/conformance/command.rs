@@ -30,7 +30,7 @@ pub struct ConformanceArgs {
     #[arg(long, value_parser = parse_adapter, requires = "worker")]
     pub name: Option<Adapter>,
     /// The manifest the fixture's case and prompt are taken from when it has the tiny fixture's
-    /// case (default: the repository's `workloads.json`).
+    /// case (default: the workspace's `workloads.json`).
     #[arg(long)]
     pub manifest: Option<PathBuf>,
     /// Keep every scenario's folders (jobs, markers, reports) in this folder, which must be
@@ -57,7 +57,7 @@ pub fn run(args: ConformanceArgs) -> anyhow::Result<ExitCode> {
     let repo = crate::launcher::session_job::repo_root();
     let manifest = match &args.manifest {
         Some(path) => std::path::absolute(path).with_context(|| format!("failed to resolve {}", path.display()))?,
-        None => repo.join(crate::guard::MANIFEST_NAME),
+        None => crate::launcher::workspace::current().join(crate::guard::MANIFEST_NAME),
     };
     if !manifest.is_file() {
         crate::bad_input!("--manifest {}: no such file", manifest.display());

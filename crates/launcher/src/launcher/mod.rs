@@ -34,6 +34,7 @@ mod signals;
 mod supervise;
 pub mod validate;
 mod worker_job;
+pub mod workspace;
 
 pub use finish::SessionOutcome;
 pub use lease::LeaseError;

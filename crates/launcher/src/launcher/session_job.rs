@@ -98,7 +98,7 @@ pub fn resolve(job: SessionJob, path: &Path) -> Result<ResolvedJob, JobError> {
     let resolve = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
     let manifest_path = match &job.manifest {
         Some(p) => resolve(p),
-        None => repo_root().join("workloads.json"),
+        None => super::workspace::default_manifest(path),
     };
     let output_root = resolve(&job.output_root);
     Ok(ResolvedJob { job, job_path: path.to_owned(), manifest_path, output_root })

@@ -486,9 +486,20 @@ def mapped_libmlx():
     raise Refusal("environment.libmlx_sha256", "no libmlx is mapped into this process")
 
 
+INSTALL_MARKER = "installed.json"
+
+
 def code_version(repo):
-    """`git rev-parse HEAD` of the repository, `+dirty` when `git status --porcelain` is not
-    empty; `unknown` when git cannot tell."""
+    """The `code_version` of the repository's `installed.json` when it is the program files of an
+    installed wheel (req/install.md); else `git rev-parse HEAD` of the repository, `+dirty` when
+    `git status --porcelain` is not empty; `unknown` when neither can tell."""
+    marker = Path(repo) / INSTALL_MARKER
+    if marker.is_file():
+        try:
+            version = json.loads(marker.read_text()).get("code_version")
+        except (OSError, ValueError, AttributeError):
+            version = None
+        return version if isinstance(version, str) else "unknown"
     try:
         head = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
