@@ -11,7 +11,8 @@ use decode_baseline_wire::{Adapter, ExitCode};
 #[command(name = "decode-baseline", version, about)]
 pub struct Cli {
     /// The checkout to serve (its workloads.json, models, workers and .venv). Default: the
-    /// nearest checkout at or above the current folder, else the one this executable was built in.
+    /// program files of the wheel this executable was installed from, else the nearest checkout
+    /// at or above the current folder, else the one this executable was built in.
     #[arg(long, global = true, value_name = "DIR")]
     pub repo: Option<PathBuf>,
     /// The workspace to work in (its workloads.json, jobs and out/). Default: the nearest folder

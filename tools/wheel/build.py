@@ -180,8 +180,11 @@ def main() -> int:
         stage_dir = REPO / "target/wheel/stage"
         count = stage(stage_dir, version, env)
         print(f"staged {count} files for decode-baseline {version} (mlx {env['mlx_version']}, mlx_lm {env['mlx_lm_version']})")
-        out = run([str(maturin()), "build", "--release", "--compatibility", "linux" if sys.platform.startswith("linux") else "macosx",
-                   "--out", str(args.out.resolve())], cwd=stage_dir)
+        # On Linux the executable needs the environment's libmlx.so, which no manylinux policy
+        # allows, so the wheel is tagged plain `linux` (installable, not uploadable to an index);
+        # on macOS maturin tags it for the deployment target.
+        compatibility = ["--compatibility", "linux"] if sys.platform.startswith("linux") else []
+        out = run([str(maturin()), "build", "--release", *compatibility, "--out", str(args.out.resolve())], cwd=stage_dir)
         wheels = sorted(args.out.resolve().glob(f"decode_baseline-{version}-*.whl"), key=lambda p: p.stat().st_mtime)
         if not wheels:
             raise BuildError(f"maturin wrote no wheel into {args.out}:\n{out}", 3)

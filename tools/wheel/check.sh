@@ -33,11 +33,11 @@ printf 'wheel: %s, %s bytes\n' "$(basename "$wheel")" "$(stat -c %s "$wheel")"
 echo "== install into a new environment in $work/user"
 mkdir "$work/user"
 cd "$work/user"
+install_started=$SECONDS
 timed venv "$python" -m venv env
 timed "install the pinned environment" env/bin/pip install --quiet --require-hashes --no-deps \
   -r "$repo/tools/env/requirements-linux.lock"
 timed "install the wheel" env/bin/pip install --quiet --no-deps "$wheel"
-installed=$SECONDS
 # Only the environment's own programs and the system's: no cargo, no checkout.
 export PATH="$work/user/env/bin:/usr/bin:/bin"
 unset DECODE_BASELINE_REPO DECODE_BASELINE_VENV DECODE_BASELINE_KIT DECODE_BASELINE_WORKSPACE
@@ -60,7 +60,7 @@ EOF
 fi
 echo "== decode-baseline run --job $job"
 timed run decode-baseline run --job "$job"
-printf 'from pip install to the first table: %d s\n' $((SECONDS - installed))
+printf 'from the new environment to the first table: %d s\n' $((SECONDS - install_started))
 session=$(ls -d ws/out/*/ | head -n 1)
 grep -q '+wheel-' "$session/session.json" || { echo "the session does not record the wheel's code version" >&2; exit 1; }
 echo "== decode-baseline compare $session"

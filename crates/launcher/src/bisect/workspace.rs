@@ -1,7 +1,7 @@
 //! One bisection's folder and how a step runs: the two commits' trees exported from the loop's
 //! repository, declared as the adapters `bisect-base` and `bisect-test` in a manifest of their
-//! own (`bisect.workloads.json` at the checkout's root, where a manifest's relative paths
-//! resolve), re-pinned, and one paired interleaved session of the tested tree against the base
+//! own (`bisect-<folder>.workloads.json` at the checkout's root, where a manifest's relative
+//! paths resolve; one per bisection, so that two can run side by side), re-pinned, and one paired interleaved session of the tested tree against the base
 //! under the sequential test (`run --until-decided`), whose decision is the step's outcome.
 
 use std::path::{Path, PathBuf};
@@ -19,9 +19,6 @@ use crate::{bad_input, ensure_input};
 /// The adapter names the two trees run as (`--as`).
 pub const BASE: &str = "bisect-base";
 pub const TEST: &str = "bisect-test";
-
-/// The bisection manifest's file name, at the checkout's root.
-pub const MANIFEST: &str = "bisect.workloads.json";
 
 /// The loop under bisection: its repository and its worker program within it.
 #[derive(Debug, Clone)]
@@ -123,6 +120,12 @@ impl Workspace {
         Ok(Workspace { checkout: checkout.to_path_buf(), dir })
     }
 
+    /// This bisection's manifest, at the checkout's root, named after its folder.
+    pub fn manifest_path(&self) -> PathBuf {
+        let folder = self.dir.file_name().unwrap_or_default().to_string_lossy();
+        self.checkout.join(format!("bisect-{folder}.workloads.json"))
+    }
+
     fn tree(&self, adapter: &str) -> PathBuf {
         self.dir.join("trees").join(adapter)
     }
@@ -210,7 +213,7 @@ impl Workspace {
     ) -> anyhow::Result<StepResult> {
         self.export(the_loop, base, BASE)?;
         self.export(the_loop, tested, TEST)?;
-        let manifest = self.checkout.join(MANIFEST);
+        let manifest = self.manifest_path();
         std::fs::write(&manifest, serde_json::to_string_pretty(&self.manifest(the_loop)?)? + "\n")?;
         let exe = std::env::current_exe()?;
         let log = self.dir.join(format!("step-{number}.log"));
@@ -276,5 +279,22 @@ impl Workspace {
             Some(Verdict::Inconclusive) | None => Outcome::Unknown,
         };
         Ok(StepResult { outcome, row, session_dir, wall_s })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_bisection_has_a_manifest_of_its_own_at_the_checkout_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let checkout = tmp.path();
+        let one = Workspace { checkout: checkout.to_owned(), dir: checkout.join("out/bisect/20261206T001500Z-11") };
+        let two = Workspace { checkout: checkout.to_owned(), dir: checkout.join("out/bisect/20261206T001500Z-12") };
+        assert_ne!(one.manifest_path(), two.manifest_path());
+        assert_eq!(one.manifest_path(), checkout.join("bisect-20261206T001500Z-11.workloads.json"));
+        let ignored = std::fs::read_to_string(crate::launcher::checkout::built_in().join(".gitignore")).unwrap();
+        assert!(ignored.lines().any(|l| l == "/bisect-*.workloads.json*"), "git ignores the bisection manifests");
     }
 }
