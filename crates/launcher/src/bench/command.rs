@@ -122,9 +122,9 @@ pub struct BenchArgs {
     /// group, and a table of what the other ranks buy. At least 2; one `--cpus` only.
     #[arg(long, value_name = "N")]
     pub ranks: Option<u32>,
-    /// Where the session folder is created.
-    #[arg(short = 'o', long, default_value = "out")]
-    pub output_root: PathBuf,
+    /// Where the session folder is created. Default: the workspace's `out/`.
+    #[arg(short = 'o', long)]
+    pub output_root: Option<PathBuf>,
     /// What is printed at the end.
     #[arg(long, value_enum, default_value = "table")]
     pub format: OutputFormat,
@@ -447,7 +447,11 @@ fn placement_session(
     manifest: &Manifest,
     record: &BenchRecord,
 ) -> anyhow::Result<(launcher::SessionOutcome, PathBuf)> {
-    let session_dir = launcher::new_session_dir(&args.output_root)?;
+    let output_root = args
+        .output_root
+        .clone()
+        .unwrap_or_else(|| crate::launcher::workspace::current().join(crate::launcher::workspace::OUT_DIR));
+    let session_dir = launcher::new_session_dir(&output_root)?;
     let manifest_path = session_dir.join(MANIFEST_NAME);
     let bytes = manifest_cli::write_manifest(&manifest_path, manifest)?;
     manifest_cli::write_atomically(&pin_path(&manifest_path), pin_text(&manifest_path, &bytes).as_bytes())?;

@@ -34,8 +34,9 @@ pub struct HistoryArgs {
     #[command(subcommand)]
     pub action: Option<HistoryAction>,
     /// The output root whose history to read (its `history.sqlite`), or the database file itself.
-    #[arg(long, default_value = "out", value_name = "DIR|FILE")]
-    pub root: PathBuf,
+    /// Default: the workspace's `out/`.
+    #[arg(long, value_name = "DIR|FILE")]
+    pub root: Option<PathBuf>,
     /// One series: its id (`s` and 10 hex digits, as the list prints it) or a part of its key
     /// that no other series contains.
     #[arg(long)]
@@ -93,12 +94,14 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         args.window
     );
     let settings = ChangeSettings { alpha: args.alpha, min_segment: args.min_segment, window: args.window };
-    let db = database(&args.root);
+    let root =
+        args.root.unwrap_or_else(|| crate::launcher::workspace::current().join(crate::launcher::workspace::OUT_DIR));
+    let db = database(&root);
     if !db.is_file() {
         bad_input!(
             "--root {}: no history at {}: every session records into {FILE} in its output root; name that root with \
              --root, or build one from session folders with `decode-baseline history import FOLDER`",
-            args.root.display(),
+            root.display(),
             db.display()
         );
     }
