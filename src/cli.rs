@@ -95,14 +95,14 @@ pub enum Command {
 /// `mlx_lm` it was built against.
 pub fn serve_checkout(cli: &Cli) -> anyhow::Result<()> {
     use decode_baseline_pins::installed::{KIT_DIR, KIT_ENV, REPO_ENV, VENV_ENV};
-    use launcher::launcher::checkout::{installed_environment, Checkout, Origin};
+    use launcher::checkout::{installed_environment, Checkout, Origin};
     if let Some(repo) = &cli.repo {
         let repo = repo.canonicalize().map_err(|err| anyhow::anyhow!("--repo {}: {err}", repo.display()))?;
         std::env::set_var(REPO_ENV, repo);
     }
     if let Some(dir) = &cli.workspace {
         let dir = dir.canonicalize().map_err(|err| anyhow::anyhow!("--workspace {}: {err}", dir.display()))?;
-        std::env::set_var(launcher::launcher::workspace::WORKSPACE_ENV, dir);
+        std::env::set_var(launcher::workspace::WORKSPACE_ENV, dir);
     }
     let checkout = Checkout::current();
     if checkout.origin == Origin::Installed {

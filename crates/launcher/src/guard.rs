@@ -15,7 +15,7 @@ use decode_baseline_pins::{
 };
 use decode_baseline_wire::ExitCode;
 
-pub use crate::launcher::checkout::MANIFEST_NAME;
+pub use crate::checkout::MANIFEST_NAME;
 
 #[derive(Debug, clap::Args)]
 pub struct GuardArgs {
@@ -52,9 +52,9 @@ pub fn locate_manifest(manifest: Option<&Path>) -> anyhow::Result<(PathBuf, Path
 /// The folder a manifest in `folder` pins the built-in workers' sources against: the program
 /// files of an installed executable; else `folder` when it is a checkout, or not a workspace
 /// (a manifest with the sources beside it); else, for the manifest of a workspace
-/// (`crate::launcher::workspace`), the served checkout.
+/// (`crate::workspace`), the served checkout.
 fn served_for(folder: &Path) -> PathBuf {
-    use crate::launcher::{checkout, workspace};
+    use crate::{checkout, workspace};
     if let Some(program) = checkout::installed_program() {
         return program;
     }

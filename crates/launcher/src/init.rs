@@ -1,4 +1,4 @@
-//! `decode-baseline init [DIR]`: a new workspace (`crate::launcher::workspace`) on the program
+//! `decode-baseline init [DIR]`: a new workspace (`crate::workspace`) on the program
 //! files this executable serves, the wheel's or a checkout's (`req/install.md`).
 //!
 //! It writes, and overwrites nothing:
@@ -17,12 +17,10 @@ use decode_baseline_pins::{environment_pins, load_manifest, pin_path, pin_text, 
 use decode_baseline_wire::ExitCode;
 
 use crate::{
+    checkout::repo_root,
     guard::{chain, MANIFEST_NAME},
-    launcher::{
-        checkout::repo_root,
-        workspace::{JOBS_DIR, OUT_DIR},
-    },
     manifest_cli::{installed, write_atomically, write_manifest},
+    workspace::{JOBS_DIR, OUT_DIR},
 };
 
 /// The served checkout's jobs a new workspace gets (they run the built-in workers only).

@@ -14,6 +14,8 @@
 //! * [`mod@bench`]: one model in one command, on top of the launcher.
 //! * [`conformance`]: the worker protocol checked from outside.
 //! * [`guard`], [`manifest_cli`]: the manifest and its pins; [`init`]: a new workspace.
+//! * [`checkout`]: which program files a command serves (a checkout, or an installed wheel's);
+//!   [`workspace`]: which user folder (manifest, jobs, `out/`) it works in.
 //!
 //! Nothing here links MLX; the `controlled` feature only says that the executable does (its
 //! `worker` subcommand is the controlled worker).
@@ -21,6 +23,7 @@
 pub mod bench;
 pub mod bisect;
 pub mod calibrate;
+pub mod checkout;
 pub mod compare;
 pub mod conformance;
 pub mod decomposition;
@@ -45,3 +48,4 @@ pub mod safetensors_header;
 pub mod schedule;
 pub mod session;
 pub mod stats;
+pub mod workspace;

@@ -447,10 +447,8 @@ fn placement_session(
     manifest: &Manifest,
     record: &BenchRecord,
 ) -> anyhow::Result<(launcher::SessionOutcome, PathBuf)> {
-    let output_root = args
-        .output_root
-        .clone()
-        .unwrap_or_else(|| crate::launcher::workspace::current().join(crate::launcher::workspace::OUT_DIR));
+    let output_root =
+        args.output_root.clone().unwrap_or_else(|| crate::workspace::current().join(crate::workspace::OUT_DIR));
     let session_dir = launcher::new_session_dir(&output_root)?;
     let manifest_path = session_dir.join(MANIFEST_NAME);
     let bytes = manifest_cli::write_manifest(&manifest_path, manifest)?;

@@ -8,7 +8,7 @@ use decode_baseline_wire::ExitCode;
 
 use super::plan::{Bisection, Outcome, Verdict};
 use super::workspace::{commits, describe, resolve, Loop, StepResult, StepSettings, Workspace};
-use crate::launcher::checkout::Checkout;
+use crate::checkout::Checkout;
 
 /// The loop and how each session runs, shared by `bisect` and `bisect step`.
 #[derive(Debug, clap::Args)]

@@ -294,7 +294,7 @@ mod tests {
         let two = Workspace { checkout: checkout.to_owned(), dir: checkout.join("out/bisect/20261206T001500Z-12") };
         assert_ne!(one.manifest_path(), two.manifest_path());
         assert_eq!(one.manifest_path(), checkout.join("bisect-20261206T001500Z-11.workloads.json"));
-        let ignored = std::fs::read_to_string(crate::launcher::checkout::built_in().join(".gitignore")).unwrap();
+        let ignored = std::fs::read_to_string(crate::checkout::built_in().join(".gitignore")).unwrap();
         assert!(ignored.lines().any(|l| l == "/bisect-*.workloads.json*"), "git ignores the bisection manifests");
     }
 }

@@ -249,7 +249,7 @@ fn busy_warning(loads: &BTreeMap<String, SessionLoad>) -> Option<String> {
 /// Runs the sessions; returns their folders, or the exit code of a session that did not end
 /// well (nothing is written then).
 fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, ExitCode>> {
-    let workspace = crate::launcher::workspace::current();
+    let workspace = crate::workspace::current();
     let root = args.output_root.clone().unwrap_or_else(|| workspace.join("out/calibrate"));
     let batch = launcher::new_session_dir(&root)?;
     let (job, repetitions) = match &args.job {

@@ -57,7 +57,7 @@ pub fn run(args: ConformanceArgs) -> anyhow::Result<ExitCode> {
     let repo = crate::launcher::session_job::repo_root();
     let manifest = match &args.manifest {
         Some(path) => std::path::absolute(path).with_context(|| format!("failed to resolve {}", path.display()))?,
-        None => crate::launcher::workspace::current().join(crate::guard::MANIFEST_NAME),
+        None => crate::workspace::current().join(crate::guard::MANIFEST_NAME),
     };
     if !manifest.is_file() {
         crate::bad_input!("--manifest {}: no such file", manifest.display());

@@ -94,8 +94,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         args.window
     );
     let settings = ChangeSettings { alpha: args.alpha, min_segment: args.min_segment, window: args.window };
-    let root =
-        args.root.unwrap_or_else(|| crate::launcher::workspace::current().join(crate::launcher::workspace::OUT_DIR));
+    let root = args.root.unwrap_or_else(|| crate::workspace::current().join(crate::workspace::OUT_DIR));
     let db = database(&root);
     if !db.is_file() {
         bad_input!(

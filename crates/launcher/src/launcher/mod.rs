@@ -1,10 +1,9 @@
 //! The launcher: `decode-baseline run`. Its readers of what it is handed (the session job, each
-//! worker's report with its validation) and the checkout it serves are public, so that the
+//! worker's report with its validation) are public, so that the
 //! integration tests can feed them arbitrary input directly (`tests/integration/launcher_readers.rs`).
 
 mod agreement;
 mod analysis;
-pub mod checkout;
 mod device;
 mod execute;
 mod finish;
@@ -34,7 +33,6 @@ mod signals;
 mod supervise;
 pub mod validate;
 mod worker_job;
-pub mod workspace;
 
 pub use finish::SessionOutcome;
 pub use lease::LeaseError;

@@ -23,7 +23,7 @@ use super::{
     session_dir::{create_session_dir, session_id, utc_now},
     session_job::{self, repo_root},
     signals::Interrupts,
-    worker_job::{self, LoadedManifest},
+    worker_job::{self, LoadedManifest, RunSettings},
 };
 use crate::schedule::{self, Schedule};
 
@@ -192,8 +192,8 @@ pub(super) fn prepare(
         // rank at once.
         let group = resolved.job.group.clone();
         let gate = gated[sequence] || group.is_some();
-        let session = (resolved.job.prefill_step_size(), gate);
-        let mut job = worker_job::build(&loaded, &planned.cell, &planned.adapter, run_id, &repo, session)?;
+        let settings = RunSettings { prefill_step_size: resolved.job.prefill_step_size(), gate };
+        let mut job = worker_job::build(&loaded, &planned.cell, &planned.adapter, run_id, &repo, settings)?;
         let program = &programs[&planned.adapter];
         let ranks = match &group {
             Some(group) => rank_group::prepare(&mut job, &out_dir, group, program)?,

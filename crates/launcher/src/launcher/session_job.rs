@@ -98,7 +98,7 @@ pub fn resolve(job: SessionJob, path: &Path) -> Result<ResolvedJob, JobError> {
     let resolve = |p: &Path| if p.is_absolute() { p.to_owned() } else { base.join(p) };
     let manifest_path = match &job.manifest {
         Some(p) => resolve(p),
-        None => super::workspace::default_manifest(path),
+        None => crate::workspace::default_manifest(path),
     };
     let output_root = resolve(&job.output_root);
     Ok(ResolvedJob { job, job_path: path.to_owned(), manifest_path, output_root })
@@ -141,7 +141,7 @@ pub fn check_adapters(job: &ResolvedJob, manifest: &Manifest) -> Result<(), JobE
     }
 }
 
-/// The repository this executable serves, found at run time (`super::checkout`).
+/// The repository this executable serves, found at run time (`crate::checkout`).
 pub fn repo_root() -> PathBuf {
-    super::checkout::repo_root()
+    crate::checkout::repo_root()
 }

@@ -31,8 +31,6 @@ pub struct LoadedManifest {
     pub manifest: Manifest,
 }
 
-impl LoadedManifest {}
-
 /// The absolute model folder of `case`. A relative case path is relative to the repository
 /// (req/manifest.md §4), which is what every worker checks `model_dir` against; the manifest's
 /// own folder only coincides with it for the repository's `workloads.json`.
@@ -44,14 +42,23 @@ pub fn model_dir(case: &decode_baseline_wire::manifest::Case, repo: &Path) -> Pa
     }
 }
 
-/// One worker's job: `cell` for `adapter`, with the session's prefill step size and gate.
+/// What the session decides for each of its worker runs beyond the cell and the adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSettings {
+    /// The job's prefill step size (`SessionJob::prefill_step_size`).
+    pub prefill_step_size: u32,
+    /// Whether the worker waits at the launcher's gate before each request.
+    pub gate: bool,
+}
+
+/// One worker's job: `cell` for `adapter`, with the session's [`RunSettings`].
 pub fn build(
     loaded: &LoadedManifest,
     cell: &Cell,
     adapter: &Adapter,
     run_id: String,
     repo: &Path,
-    (prefill_step_size, gate): (u32, bool),
+    RunSettings { prefill_step_size, gate }: RunSettings,
 ) -> Result<WorkerJob, WorkerJobError> {
     let manifest = &loaded.manifest;
     let case = manifest.cases.get(&cell.case).ok_or_else(|| WorkerJobError::UnknownCase {

@@ -157,7 +157,7 @@ mod tests {
         let said = controlled_support(dir.path());
         assert!(said.starts_with("the controlled loop cannot run it (") && said.contains("qwen3_next"), "{said}");
         assert!(said.contains(r#""adapters": ["stock"]"#), "{said}");
-        let fixture = crate::launcher::checkout::built_in().join("fixtures/tiny-qwen3");
+        let fixture = crate::checkout::built_in().join("fixtures/tiny-qwen3");
         assert_eq!(controlled_support(&fixture), "the controlled loop reads it (qwen3, 2 layers)");
     }
 }

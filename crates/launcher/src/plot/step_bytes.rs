@@ -185,7 +185,7 @@ mod tests {
     use crate::safetensors_header::tests::write;
 
     fn fixture(name: &str) -> PathBuf {
-        crate::launcher::checkout::built_in().join("fixtures").join(name)
+        crate::checkout::built_in().join("fixtures").join(name)
     }
 
     #[test]

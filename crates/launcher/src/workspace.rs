@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::checkout::MANIFEST_NAME;
+use crate::checkout::MANIFEST_NAME;
 
 /// Environment variable naming the workspace (`--workspace`).
 pub const WORKSPACE_ENV: &str = "DECODE_BASELINE_WORKSPACE";
@@ -35,14 +35,14 @@ pub fn current() -> PathBuf {
         return PathBuf::from(dir);
     }
     let cwd = std::env::current_dir().ok();
-    cwd.as_deref().and_then(enclosing).unwrap_or_else(super::checkout::repo_root)
+    cwd.as_deref().and_then(enclosing).unwrap_or_else(crate::checkout::repo_root)
 }
 
 /// The manifest a job file at `job_path` runs on when it names none: its workspace's, else the
 /// served checkout's.
 pub fn default_manifest(job_path: &Path) -> PathBuf {
     let job_dir = std::path::absolute(job_path).ok().and_then(|p| p.parent().map(Path::to_owned));
-    let root = job_dir.as_deref().and_then(enclosing).unwrap_or_else(super::checkout::repo_root);
+    let root = job_dir.as_deref().and_then(enclosing).unwrap_or_else(crate::checkout::repo_root);
     root.join(MANIFEST_NAME)
 }
 
