@@ -6,9 +6,9 @@
 //! from (`<env>/bin/decode-baseline` serves `<env>/lib/python3.*/site-packages/decode_baseline/`,
 //! marked by its `installed.json`: `req/install.md`), else the nearest folder at or above the
 //! current one that is a checkout (it holds `workloads.json`, `Cargo.toml` and `tools/env/`),
-//! else the checkout the executable was built in. The served checkout's `workloads.json`, models, workers and `.venv`
-//! are the ones measured; the workers the launcher starts inherit the choice through
-//! `$DECODE_BASELINE_REPO`.
+//! else the checkout the executable was built in. The served checkout's `workloads.json`,
+//! models, workers and `.venv` are the ones measured; the workers the launcher starts inherit
+//! the choice through `$DECODE_BASELINE_REPO`.
 //!
 //! An executable serves another checkout than the one it was built in only when it stands inside
 //! it (a copied or moved checkout with its own `target/`, whose `$ORIGIN`-relative rpath loads
