@@ -170,10 +170,10 @@ fn worker(_out_dir: &std::path::Path, _adapter: Adapter) -> anyhow::Result<ExitC
 /// exit 2 when they are not.
 #[cfg(feature = "controlled")]
 fn environment() -> anyhow::Result<ExitCode> {
-    use decode_baseline_pins::installed::{repo_root, venv_dir, KIT_DIR};
+    use decode_baseline_pins::installed::{repo_root, KIT_DIR};
     let mut facts = decode_baseline_controlled::identity::facts(true)?;
     let repo = repo_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
-    let python = venv_dir(&repo).join("bin/python");
+    let python = launcher::launcher::plan::venv_python(&repo);
     let script = "import json, mlx.core as mx\n\
                   from decode_baseline_worker.validate import mapped_libmlx\n\
                   print(json.dumps({'libmlx_path': mapped_libmlx(), 'mlx_version': mx.__version__}))";
@@ -213,9 +213,9 @@ fn environment() -> anyhow::Result<ExitCode> {
 /// the test that fails on a controlled excess is the controlled crate's `graph_tests`.
 #[cfg(feature = "controlled")]
 fn graph(case: &std::path::Path, position: u32) -> anyhow::Result<ExitCode> {
-    use decode_baseline_pins::installed::{repo_root, venv_dir};
+    use decode_baseline_pins::installed::repo_root;
     let repo = repo_root(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
-    let python = venv_dir(&repo).join("bin/python");
+    let python = launcher::launcher::plan::venv_python(&repo);
     let comparison = decode_baseline_controlled::graph::Comparison::of(&repo, &python, case, position)
         .map_err(|e| anyhow::anyhow!(e).context(format!("compare the step graphs of {}", case.display())))?;
     print!("{}", comparison.render());

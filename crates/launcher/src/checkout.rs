@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use decode_baseline_pins::{
     installed::{Installed, REPO_ENV},
-    INSTALL_MARKER,
+    InstallMarker, INSTALL_MARKER,
 };
 
 /// How the served checkout was chosen.
@@ -96,17 +96,19 @@ pub fn installed_root(exe: &Path) -> Option<PathBuf> {
 pub fn installed_environment(root: &Path) -> Result<PathBuf, CheckoutError> {
     let incomplete = |problem: String| CheckoutError::Incomplete { root: root.display().to_string(), problem };
     let env = root.ancestors().nth(4).ok_or_else(|| incomplete("not inside lib/python3.*/site-packages".into()))?;
-    let marker_path = root.join(INSTALL_MARKER);
-    let marker: serde_json::Value = std::fs::read(&marker_path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .ok_or_else(|| incomplete(format!("{} is missing or not JSON", marker_path.display())))?;
+    let marker = InstallMarker::read(root)
+        .and_then(Result::ok)
+        .ok_or_else(|| incomplete(format!("{} is missing or not JSON", root.join(INSTALL_MARKER).display())))?;
     let installed = Installed::locate(env, None).map_err(|err| incomplete(err.to_string()))?;
-    for (package, dist, key) in [("mlx", "mlx", "mlx_version"), ("mlx-lm", "mlx_lm", "mlx_lm_version")] {
-        let built = marker[key].as_str().ok_or_else(|| incomplete(format!("{INSTALL_MARKER} has no {key}")))?;
+    let built = [
+        ("mlx", "mlx", "mlx_version", &marker.mlx_version),
+        ("mlx-lm", "mlx_lm", "mlx_lm_version", &marker.mlx_lm_version),
+    ];
+    for (package, dist, key, built) in built {
+        let built = built.as_deref().ok_or_else(|| incomplete(format!("{INSTALL_MARKER} has no {key}")))?;
         let found = installed.dist_version(dist).unwrap_or_else(|_| "none".to_owned());
         if found != built {
-            let requirement = match (package, marker["backend"].as_str()) {
+            let requirement = match (package, marker.backend.as_deref()) {
                 ("mlx", Some("cpu")) => format!("'mlx[cpu]=={built}'"),
                 _ => format!("'{package}=={built}'"),
             };

@@ -13,13 +13,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use decode_baseline_pins::{environment_pins, load_manifest, pin_path, pin_text, worker_sources};
+use decode_baseline_pins::load_manifest;
 use decode_baseline_wire::ExitCode;
 
 use crate::{
     checkout::repo_root,
     guard::{chain, MANIFEST_NAME},
-    manifest_cli::{installed, write_atomically, write_manifest},
+    manifest_cli::{installed, repin, write_pinned},
     workspace::{JOBS_DIR, OUT_DIR},
 };
 
@@ -52,9 +52,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     manifest.adapters.clear();
     manifest.environments.clear();
     let installed = installed(&repo)?;
-    manifest.environment = environment_pins(&repo, &installed).map_err(|e| crate::exit::bad_input(chain(&e)))?;
-    manifest.worker_sources =
-        worker_sources(&repo, &manifest_path, &manifest).map_err(|e| crate::exit::bad_input(chain(&e)))?;
+    let pinned = repin(&repo, &manifest_path, &mut manifest, &installed)?;
 
     for folder in [dir.join(JOBS_DIR), dir.join(OUT_DIR)] {
         std::fs::create_dir_all(&folder).with_context(|| format!("failed to create {}", folder.display()))?;
@@ -62,8 +60,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     for (from, to) in &jobs {
         copy_new(from, to)?;
     }
-    let bytes = write_manifest(&manifest_path, &manifest)?;
-    write_atomically(&pin_path(&manifest_path), pin_text(&manifest_path, &bytes).as_bytes())?;
+    write_pinned(&manifest_path, &manifest)?;
     println!(
         "init: workspace {} on the program files {}\n  {MANIFEST_NAME}: {} cases, {} cells; environment mlx {} / \
          mlx_lm {} at {}\n  {JOBS_DIR}/: {} (the main job)\n  {OUT_DIR}/: the sessions\nnext: decode-baseline run --job {}",
@@ -71,8 +68,8 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
         repo.display(),
         manifest.cases.len(),
         manifest.cells.len(),
-        manifest.environment.mlx_version,
-        manifest.environment.mlx_lm_version,
+        pinned.mlx_version,
+        pinned.mlx_lm_version,
         installed.venv.display(),
         INIT_JOBS.join(", "),
         shown(&args.dir.join(JOBS_DIR).join(INIT_JOBS[0])),

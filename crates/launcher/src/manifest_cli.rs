@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use decode_baseline_wire::ExitCode;
 
 pub use derive::{derive_case, prompt_id};
-pub use pin::installed;
+pub use pin::{installed, repin, write_pinned};
 pub use write::{write_atomically, write_manifest};
 
 /// The canonical prompt lengths every case gets: a short prompt and L=512.

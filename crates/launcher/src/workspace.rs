@@ -38,6 +38,12 @@ pub fn current() -> PathBuf {
     cwd.as_deref().and_then(enclosing).unwrap_or_else(crate::checkout::repo_root)
 }
 
+/// The workspace's output root, the default of every command that writes or reads sessions
+/// there (`bench`, `history`, `calibrate`).
+pub fn output_root() -> PathBuf {
+    current().join(OUT_DIR)
+}
+
 /// The manifest a job file at `job_path` runs on when it names none: its workspace's, else the
 /// served checkout's.
 pub fn default_manifest(job_path: &Path) -> PathBuf {

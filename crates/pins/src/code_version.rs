@@ -3,22 +3,14 @@
 
 use std::path::Path;
 
-/// The file that marks a folder as the program files of an installed wheel
-/// (`<site-packages>/decode_baseline/`), written by `tools/wheel/build.py`. Its `code_version`
-/// (`<commit>+wheel-<version>`, `+dirty` after the commit when the tree it was built from had
-/// changes) stands for the commit a checkout would give.
-pub const INSTALL_MARKER: &str = "installed.json";
+use crate::install_marker::InstallMarker;
 
-/// The marker's `code_version` when `repo` holds an [`INSTALL_MARKER`]; else `git rev-parse
+/// The marker's `code_version` when `repo` holds an [`INSTALL_MARKER`](crate::INSTALL_MARKER); else `git rev-parse
 /// HEAD` of `repo`, `+dirty` when `git status --porcelain` prints anything; `unknown` when
 /// neither can tell.
 pub fn code_version(repo: &Path) -> String {
-    if let Ok(bytes) = std::fs::read(repo.join(INSTALL_MARKER)) {
-        let marked = serde_json::from_slice::<serde_json::Value>(&bytes).ok();
-        return match marked.as_ref().and_then(|m| m["code_version"].as_str()) {
-            Some(version) => version.to_owned(),
-            None => "unknown".to_owned(),
-        };
+    if let Some(marker) = InstallMarker::read(repo) {
+        return marker.ok().and_then(|m| m.code_version).unwrap_or_else(|| "unknown".to_owned());
     }
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -41,6 +33,7 @@ pub fn code_version(repo: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::INSTALL_MARKER;
 
     #[test]
     fn an_installed_tree_gives_its_marked_version_and_a_bare_folder_unknown() {

@@ -12,7 +12,8 @@
 //!   worker re-implements the checks it runs from `req/manifest.md`.
 //! * The file rules under them: trees and their freeze ([`freeze`]), which files are an
 //!   adapter's sources ([`sources`]), the installed environment ([`installed`]), a file's digest
-//!   ([`file_digest`]), the repository's code version ([`code_version()`]).
+//!   ([`file_digest`]), the repository's code version ([`code_version()`]), an installed wheel's
+//!   marker ([`install_marker`]).
 //! * The manifest pin file's name and line ([`pin_file`]), which [`manifest_pin`] checks.
 //! * Files written exactly once ([`once`]), by the launcher and by workers.
 
@@ -26,6 +27,7 @@ pub mod file_digest;
 mod file_pin;
 pub mod freeze;
 pub mod guard;
+pub mod install_marker;
 pub mod installed;
 pub mod manifest_pin;
 pub mod once;
@@ -36,11 +38,12 @@ pub mod worker_sources;
 
 pub use artifacts::{artifact_file_names, case_files, check_case};
 pub use chain::chain;
-pub use code_version::{code_version, INSTALL_MARKER};
+pub use code_version::code_version;
 pub use confinement::{case_dir, check_confinement};
 pub use environment::{check_installed, check_lock, environment_pins, lock_backend, mlx_lm_freeze, selected_pins};
 pub use error::{FieldPath, PinError, PinProblem};
 pub use guard::{guard, EnvironmentCheck, GuardOutcome};
+pub use install_marker::{InstallMarker, INSTALL_MARKER};
 pub use manifest_pin::{load_manifest, read_pin, verify_pin};
 pub use pin_file::{parse_pin, pin_path, pin_text};
 pub use structure::{check_continuation_digest, check_policy, check_structure, is_path_safe_id};

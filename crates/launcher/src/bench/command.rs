@@ -12,7 +12,7 @@ use std::{
 
 use anyhow::{ensure, Context};
 use decode_baseline_pins::once;
-use decode_baseline_pins::{built_in_sources, environment_pins, is_path_safe_id, pin_path, pin_text};
+use decode_baseline_pins::{built_in_sources, environment_pins, is_path_safe_id};
 use decode_baseline_wire::{
     group::{GroupBackend, SessionGroup},
     manifest::{Cell, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
@@ -447,12 +447,10 @@ fn placement_session(
     manifest: &Manifest,
     record: &BenchRecord,
 ) -> anyhow::Result<(launcher::SessionOutcome, PathBuf)> {
-    let output_root =
-        args.output_root.clone().unwrap_or_else(|| crate::workspace::current().join(crate::workspace::OUT_DIR));
+    let output_root = args.output_root.clone().unwrap_or_else(crate::workspace::output_root);
     let session_dir = launcher::new_session_dir(&output_root)?;
     let manifest_path = session_dir.join(MANIFEST_NAME);
-    let bytes = manifest_cli::write_manifest(&manifest_path, manifest)?;
-    manifest_cli::write_atomically(&pin_path(&manifest_path), pin_text(&manifest_path, &bytes).as_bytes())?;
+    manifest_cli::write_pinned(&manifest_path, manifest)?;
     write_json(&session_dir.join(BENCH_RECORD), record)?;
     let job = SessionJob {
         schema_version: SESSION_JOB_SCHEMA_VERSION,

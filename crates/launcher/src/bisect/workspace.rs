@@ -1,8 +1,9 @@
 //! One bisection's folder and how a step runs: the two commits' trees exported from the loop's
 //! repository, declared as the adapters `bisect-base` and `bisect-test` in a manifest of their
 //! own (`bisect-<folder>.workloads.json` at the checkout's root, where a manifest's relative
-//! paths resolve; one per bisection, so that two can run side by side), re-pinned, and one paired interleaved session of the tested tree against the base
-//! under the sequential test (`run --until-decided`), whose decision is the step's outcome.
+//! paths resolve; one per bisection, so that two can run side by side), re-pinned, and one
+//! paired interleaved session of the tested tree against the base under the sequential test
+//! (`run --until-decided`), whose decision is the step's outcome.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

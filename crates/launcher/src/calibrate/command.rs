@@ -250,7 +250,7 @@ fn busy_warning(loads: &BTreeMap<String, SessionLoad>) -> Option<String> {
 /// well (nothing is written then).
 fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, ExitCode>> {
     let workspace = crate::workspace::current();
-    let root = args.output_root.clone().unwrap_or_else(|| workspace.join("out/calibrate"));
+    let root = args.output_root.clone().unwrap_or_else(|| crate::workspace::output_root().join("calibrate"));
     let batch = launcher::new_session_dir(&root)?;
     let (job, repetitions) = match &args.job {
         Some(job) => {

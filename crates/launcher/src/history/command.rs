@@ -94,7 +94,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitCode> {
         args.window
     );
     let settings = ChangeSettings { alpha: args.alpha, min_segment: args.min_segment, window: args.window };
-    let root = args.root.unwrap_or_else(|| crate::workspace::current().join(crate::workspace::OUT_DIR));
+    let root = args.root.unwrap_or_else(crate::workspace::output_root);
     let db = database(&root);
     if !db.is_file() {
         bad_input!(

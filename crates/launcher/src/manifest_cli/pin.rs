@@ -10,7 +10,7 @@ use decode_baseline_pins::{
     installed::{mlx_dir_override, selected_environment, venv_dir, Installed, DEFAULT_ENV_NAME},
     load_manifest, pin_path, pin_text, worker_sources,
 };
-use decode_baseline_wire::ExitCode;
+use decode_baseline_wire::{job::EnvironmentPins, manifest::Manifest, ExitCode};
 
 use super::{write_atomically, write_manifest, PinArgs};
 use crate::guard::{chain, locate_manifest};
@@ -26,29 +26,46 @@ pub fn installed(repo: &Path) -> anyhow::Result<Installed> {
         .with_context(|| format!("failed to locate the installed environment in {}", venv.display()))
 }
 
+/// Re-hashes the worker sources (the built-ins' against `repo`) and the `installed` environment
+/// into `manifest`, the environment into the selected environment's entry; returns its pins.
+/// Writes nothing: [`write_pinned`] does. `manifest pin`, and `init` for a new workspace.
+pub fn repin(
+    repo: &Path,
+    manifest_path: &Path,
+    manifest: &mut Manifest,
+    installed: &Installed,
+) -> anyhow::Result<EnvironmentPins> {
+    manifest.worker_sources =
+        worker_sources(repo, manifest_path, manifest).map_err(|e| crate::exit::bad_input(chain(&e)))?;
+    let pinned = environment_pins(repo, installed).map_err(|e| crate::exit::bad_input(chain(&e)))?;
+    match selected_environment() {
+        None => manifest.environment = pinned.clone(),
+        Some(name) => {
+            manifest.environments.insert(name, pinned.clone());
+        }
+    }
+    Ok(pinned)
+}
+
+/// Writes `manifest` at `manifest_path`, then its pin beside it; returns the manifest's bytes.
+pub fn write_pinned(manifest_path: &Path, manifest: &Manifest) -> anyhow::Result<Vec<u8>> {
+    let bytes = write_manifest(manifest_path, manifest)?;
+    write_atomically(&pin_path(manifest_path), pin_text(manifest_path, &bytes).as_bytes())?;
+    Ok(bytes)
+}
+
 pub(super) fn pin(args: PinArgs) -> anyhow::Result<ExitCode> {
     let (repo, manifest_path) = locate_manifest(args.manifest.as_deref())?;
     let (mut manifest, _) = load_manifest(&manifest_path).map_err(|e| crate::exit::bad_input(chain(&e)))?;
     let installed = installed(&repo)?;
-    manifest.worker_sources =
-        worker_sources(&repo, &manifest_path, &manifest).map_err(|e| crate::exit::bad_input(chain(&e)))?;
-    let pinned = environment_pins(&repo, &installed).map_err(|e| crate::exit::bad_input(chain(&e)))?;
-    let environment = selected_environment();
-    match &environment {
-        None => manifest.environment = pinned.clone(),
-        Some(name) => {
-            manifest.environments.insert(name.clone(), pinned.clone());
-        }
-    }
+    let pinned = repin(&repo, &manifest_path, &mut manifest, &installed)?;
     for (adapter, files) in &manifest.worker_sources {
         if files.is_empty() {
             eprintln!("manifest pin: warning: no {adapter} worker source matches the rule; the guard will fail");
         }
     }
-    let bytes = write_manifest(&manifest_path, &manifest)?;
-    let pin = pin_path(&manifest_path);
-    let pin_line = pin_text(&manifest_path, &bytes);
-    write_atomically(&pin, pin_line.as_bytes())?;
+    let bytes = write_pinned(&manifest_path, &manifest)?;
+    let environment = selected_environment();
     println!(
         "manifest pin: {} sha256 {} ({} worker sources, environment {}: mlx {} / mlx_lm {} at {})",
         manifest_path.display(),
