@@ -45,8 +45,9 @@ pub enum Command {
     /// The history of an output root's sessions: every series of like sessions with its change
     /// points, one series point by point, exports; `history import` records existing sessions.
     History(launcher::history::HistoryArgs),
-    /// The first commit of a loop's repository whose loop differs from a known good one, each
-    /// step a paired session decided by the sequential test; `bisect step` for `git bisect run`.
+    /// The first commit of a loop's repository, or the first of a series of MLX releases
+    /// (`--environments`), whose loop differs from a known good one, each step a paired session
+    /// decided by the sequential test; `bisect step` for `git bisect run`.
     Bisect(launcher::bisect::BisectArgs),
     /// Write a session's figures (SVG): step times by position, distributions, roofline.
     Plot(launcher::plot::PlotArgs),

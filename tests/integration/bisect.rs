@@ -42,7 +42,20 @@ fn bad_revisions_and_ranges_are_refused_before_any_session() {
 
     let (code, stderr) = bisect(&[&common[..], &[&"--good", &"HEAD~1"]].concat());
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("expected --loop, --worker, --good and --bad"), "{stderr}");
+    assert!(stderr.contains("expected --bad REV"), "{stderr}");
+
+    let (code, stderr) = bisect(&[&"--worker", &"worker.py", &"--good", &"HEAD~1", &"--bad", &"HEAD"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("expected --loop REPO, --worker PATH and --good REV"), "{stderr}");
+
+    // The release form takes none of the loop's flags, and only pinned, provisioned
+    // environments, named before anything runs.
+    let (code, stderr) = bisect(&[&"--environments", &"default,mlx-0.31.2", &"--good", &"HEAD"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("'--environments <ENV,ENV,...>' cannot be used with '--good <GOOD>'"), "{stderr}");
+    let (code, stderr) = bisect(&[&"--environments", &"default,mlx-9.9.9"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("environment \"mlx-9.9.9\" is not pinned") && stderr.contains("mlxenv add"), "{stderr}");
 
     let (code, stderr) =
         bisect(&[&common[..], &[&"--good", &"HEAD~1", &"--bad", &"HEAD", &"--out", &outside]].concat());

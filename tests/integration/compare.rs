@@ -712,6 +712,33 @@ fn within_session_refuses_different_libmlx_between_the_adapters() {
     assert!(allowed.stdout.starts_with("mismatch allowed (--allow-mismatch)") && list < result, "{}", allowed.stdout);
 }
 
+#[test]
+fn within_session_an_adapter_in_its_own_pinned_environment_is_compared() {
+    // An adapter that declares its own environment ran on another lock and libmlx, each checked
+    // against that environment's pins by the worker: compared, not refused.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut report = Synth::new("envs", vec![(HEADLINE, 600_000.0, 600_000.0)]).measured().report();
+    for stock in report.workers.iter_mut().filter(|w| w.adapter == Adapter::Stock) {
+        let identity = stock.report.as_mut().unwrap().identity.as_mut().unwrap();
+        identity.libmlx_sha256 = digest("an older release's libmlx");
+        identity.lock_sha256 = digest("an older release's lock");
+        identity.mlx_version = "0.31.2".to_owned();
+    }
+    let dir = write_session(tmp.path(), &report);
+    let run = compare(&[&dir]);
+    assert_eq!(run.code, NO_DIFFERENCE, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("refused"), "{}", run.stdout);
+
+    // The same libmlx difference on one lock is still refused: nothing declared it.
+    for stock in report.workers.iter_mut().filter(|w| w.adapter == Adapter::Stock) {
+        stock.report.as_mut().unwrap().identity.as_mut().unwrap().lock_sha256 = digest("lock");
+    }
+    let other = tempfile::tempdir().unwrap();
+    let dir = write_session(other.path(), &report);
+    let refused = compare(&[&dir]);
+    assert_eq!(refused.code, REFUSED, "{}", refused.stdout);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Two sessions: B against A
 // ---------------------------------------------------------------------------------------------

@@ -51,8 +51,9 @@ pub fn run(args: InitArgs) -> anyhow::Result<ExitCode> {
     let (mut manifest, _) = load_manifest(&source).map_err(|e| crate::exit::bad_input(chain(&e)))?;
     manifest.adapters.clear();
     manifest.environments.clear();
-    let installed = installed(&repo)?;
-    let pinned = repin(&repo, &manifest_path, &mut manifest, &installed)?;
+    let environment = decode_baseline_pins::installed::selected_environment();
+    let installed = installed(&repo, environment.as_deref())?;
+    let pinned = repin(&repo, &manifest_path, &mut manifest, environment.as_deref(), &installed)?;
 
     for folder in [dir.join(JOBS_DIR), dir.join(OUT_DIR)] {
         std::fs::create_dir_all(&folder).with_context(|| format!("failed to create {}", folder.display()))?;

@@ -88,6 +88,11 @@ pub struct PinArgs {
     /// The manifest. Default: the nearest workloads.json at or above the current folder.
     #[arg(long)]
     pub manifest: Option<PathBuf>,
+    /// Pin this environment (`default` or a folder of `tools/env/envs/`, provisioned in
+    /// `.venv-NAME`) instead of the selected one: an environment that only Python workers run in
+    /// (an adapter's `environment`) needs no build of its own.
+    #[arg(long, value_name = "NAME")]
+    pub environment: Option<String>,
 }
 
 pub fn run(command: ManifestCommand) -> anyhow::Result<ExitCode> {

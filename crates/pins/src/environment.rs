@@ -4,14 +4,14 @@
 
 use std::path::Path;
 
-use decode_baseline_wire::{job::EnvironmentPins, manifest::Manifest, Backend};
+use decode_baseline_wire::{job::EnvironmentPins, manifest::Manifest, Adapter, Backend};
 
 use crate::{
     error::{FieldPath, PinError, PinProblem},
     file_digest::{of_file, DigestIoError},
     file_pin::check_digest,
     freeze::{freeze_tree, Freeze},
-    installed::{lock_path, selected_environment, Installed},
+    installed::{lock_path, lock_path_of, selected_environment, Installed},
 };
 
 /// Checks the selected environment's lock file for this platform ([`lock_path`]) against
@@ -103,8 +103,42 @@ pub fn selected_pins(manifest: &Manifest) -> Result<&EnvironmentPins, PinError> 
     })
 }
 
+/// The environment `adapter`'s workers run in (`None`: the default one): the one its
+/// declaration names (`adapters.<name>.environment`), else the selected one.
+pub fn adapter_environment(manifest: &Manifest, adapter: &Adapter) -> Option<String> {
+    match manifest.declared_environment(adapter) {
+        Some(named) => named.map(str::to_owned),
+        None => selected_environment(),
+    }
+}
+
+/// The pins of the environment `adapter`'s workers run in ([`adapter_environment`]): what its
+/// jobs carry, and what its workers check themselves against.
+pub fn adapter_pins<'m>(manifest: &'m Manifest, adapter: &Adapter) -> Result<&'m EnvironmentPins, PinError> {
+    let environment = adapter_environment(manifest, adapter);
+    manifest.environment_pins(environment.as_deref()).ok_or_else(|| {
+        let name = environment.unwrap_or_default();
+        let field = match manifest.declared_environment(adapter) {
+            Some(_) => FieldPath::field("adapters").entry(adapter.as_str()).key("environment"),
+            None => FieldPath::field("environments").key(&name),
+        };
+        PinError::at(field, PinProblem::EnvironmentNotPinned { name })
+    })
+}
+
 /// The environment pins of what is installed now: what `manifest pin` writes.
 pub fn environment_pins(repo: &Path, installed: &Installed) -> Result<EnvironmentPins, PinError> {
+    environment_pins_of(repo, selected_environment().as_deref(), installed)
+}
+
+/// The pins of `environment` (`None`: the default one) as installed in `installed`: its lock
+/// file and what the virtual environment holds.
+pub fn environment_pins_of(
+    repo: &Path,
+    environment: Option<&str>,
+    installed: &Installed,
+) -> Result<EnvironmentPins, PinError> {
+    let lock = repo.join(lock_path_of(environment));
     let version = |field: &str, name: &str| {
         installed
             .dist_version(name)
@@ -114,8 +148,8 @@ pub fn environment_pins(repo: &Path, installed: &Installed) -> Result<Environmen
         of_file(path).map_err(|source| PinError::at(FieldPath::environment(field), PinProblem::Hash { source }))
     };
     Ok(EnvironmentPins {
-        backend: Some(lock_backend(&repo.join(lock_path()))?),
-        lock_sha256: digest("lock_sha256", &repo.join(lock_path()))?,
+        backend: Some(lock_backend(&lock)?),
+        lock_sha256: digest("lock_sha256", &lock)?,
         mlx_version: version("mlx_version", "mlx")?,
         mlx_lm_version: version("mlx_lm_version", "mlx_lm")?,
         mlx_lm_freeze_sha256: mlx_lm_freeze(installed)?.digest,

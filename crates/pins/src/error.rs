@@ -265,7 +265,7 @@ pub enum PinProblem {
     Version { path: PathBuf, expected: String, actual: String },
     #[error("the installed mlx_lm at {path} ({files} files): expected freeze sha256 {expected}, found {actual}")]
     Freeze { path: PathBuf, files: usize, expected: Sha256Digest, actual: Sha256Digest },
-    #[error("the selected environment {name:?} (${var}) is not pinned; run `decode-baseline manifest pin` in it", var = decode_baseline_wire::manifest::ENV_NAME_ENV)]
+    #[error("environment {name:?} is not pinned in the manifest's `environments`; provision it (`tools/env/mlxenv add`) and pin it with `decode-baseline manifest pin --environment {name}`")]
     EnvironmentNotPinned { name: String },
     #[error("the lock {path} installs {actual}, expected {expected}")]
     Backend { path: PathBuf, expected: String, actual: String },

@@ -57,7 +57,7 @@ pub const DEFAULT_ENV_DIR: &str = "tools/env";
 /// The repository-relative folder holding one folder per named environment.
 pub const NAMED_ENVS_DIR: &str = "tools/env/envs";
 /// The name reports and messages give the default environment.
-pub const DEFAULT_ENV_NAME: &str = "default";
+pub const DEFAULT_ENV_NAME: &str = decode_baseline_wire::manifest::DEFAULT_ENVIRONMENT;
 /// Environment variable naming another MLX install (the folder that holds `lib/`).
 pub const MLX_DIR_ENV: &str = "MLX_DIR";
 
@@ -71,7 +71,7 @@ pub const LOCK_FILE_NAME: &str =
 /// The selected named environment, or `None` for the default one (`$DECODE_BASELINE_ENV`
 /// unset, empty or [`DEFAULT_ENV_NAME`]).
 pub fn selected_environment() -> Option<String> {
-    std::env::var(ENV_NAME_ENV).ok().filter(|name| !name.is_empty() && name != DEFAULT_ENV_NAME)
+    std::env::var(ENV_NAME_ENV).ok().filter(|name| environment_name(name).is_some())
 }
 
 /// The repository-relative folder of `environment`'s lock files (`None`: the default one).
@@ -84,7 +84,19 @@ pub fn environment_dir(environment: Option<&str>) -> PathBuf {
 
 /// The repository-relative path of the selected environment's lock file for this platform.
 pub fn lock_path() -> PathBuf {
-    environment_dir(selected_environment().as_deref()).join(LOCK_FILE_NAME)
+    lock_path_of(selected_environment().as_deref())
+}
+
+/// The repository-relative path of `environment`'s lock file for this platform (`None`: the
+/// default one).
+pub fn lock_path_of(environment: Option<&str>) -> PathBuf {
+    environment_dir(environment).join(LOCK_FILE_NAME)
+}
+
+/// The name `environment` goes by in manifests and messages: `None` and [`DEFAULT_ENV_NAME`]
+/// are the default one, any other name a named one (as `$DECODE_BASELINE_ENV` reads).
+pub fn environment_name(environment: &str) -> Option<&str> {
+    (!environment.is_empty() && environment != DEFAULT_ENV_NAME).then_some(environment)
 }
 
 /// The installed environment cannot be located or read.
@@ -120,10 +132,24 @@ pub struct Installed {
 pub fn venv_dir(repo: &Path) -> PathBuf {
     match std::env::var_os(VENV_ENV) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => match selected_environment() {
-            None => repo.join(".venv"),
-            Some(name) => repo.join(format!(".venv-{name}")),
-        },
+        _ => own_venv_dir(repo, selected_environment().as_deref()),
+    }
+}
+
+/// The virtual environment of `environment` (`None`: the default one): the selected one's is
+/// [`venv_dir`] (which `$DECODE_BASELINE_VENV` may move), any other its own folder in `repo`.
+pub fn venv_dir_of(repo: &Path, environment: Option<&str>) -> PathBuf {
+    if environment == selected_environment().as_deref() {
+        venv_dir(repo)
+    } else {
+        own_venv_dir(repo, environment)
+    }
+}
+
+fn own_venv_dir(repo: &Path, environment: Option<&str>) -> PathBuf {
+    match environment {
+        None => repo.join(".venv"),
+        Some(name) => repo.join(format!(".venv-{name}")),
     }
 }
 

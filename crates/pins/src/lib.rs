@@ -40,7 +40,10 @@ pub use artifacts::{artifact_file_names, case_files, check_case};
 pub use chain::chain;
 pub use code_version::code_version;
 pub use confinement::{case_dir, check_confinement};
-pub use environment::{check_installed, check_lock, environment_pins, lock_backend, mlx_lm_freeze, selected_pins};
+pub use environment::{
+    adapter_environment, adapter_pins, check_installed, check_lock, environment_pins, environment_pins_of,
+    lock_backend, mlx_lm_freeze, selected_pins,
+};
 pub use error::{FieldPath, PinError, PinProblem};
 pub use guard::{guard, EnvironmentCheck, GuardOutcome};
 pub use install_marker::{InstallMarker, INSTALL_MARKER};

@@ -157,7 +157,8 @@ pub fn check_structure(manifest: &Manifest) -> Vec<PinError> {
 }
 
 /// The shape of every declared adapter: a name that is neither built in nor malformed, a
-/// command, and source paths that stay inside the manifest's folder.
+/// command, source paths that stay inside the manifest's folder, and an environment of its own
+/// only where the manifest pins it.
 fn check_declared(manifest: &Manifest) -> Vec<PinError> {
     let mut out = Vec::new();
     for (name, declared) in &manifest.adapters {
@@ -179,6 +180,15 @@ fn check_declared(manifest: &Manifest) -> Vec<PinError> {
         for (i, rel) in declared.sources.iter().enumerate() {
             if let Err(reason) = check_relative(rel) {
                 out.push(escape(field.clone().key("sources").index(i), rel, reason));
+            }
+        }
+        if let Some(environment) = declared.environment.as_deref() {
+            let named = crate::installed::environment_name(environment);
+            if manifest.environment_pins(named).is_none() {
+                out.push(PinError::at(
+                    field.clone().key("environment"),
+                    PinProblem::EnvironmentNotPinned { name: environment.to_owned() },
+                ));
             }
         }
     }

@@ -16,6 +16,8 @@ pub const MANIFEST_SCHEMA_VERSION: u32 = 1;
 /// Environment variable selecting a named environment: a key of [`Manifest::environments`]
 /// (and a folder of `tools/env/envs/`); unset, empty or `default` selects the default one.
 pub const ENV_NAME_ENV: &str = "DECODE_BASELINE_ENV";
+/// The name of the default environment (its pins are the manifest's `environment`).
+pub const DEFAULT_ENVIRONMENT: &str = "default";
 
 /// The manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -134,6 +136,13 @@ pub struct DeclaredAdapter {
     /// The worker's source files and folders, relative to the manifest's folder: every file of
     /// them is pinned in `worker_sources.<name>` and checked before every session.
     pub sources: Vec<String>,
+    /// The pinned MLX environment this adapter's workers run in: `default` or a name in
+    /// `environments`. Its workers run under that environment's Python (with `interpreter:
+    /// python`), with `$DECODE_BASELINE_ENV` naming it, and are checked against its pins, so one
+    /// session can hold two MLX releases side by side (`bisect --environments`). Absent: the
+    /// session's environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
 }
 
 /// An interpreter a declared adapter's command runs under.
@@ -151,6 +160,13 @@ impl Manifest {
             Adapter::Declared(name) => self.adapters.get(name.as_str()),
             _ => None,
         }
+    }
+
+    /// The environment a declared `adapter` names for itself: `None` when it names none (it runs
+    /// in the session's), `Some(None)` for the default one, `Some(Some(name))` for a named one.
+    pub fn declared_environment(&self, adapter: &Adapter) -> Option<Option<&str>> {
+        let name = self.declared(adapter)?.environment.as_deref()?;
+        Some((!name.is_empty() && name != DEFAULT_ENVIRONMENT).then_some(name))
     }
 
     /// The `sources` a declared `adapter` lists; none for the built-ins and undeclared names.

@@ -168,6 +168,18 @@ pub fn validate_job(job: &WorkerJob, worker_repo: &Path) -> Result<Validated, Re
             ));
         }
     }
+    // An adapter that declares an environment of its own runs in it: the launcher selects it.
+    if let Some(declared) = manifest.declared_environment(&job.adapter) {
+        let selected = pins::installed::selected_environment();
+        if declared != selected.as_deref() {
+            let name = |e: Option<&str>| e.unwrap_or(pins::installed::DEFAULT_ENV_NAME).to_owned();
+            return Err(Refusal::mismatch(
+                format!("adapters.{}.environment", job.adapter),
+                format!("{} (the environment the adapter declares)", name(declared)),
+                format!("{} (${})", name(selected.as_deref()), decode_baseline_wire::manifest::ENV_NAME_ENV),
+            ));
+        }
+    }
     let pinned = pins::selected_pins(&manifest).map_err(|err| refusal(&err, "environments"))?;
     let (found, expected) =
         (by_field(serde_json::to_value(&job.environment).unwrap()), by_field(serde_json::to_value(pinned).unwrap()));

@@ -278,7 +278,7 @@ fn check_args(args: &BenchArgs, max_positions: Option<u64>) -> anyhow::Result<()
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let repo = crate::launcher::session_job::repo_root();
-    let installed = manifest_cli::installed(&repo)?;
+    let installed = manifest_cli::installed(&repo, decode_baseline_pins::installed::selected_environment().as_deref())?;
     let python = installed.venv.join("bin/python");
     let (model_dir, source, name) = resolve_model(&args, &python)?;
     let config_path = model_dir.join("config.json");

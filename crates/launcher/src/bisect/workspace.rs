@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::Context;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use decode_baseline_wire::compare::{Quantity, Row};
 use decode_baseline_wire::stats::Verdict;
@@ -175,20 +175,13 @@ impl Workspace {
         Ok(())
     }
 
-    /// The checkout's manifest with the two trees declared as adapters instead of its own.
-    fn manifest(&self, the_loop: &Loop) -> anyhow::Result<Value> {
-        let own = self.checkout.join("workloads.json");
-        let text = std::fs::read_to_string(&own).with_context(|| format!("failed to read {}", own.display()))?;
-        let mut manifest: Value = serde_json::from_str(&text).with_context(|| format!("{}", own.display()))?;
-        let declared: Vec<String> =
-            manifest["adapters"].as_object().map(|a| a.keys().cloned().collect()).unwrap_or_default();
-        if let Some(pinned) = manifest["worker_sources"].as_object_mut() {
-            for name in &declared {
-                pinned.remove(name);
-            }
-        }
-        let mut adapters = serde_json::Map::new();
-        for name in [BASE, TEST] {
+    /// Exports `base` and `tested` of the loop's repository as the trees of [`BASE`] and
+    /// [`TEST`], and declares each as its adapter: `<tree>/<worker> --as <name>` (under the
+    /// pinned environment's Python unless the loop is native), its sources the tree and the kit.
+    pub fn loop_adapters(&self, the_loop: &Loop, (base, tested): (&str, &str)) -> anyhow::Result<Map<String, Value>> {
+        let mut adapters = Map::new();
+        for (name, commit) in [(BASE, base), (TEST, tested)] {
+            self.export(the_loop, commit, name)?;
             let tree = self.relative(&self.tree(name))?;
             let program = format!("{tree}/{}", the_loop.worker.display());
             adapters.insert(
@@ -200,22 +193,35 @@ impl Workspace {
                 }),
             );
         }
-        manifest["adapters"] = Value::Object(adapters);
+        Ok(adapters)
+    }
+
+    /// The checkout's manifest with `adapters` declared instead of its own.
+    fn manifest(&self, adapters: &Map<String, Value>) -> anyhow::Result<Value> {
+        let own = self.checkout.join("workloads.json");
+        let text = std::fs::read_to_string(&own).with_context(|| format!("failed to read {}", own.display()))?;
+        let mut manifest: Value = serde_json::from_str(&text).with_context(|| format!("{}", own.display()))?;
+        let declared: Vec<String> =
+            manifest["adapters"].as_object().map(|a| a.keys().cloned().collect()).unwrap_or_default();
+        if let Some(pinned) = manifest["worker_sources"].as_object_mut() {
+            for name in &declared {
+                pinned.remove(name);
+            }
+        }
+        manifest["adapters"] = Value::Object(adapters.clone());
         Ok(manifest)
     }
 
-    /// Runs one step: `tested` against `base`, each exported, pinned, in one session.
+    /// Runs one step: [`TEST`] against [`BASE`] as `adapters` declares them, pinned, in one
+    /// session.
     pub fn step(
         &self,
-        the_loop: &Loop,
-        (base, tested): (&str, &str),
+        adapters: &Map<String, Value>,
         settings: &StepSettings,
         number: usize,
     ) -> anyhow::Result<StepResult> {
-        self.export(the_loop, base, BASE)?;
-        self.export(the_loop, tested, TEST)?;
         let manifest = self.manifest_path();
-        std::fs::write(&manifest, serde_json::to_string_pretty(&self.manifest(the_loop)?)? + "\n")?;
+        std::fs::write(&manifest, serde_json::to_string_pretty(&self.manifest(adapters)?)? + "\n")?;
         let exe = std::env::current_exe()?;
         let log = self.dir.join(format!("step-{number}.log"));
         let pinned = Command::new(&exe)

@@ -58,21 +58,51 @@ pub fn hostname(session: &SessionReport) -> String {
 }
 
 /// Within one session: every adapter must run on the reference's one libmlx digest (one
-/// mismatch per adapter that does not: its digests against the reference's).
+/// mismatch per adapter that does not: its digests against the reference's), unless it ran in
+/// another pinned environment than the reference, as an adapter that declares its own does
+/// (`adapters.<name>.environment`): each worker checked its libmlx against its own
+/// environment's pins, told apart by the lock ([`other_environments`] names them).
 pub fn within(session: &SessionReport) -> Vec<Mismatch> {
     let libmlx = |adapter| set_of(session, Some(adapter), |i| i.libmlx_sha256.to_hex());
+    let lock = |adapter| set_of(session, Some(adapter), |i| i.lock_sha256.to_hex());
     let reference = libmlx(&session.reference);
-    let mut adapters: Vec<&Adapter> = session.workers.iter().map(|w| &w.adapter).collect();
-    adapters.sort();
-    adapters.dedup();
     let mut out = Vec::new();
-    for adapter in adapters.into_iter().filter(|a| **a != session.reference) {
+    for adapter in adapters(session).into_iter().filter(|a| **a != session.reference) {
         let own = libmlx(adapter);
-        if !own.is_empty() && !reference.is_empty() && (own != reference || own.len() > 1) {
+        let declared_apart = own.len() == 1 && lock(adapter).is_disjoint(&lock(&session.reference));
+        if !own.is_empty() && !reference.is_empty() && (own != reference || own.len() > 1) && !declared_apart {
             out.push(Mismatch { field: "libmlx_sha256".to_owned(), a: joined(own), b: joined(reference.clone()) });
         }
     }
     out
+}
+
+fn adapters(session: &SessionReport) -> Vec<&Adapter> {
+    let mut adapters: Vec<&Adapter> = session.workers.iter().map(|w| &w.adapter).collect();
+    adapters.sort();
+    adapters.dedup();
+    adapters
+}
+
+/// The adapters of `session` that ran in another pinned environment than its reference, each
+/// with its MLX and mlx_lm versions against the reference's: `stock-old: mlx 0.31.2, mlx_lm
+/// 0.31.3 (the reference: mlx 0.32.4, mlx_lm 0.32.2)`. Empty when all ran in one.
+pub fn other_environments(session: &SessionReport) -> Vec<String> {
+    let of = |adapter| {
+        let version = |f: fn(&Identity) -> String| joined(set_of(session, Some(adapter), f));
+        let locks = set_of(session, Some(adapter), |i| i.lock_sha256.to_hex());
+        (locks, format!("mlx {}, mlx_lm {}", version(|i| i.mlx_version.clone()), version(|i| i.mlx_lm_version.clone())))
+    };
+    let (reference_locks, reference) = of(&session.reference);
+    adapters(session)
+        .into_iter()
+        .filter(|a| **a != session.reference)
+        .filter_map(|adapter| {
+            let (locks, versions) = of(adapter);
+            (!locks.is_empty() && locks != reference_locks)
+                .then(|| format!("{adapter}: {versions} (the reference: {reference})"))
+        })
+        .collect()
 }
 
 /// The fields that tell two pinned MLX environments apart. Sessions on two environments

@@ -98,7 +98,7 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
         *d = hex.parse().unwrap();
     };
     let case_q = format!("cases[{case:?}]");
-    vec![
+    let mut out = vec![
         Tamper {
             name: "job schema version",
             field: "schema_version".into(),
@@ -323,7 +323,25 @@ fn tampers(repo: &Path, case: &str, prompt: &str, set: &Adapter, source: &str, m
             manifest: none_m(),
             job: Box::new(move |j, _| j.prompt_id = format!("{prompt}-other")),
         },
-    ]
+    ];
+    // A declared adapter that names an environment of its own runs only in it: the session's
+    // selection (here the default) is refused (req/protocol.md §3).
+    if let Adapter::Declared(name) = set {
+        let name = name.as_str().to_owned();
+        out.push(Tamper {
+            name: "its adapter declares another environment than the selected one",
+            field: format!("adapters.{name}.environment"),
+            says: None,
+            manifest: Box::new(move |m, _| {
+                let mut other = m.environment.clone();
+                other.mlx_version = "0.0.1".into();
+                m.environments.insert("conformance-other".into(), other);
+                m.adapters.get_mut(&name).expect("the set is declared").environment = Some("conformance-other".into());
+            }),
+            job: none_j(),
+        });
+    }
+    out
 }
 
 /// Every tamper against the worker, each in its own folder: each must exit 1 with a failed

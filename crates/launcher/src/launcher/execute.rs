@@ -28,6 +28,9 @@ pub struct Prepared {
     pub job: decode_baseline_wire::WorkerJob,
     /// The worker command: the adapter's program with `--out-dir <out_dir>`.
     pub command: Vec<String>,
+    /// Added to the launcher's environment for each of its processes: the adapter's own MLX
+    /// environment, when it declares one ([`super::plan::worker_environment`]).
+    pub env: Vec<(String, String)>,
     /// The session's group, when the worker runs as ranks (`req/distributed.md`); this is
     /// rank 0.
     pub group: Option<SessionGroup>,
@@ -36,11 +39,15 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Its processes, rank 0 first, each with the environment MLX reads in a group.
+    /// Its processes, rank 0 first, each with its adapter's environment and the one MLX reads
+    /// in a group.
     pub fn processes(&self) -> Vec<supervise::Process<'_>> {
-        let env = |rank: u32| match &self.group {
-            Some(_) => rank_group::rank_env(rank, &rank_group::hostfile_path(&self.out_dir)),
-            None => Vec::new(),
+        let env = |rank: u32| {
+            let group = match &self.group {
+                Some(_) => rank_group::rank_env(rank, &rank_group::hostfile_path(&self.out_dir)),
+                None => Vec::new(),
+            };
+            self.env.iter().cloned().chain(group).collect()
         };
         let first = supervise::Process { argv: &self.command, out_dir: &self.out_dir, env: env(0) };
         let rest =
@@ -87,7 +94,8 @@ impl Execution for Processes {
         // goes through the gate as a group of one.
         if let [p] = members {
             if !p.job.gate && p.group.is_none() {
-                let outcome = supervise::supervise(&p.command, &p.out_dir, limits, interrupts, || progress.tick())?;
+                let outcome =
+                    supervise::supervise(&p.command, &p.out_dir, &p.env, limits, interrupts, || progress.tick())?;
                 progress.inc(u64::from(p.requests()));
                 return Ok(vec![outcome]);
             }

@@ -49,7 +49,24 @@ pub fn program(
             } else {
                 first.clone()
             };
-            let interpreter = declared.interpreter.map(|Interpreter::Python| display(venv_python(repo)));
+            let environment = decode_baseline_pins::adapter_environment(manifest, adapter);
+            let python = venv_python_of(repo, environment.as_deref());
+            if manifest.declared_environment(adapter).is_some() {
+                // An environment of its own: pinned, and (for a Python worker) provisioned.
+                decode_baseline_pins::adapter_pins(manifest, adapter).map_err(|e| e.to_string())?;
+                if declared.interpreter.is_some() && !python.is_file() {
+                    let name = environment.as_deref().unwrap_or(decode_baseline_pins::installed::DEFAULT_ENV_NAME);
+                    return Err(format!(
+                        "adapters[{name:?}].environment: environment {env:?} is pinned but not provisioned (no {}); \
+                         provision it with `{}={env} python3 tools/env/provision.py`",
+                        python.display(),
+                        decode_baseline_wire::manifest::ENV_NAME_ENV,
+                        name = adapter.as_str(),
+                        env = name,
+                    ));
+                }
+            }
+            let interpreter = declared.interpreter.map(|Interpreter::Python| display(python));
             interpreter.into_iter().chain(std::iter::once(first)).chain(words.cloned()).collect()
         }
     })
@@ -90,4 +107,90 @@ pub fn controlled_needs_probe() -> bool {
 /// The selected pinned environment's interpreter.
 pub fn venv_python(repo: &Path) -> PathBuf {
     decode_baseline_pins::installed::venv_dir(repo).join("bin/python")
+}
+
+/// The interpreter of `environment` (`None`: the default one).
+pub fn venv_python_of(repo: &Path, environment: Option<&str>) -> PathBuf {
+    decode_baseline_pins::installed::venv_dir_of(repo, environment).join("bin/python")
+}
+
+/// What a worker of `adapter` finds in its environment beyond the launcher's own: for an
+/// adapter that declares an environment of its own, `$DECODE_BASELINE_ENV` naming it and
+/// `$DECODE_BASELINE_VENV` its virtual environment, which its checks and its Python follow;
+/// nothing for the others, which run in the session's.
+pub fn worker_environment(adapter: &Adapter, manifest: &Manifest, repo: &Path) -> Vec<(String, String)> {
+    use decode_baseline_pins::installed::{venv_dir_of, DEFAULT_ENV_NAME, VENV_ENV};
+    use decode_baseline_wire::manifest::ENV_NAME_ENV;
+    let Some(environment) = manifest.declared_environment(adapter) else {
+        return Vec::new();
+    };
+    vec![
+        (ENV_NAME_ENV.to_owned(), environment.unwrap_or(DEFAULT_ENV_NAME).to_owned()),
+        (VENV_ENV.to_owned(), venv_dir_of(repo, environment).display().to_string()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use decode_baseline_wire::manifest::DeclaredAdapter;
+
+    /// The repository's manifest with an older release pinned as `older` and the stock worker
+    /// declared as `stock-older` in `environment`.
+    fn manifest_with(environment: Option<&str>) -> Manifest {
+        let text = std::fs::read_to_string(crate::checkout::built_in().join("workloads.json")).unwrap();
+        let mut manifest: Manifest = serde_json::from_str(&text).unwrap();
+        let mut older = manifest.environment.clone();
+        older.mlx_version = "0.31.2".into();
+        manifest.environments.insert("older".into(), older);
+        let declared = DeclaredAdapter {
+            command: vec!["tools/stock/worker.py".into(), "--as".into(), "stock-older".into()],
+            interpreter: Some(Interpreter::Python),
+            sources: vec!["tools/stock".into(), "tools/kit/python".into()],
+            environment: environment.map(str::to_owned),
+        };
+        manifest.adapters.insert("stock-older".into(), declared);
+        manifest
+    }
+
+    #[test]
+    fn an_adapter_in_an_environment_of_its_own_runs_under_its_python_with_its_selection_and_pins() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, path) = (tmp.path(), tmp.path().join("workloads.json"));
+        let adapter = Adapter::parse("stock-older").unwrap();
+        let manifest = manifest_with(Some("older"));
+        let missing = program(&adapter, &manifest, &path, repo).unwrap_err();
+        assert!(missing.contains("environment \"older\" is pinned but not provisioned"), "{missing}");
+        assert!(missing.contains("DECODE_BASELINE_ENV=older python3 tools/env/provision.py"), "{missing}");
+        let python = repo.join(".venv-older/bin/python");
+        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+        std::fs::write(&python, "").unwrap();
+        let argv = program(&adapter, &manifest, &path, repo).unwrap();
+        assert_eq!(argv[..2], [python.display().to_string(), repo.join("tools/stock/worker.py").display().to_string()]);
+        let env = worker_environment(&adapter, &manifest, repo);
+        let venv = repo.join(".venv-older").display().to_string();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(env, [("DECODE_BASELINE_ENV", "older"), ("DECODE_BASELINE_VENV", venv.as_str())]);
+        assert_eq!(decode_baseline_pins::adapter_pins(&manifest, &adapter).unwrap().mlx_version, "0.31.2");
+        // The session's other adapters keep the session's environment, and nothing is added.
+        assert!(worker_environment(&Adapter::Stock, &manifest, repo).is_empty());
+        assert_eq!(decode_baseline_pins::adapter_pins(&manifest, &Adapter::Stock).unwrap(), &manifest.environment);
+    }
+
+    #[test]
+    fn an_adapter_without_an_environment_runs_in_the_sessions_and_an_unpinned_one_is_named() {
+        let repo = Path::new("/repo");
+        let adapter = Adapter::parse("stock-older").unwrap();
+        let plain = manifest_with(None);
+        assert!(worker_environment(&adapter, &plain, repo).is_empty());
+        assert_eq!(decode_baseline_pins::adapter_pins(&plain, &adapter).unwrap(), &plain.environment);
+        let named_default = manifest_with(Some("default"));
+        assert_eq!(worker_environment(&adapter, &named_default, repo)[0].1, "default");
+        let unpinned = manifest_with(Some("mlx-0.1.0"));
+        let err = decode_baseline_pins::adapter_pins(&unpinned, &adapter).unwrap_err().to_string();
+        assert!(err.contains("environment") && err.contains("\"mlx-0.1.0\" is not pinned"), "{err}");
+        assert!(err.starts_with("adapters"), "the error names the adapter's field: {err}");
+        let refused = program(&adapter, &unpinned, &repo.join("workloads.json"), repo).unwrap_err();
+        assert_eq!(refused, err, "the session refuses it before it starts");
+    }
 }

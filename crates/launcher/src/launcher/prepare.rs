@@ -201,12 +201,14 @@ pub(super) fn prepare(
         };
         rank_group::write_job(&out_dir, &job)?;
         let command = plan::worker_command(program, &out_dir);
+        let env = plan::worker_environment(&planned.adapter, &loaded.manifest, &repo);
         prepared.push(Prepared {
             sequence: sequence as u32,
             planned: planned.clone(),
             out_dir,
             job,
             command,
+            env,
             group,
             ranks,
         });

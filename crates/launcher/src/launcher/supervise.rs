@@ -100,15 +100,16 @@ pub enum SuperviseError {
 }
 
 /// Starts `argv` in `out_dir` in a new process group with its output in `stdout.log` and
-/// `stderr.log`, and supervises it to the end.
+/// `stderr.log`, with `env` added to the launcher's environment, and supervises it to the end.
 pub fn supervise(
     argv: &[String],
     out_dir: &Path,
+    env: &[(String, String)],
     limits: Limits,
     interrupts: &Interrupts,
     mut on_tick: impl FnMut(),
 ) -> Result<Outcome, SuperviseError> {
-    let mut worker = Supervised::spawn(argv, out_dir, &[], limits)?;
+    let mut worker = Supervised::spawn(argv, out_dir, env, limits)?;
     loop {
         if let Some(outcome) = worker.poll(interrupts)? {
             return Ok(outcome);
@@ -316,6 +317,7 @@ pub fn describe(intervention: Intervention, sent: Option<Signal>) -> Option<sess
 pub struct Process<'a> {
     pub argv: &'a [String],
     pub out_dir: &'a Path,
-    /// Added to the launcher's environment (a rank's `MLX_RANK`, `MLX_HOSTFILE`).
+    /// Added to the launcher's environment (the adapter's own MLX environment; a rank's
+    /// `MLX_RANK`, `MLX_HOSTFILE`).
     pub env: Vec<(String, String)>,
 }

@@ -1,5 +1,5 @@
 //! Building each worker's job from the manifest: the cell's case, prompt, continuation, stop
-//! set, run policy and environment pins, with absolute paths.
+//! set, run policy and the pins of the environment the adapter runs in, with absolute paths.
 
 use std::path::{Path, PathBuf};
 
@@ -72,7 +72,7 @@ pub fn build(
         prompt: cell.prompt.clone(),
     })?;
     let model_dir = model_dir(case, repo);
-    let environment = decode_baseline_pins::selected_pins(manifest)
+    let environment = decode_baseline_pins::adapter_pins(manifest, adapter)
         .map_err(|source| WorkerJobError::Environment { path: loaded.path.clone(), source: Box::new(source) })?
         .clone();
     Ok(WorkerJob {

@@ -31,7 +31,7 @@ pub(super) fn add_case(args: AddCaseArgs) -> anyhow::Result<ExitCode> {
             }
         },
     };
-    let installed = installed(&repo)?;
+    let installed = installed(&repo, decode_baseline_pins::installed::selected_environment().as_deref())?;
     let mut manifest = if manifest_path.exists() {
         let (manifest, _) = load_manifest(&manifest_path).map_err(|e| crate::exit::bad_input(chain(&e)))?;
         // The stop set and the prompt ids must come from the environment the manifest pins.

@@ -145,6 +145,9 @@ pub(super) fn footer(report: &SessionReport, analysis: &Analysis, tested: &[crat
     ));
     out.push_str(&crate::session::placement_line(report.placement.as_ref()));
     out.push('\n');
+    for line in crate::compare::identity::other_environments(report) {
+        out.push_str(&format!("its own environment (the adapter's `environment`): {line}\n"));
+    }
     if report.job.group.is_some() {
         out.push_str(&crate::session::group_line(report));
         out.push('\n');

@@ -184,10 +184,10 @@ def is_declared_name(name):
     return isinstance(name, str) and ADAPTER_NAME.fullmatch(name) is not None and name not in BUILT_IN_ADAPTERS
 
 
-def check_adapters(adapters):
+def check_adapters(adapters, environments):
     """The shape of the manifest's optional `adapters` map: per name, `command` (a non-empty
     list of strings), optional `interpreter` (null or "python"), `sources` (a non-empty list of
-    normal relative paths)."""
+    normal relative paths), optional `environment` (`default` or a key of `environments`)."""
     if not isinstance(adapters, dict):
         raise Refusal("adapters", f"expected an object of declared adapters by name, found {adapters!r}")
     for name, entry in sorted(adapters.items()):
@@ -201,6 +201,9 @@ def check_adapters(adapters):
             raise mismatch(f"{field}.command", "a non-empty list of strings", command)
         if entry.get("interpreter") not in INTERPRETERS:
             raise mismatch(f"{field}.interpreter", 'null or "python"', entry.get("interpreter"))
+        environment = entry.get("environment")
+        if environment is not None and environment != "default" and environment not in environments:
+            raise mismatch(f"{field}.environment", "absent, `default` or a key of `environments`", repr(environment))
         sources = entry["sources"]
         if not isinstance(sources, list) or not sources or not all(isinstance(p, str) for p in sources):
             raise mismatch(f"{field}.sources", "a non-empty list of relative paths", sources)
@@ -261,7 +264,7 @@ def validate_job(job, worker_repo, adapter):
     if wrong:
         raise Refusal("manifest_path", f"failed to parse {manifest_path}: {wrong}")
     if "adapters" in manifest:
-        check_adapters(manifest["adapters"])
+        check_adapters(manifest["adapters"], manifest.get("environments", {}))
 
     # The case and its artifact.
     case_id = job["case_id"]
@@ -339,8 +342,16 @@ def validate_job(job, worker_repo, adapter):
     if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
         raise Refusal("prefill_step_size", f"must be at least 1 token, found {step}")
 
-    # The environment pins: the job's must be the manifest's for the selected environment.
+    # An adapter that declares an environment of its own runs in it: the launcher selects it.
     selected = selected_environment()
+    declared = manifest.get("adapters", {}).get(adapter, {}).get("environment")
+    if declared is not None and (None if declared == "default" else declared) != selected:
+        raise mismatch(
+            f"adapters.{adapter}.environment",
+            f"{declared} (the environment the adapter declares)",
+            f"{selected or 'default'} (${ENV_NAME_ENV})",
+        )
+    # The environment pins: the job's must be the manifest's for the selected environment.
     pinned = manifest["environment"] if selected is None else manifest.get("environments", {}).get(selected)
     if pinned is None:
         raise Refusal(
