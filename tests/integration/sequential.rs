@@ -106,3 +106,61 @@ fn an_until_decided_session_records_its_looks_and_uses_the_hosts_noise_profile()
         assert!(line.contains("not decided after look 2 of 2 (16 pairs; the planned last look"), "{line}");
     }
 }
+
+#[test]
+fn looks_at_the_first_token_decide_a_slowed_prefill_and_leave_the_per_token_row_inconclusive() {
+    use decode_baseline_wire::hooks::SLOWDOWN_SITE_ENV;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // `controlled-b` spins 30 ms once per request, before its seed forward (inside its time to
+    // the first token, about 3 ms here), and not at all per decode step.
+    yardstick_job(root, "ttft");
+    let mut cmd = util::launcher_in(root);
+    cmd.args(["--until-decided", "--budget", "16", "--decide-on", "first-token"])
+        .env(SLOWDOWN_ENV, "30000")
+        .env(SLOWDOWN_ADAPTER_ENV, "controlled-b")
+        .env(SLOWDOWN_SITE_ENV, "before_seed_forward");
+    let out = util::run(&mut cmd);
+    let stderr = std::fs::read_to_string(root.join("launcher.stderr")).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let folder = util::only_session(&root.join("out/ttft"));
+    let session: Value = serde_json::from_slice(&std::fs::read(folder.join("session.json")).unwrap()).unwrap();
+    let record = &session["sequential"];
+    assert_eq!(record["quantity"], "first_token", "{record:#}");
+    let cell = &record["cells"][0];
+    let looked = &cell["rows"][0];
+    // The looks tested the first-token row: its ratio is the spin's, far above a per-token one.
+    assert!(looked["ratio"].as_f64().unwrap() > 3.0, "{cell:#}");
+    if cell["end"] == "decided" {
+        assert_eq!(looked["verdict"], "slower", "{cell:#}");
+    } else {
+        assert_eq!((&cell["end"], &looked["verdict"]), (&json!("last_look"), &json!("undecided")), "{cell:#}");
+    }
+    // The stored decisions: the first-token row carries the looks' verdict, the per-token row of
+    // the same pairs is left inconclusive whatever its fixed-sample test says.
+    let rows = session["decisions"]["rows"].as_array().unwrap();
+    let row = |quantity: &str| {
+        rows.iter()
+            .find(|r| r["quantity"] == quantity && r["cell"] == CELL)
+            .unwrap_or_else(|| panic!("no {quantity} row: {rows:#?}"))
+    };
+    let verdict = |r: &Value| r["outcome"]["decision"]["verdict"].clone();
+    let expected = if cell["end"] == "decided" { "slower" } else { "inconclusive" };
+    assert_eq!(verdict(row("first_token")), expected, "{:#}", row("first_token"));
+    assert_eq!(verdict(row("per_token")), "inconclusive", "{:#}", row("per_token"));
+
+    // Looks at the first token cannot be asked of a job with a cell that has no first-token
+    // row: bad input, before any folder is made.
+    let job = json!({
+        "schema_version": 1, "manifest": util::repo_root().join("workloads.json"),
+        "cells": ["tiny-qwen3.tiny-qwen3-L16.fixed_continuation"],
+        "adapters": ["controlled", "controlled-b"], "reference": "controlled",
+        "output_root": root.join("out/refused"), "repetitions": 1, "order": "interleaved", "aa_pair": false
+    });
+    std::fs::write(root.join("job.json"), job.to_string()).unwrap();
+    let out = util::run(util::launcher_in(root).args(["--until-decided", "--decide-on", "first-token"]));
+    let stderr = std::fs::read_to_string(root.join("launcher.stderr")).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not a headline cell"), "{stderr}");
+    assert!(std::fs::read_dir(root.join("out/refused")).map_or(true, |mut d| d.next().is_none()), "no session folder");
+}

@@ -61,6 +61,16 @@ impl Quantity {
             Quantity::FirstToken => "first_token",
         }
     }
+
+    /// The quantity a flag names: `per-token` (or `per_token`), `first-token` (or
+    /// `first_token`, `ttft`); `Err` says what is expected.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "per-token" | "per_token" => Ok(Quantity::PerToken),
+            "first-token" | "first_token" | "ttft" => Ok(Quantity::FirstToken),
+            other => Err(format!("expected per-token or first-token (ttft), found {other:?}")),
+        }
+    }
 }
 
 /// One side of a row: its label and per-token median.

@@ -21,6 +21,11 @@ pub struct SequentialRecord {
     pub rows: u32,
     /// Per cell, in the order the cells first ran.
     pub cells: Vec<SequentialCell>,
+    /// The rows the looks decided (`run --decide-on`): each cell's rows of this quantity; the
+    /// other quantity's rows are shown and left inconclusive. Absent in sessions written before
+    /// it existed, which looked at the per-token rows.
+    #[serde(default)]
+    pub quantity: crate::row::Quantity,
 }
 
 /// One cell's sequential test.

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use decode_baseline_wire::ExitCode;
+use decode_baseline_wire::{row::Quantity, ExitCode};
 
 use super::plan::{Bisection, Outcome, Verdict};
 use super::workspace::{commits, describe, resolve, Loop, StepResult, StepSettings, Workspace};
@@ -24,6 +24,10 @@ pub struct SessionArgs {
     /// `run --cpus`.
     #[arg(long, default_value = "first")]
     pub cpus: String,
+    /// What each step decides on (`run --decide-on`): `per-token` time, or `first-token`, the
+    /// time to the first token (the cell must be a headline cell).
+    #[arg(long, default_value = "per-token", value_name = "QUANTITY", value_parser = Quantity::parse)]
+    pub quantity: Quantity,
     /// Where the bisection's folder is made (relative to the checkout).
     #[arg(long, default_value = "out/bisect", value_name = "DIR")]
     pub out: PathBuf,
@@ -91,7 +95,12 @@ pub struct StepArgs {
 
 impl SessionArgs {
     fn settings(&self) -> StepSettings {
-        StepSettings { cell: self.cell.clone(), budget: self.budget.clone(), cpus: self.cpus.clone() }
+        StepSettings {
+            cell: self.cell.clone(),
+            budget: self.budget.clone(),
+            cpus: self.cpus.clone(),
+            quantity: self.quantity,
+        }
     }
 
     /// The bisection's folder, once everything else was checked.
@@ -120,17 +129,19 @@ fn step_line(number: usize, base: &str, tested: &str, result: &StepResult) -> St
         Outcome::Same => "same",
         Outcome::Unknown => "unknown",
     };
-    let estimate = result.row.as_ref().and_then(|r| r.decision()).map_or("no row".to_owned(), |d| {
-        format!(
-            "{} {:.3} [{:.3}, {:.3}], MDE ±{:.1} %, {} pairs",
-            d.verdict.words(),
-            d.ratio,
-            d.ci.lower,
-            d.ci.upper,
-            d.mde * 100.0,
-            d.pairs
-        )
-    });
+    let estimate =
+        result.row.as_ref().and_then(|r| Some((r.quantity, r.decision()?))).map_or("no row".to_owned(), |(q, d)| {
+            format!(
+                "{}{} {:.3} [{:.3}, {:.3}], MDE ±{:.1} %, {} pairs",
+                if q == Quantity::FirstToken { "TTFT " } else { "" },
+                d.verdict.words(),
+                d.ratio,
+                d.ci.lower,
+                d.ci.upper,
+                d.mde * 100.0,
+                d.pairs
+            )
+        });
     format!(
         "step {number}: {tested} against {base}: {outcome} ({estimate}; {:.0} s; {})",
         result.wall_s,
@@ -191,10 +202,14 @@ fn bisect(
     let (points, named, noun) = (&series.points, &series.described, series.noun);
     let last = points.len() - 1;
     println!(
-        "bisect: {last} {noun}s after {} up to {}; each step a session of {} (budget {}), in {}",
+        "bisect: {last} {noun}s after {} up to {}; each step a session of {} deciding on its {} (budget {}), in {}",
         named[0],
         named[last],
         settings.cell,
+        match settings.quantity {
+            Quantity::PerToken => "time per token",
+            Quantity::FirstToken => "time to the first token",
+        },
         settings.budget,
         workspace.dir.display()
     );

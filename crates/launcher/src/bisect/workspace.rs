@@ -39,6 +39,8 @@ pub struct StepSettings {
     pub budget: String,
     /// `run --cpus`.
     pub cpus: String,
+    /// The rows the session's looks decide and the step reads (`run --decide-on`).
+    pub quantity: Quantity,
 }
 
 /// What one step found.
@@ -255,6 +257,7 @@ impl Workspace {
             .arg("--job")
             .arg(&job)
             .args(["--until-decided", "--budget", &settings.budget, "--cpus", &settings.cpus])
+            .args(["--decide-on", settings.quantity.as_str()])
             .current_dir(&self.checkout)
             .stdout(std::fs::File::create(&log)?)
             .stderr(std::fs::File::options().append(true).open(&log)?)
@@ -279,7 +282,7 @@ impl Workspace {
         let rows = crate::compare::default_rows(&loaded.report);
         let row = rows
             .into_iter()
-            .find(|r| r.cell == settings.cell && r.quantity == Quantity::PerToken && r.numerator.label == TEST);
+            .find(|r| r.cell == settings.cell && r.quantity == settings.quantity && r.numerator.label == TEST);
         let outcome = match row.as_ref().and_then(Row::verdict) {
             Some(Verdict::Faster | Verdict::Slower) => Outcome::Different,
             Some(Verdict::NoDifference) => Outcome::Same,

@@ -111,18 +111,20 @@ pub fn compare_within(
 }
 
 /// Puts each looked-at row's sequential verdict in place of its fixed-sample one. The looks
-/// test per-token rows; a first-token row of a looked-at cell has as many pairs as they chose,
-/// which no fixed-sample test holds its level on, so it is shown and left inconclusive.
+/// test the rows of one quantity (`record.quantity`); a row of the other quantity in a looked-at
+/// cell has as many pairs as they chose, which no fixed-sample test holds its level on, so it is
+/// shown and left inconclusive.
 fn follow_the_looks(rows: &mut [Row], record: &SequentialRecord) {
     for row in rows {
         let Some(cell) = record.cells.iter().find(|c| c.cell == row.cell) else { continue };
         let quantity = row.quantity;
         let RowResult::Compared { decision, warnings, .. } = &mut row.outcome else { continue };
-        if quantity != Quantity::PerToken {
+        if quantity != record.quantity {
             if decision.verdict != Verdict::Inconclusive {
                 warnings.push(format!(
-                    "inconclusive: the number of pairs was chosen by sequential looks at the per-token rows; a \
+                    "inconclusive: the number of pairs was chosen by sequential looks at the {} rows; a \
                      fixed-sample test of them would say {}",
+                    looked_at(record.quantity),
                     decision.verdict.words()
                 ));
                 decision.verdict = Verdict::Inconclusive;
@@ -142,6 +144,14 @@ fn follow_the_looks(rows: &mut [Row], record: &SequentialRecord) {
             ));
             decision.verdict = sequential;
         }
+    }
+}
+
+/// The rows sequential looks at `quantity` decided, in words.
+fn looked_at(quantity: Quantity) -> &'static str {
+    match quantity {
+        Quantity::PerToken => "per-token",
+        Quantity::FirstToken => "time-to-first-token",
     }
 }
 
@@ -183,6 +193,7 @@ mod tests {
             budget: "32 pairs".to_owned(),
             alpha: 0.05,
             rows: 1,
+            quantity: Quantity::PerToken,
             cells: vec![SequentialCell {
                 cell: "c.p.headline".to_owned(),
                 looks_planned: 4,
@@ -260,5 +271,20 @@ mod tests {
             let RowResult::Compared { warnings, .. } = &rows[0].outcome else { panic!() };
             assert!(warnings.iter().any(|w| w.contains("sequential looks at the per-token rows")), "{warnings:?}");
         }
+    }
+
+    #[test]
+    fn looks_at_the_first_token_decide_its_rows_and_leave_the_per_token_ones_inconclusive() {
+        let settings = Settings { config: DecisionConfig::default(), profiles: None };
+        let looks = SequentialRecord { quantity: Quantity::FirstToken, ..record(SequentialVerdict::NoDifference) };
+        let first_token = CellData { quantity: Quantity::FirstToken, ..cell() };
+        let mut rows = within_rows(&[first_token], &settings);
+        follow_the_looks(&mut rows, &looks);
+        assert_eq!(rows[0].verdict(), Some(Verdict::NoDifference), "the looked-at row takes the looks' verdict");
+        let mut rows = within_rows(&[cell()], &settings);
+        follow_the_looks(&mut rows, &looks);
+        assert_eq!(rows[0].verdict(), Some(Verdict::Inconclusive));
+        let RowResult::Compared { warnings, .. } = &rows[0].outcome else { panic!() };
+        assert!(warnings.iter().any(|w| w.contains("looks at the time-to-first-token rows")), "{warnings:?}");
     }
 }

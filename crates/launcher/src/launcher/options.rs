@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use decode_baseline_wire::row::Quantity;
+
 use super::{placement, sequential::Budget};
 
 #[derive(Debug, clap::Args)]
@@ -66,6 +68,17 @@ pub struct RunOptions {
     /// (`5m`, `90s`); default 5m.
     #[arg(long, value_name = "5m|N", requires = "until_decided", value_parser = Budget::parse)]
     pub budget: Option<Budget>,
+    /// With `--until-decided`: the rows the looks decide, `per-token` (default) or
+    /// `first-token` (time to the first token; every cell of the job must be a headline cell).
+    /// The other quantity's rows are shown, inconclusive: their number of pairs was the looks'.
+    #[arg(
+        long,
+        value_name = "QUANTITY",
+        requires = "until_decided",
+        default_value = "per-token",
+        value_parser = Quantity::parse
+    )]
+    pub decide_on: Quantity,
     /// A session folder made beforehand by `bench` (it holds the session's own manifest), used
     /// instead of a new folder below `output_root`.
     #[arg(skip)]
@@ -89,6 +102,7 @@ impl Default for RunOptions {
             until_decided: false,
             repetitions: None,
             budget: None,
+            decide_on: Quantity::PerToken,
             session_dir: None,
             quiet: false,
         }

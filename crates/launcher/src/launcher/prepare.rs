@@ -10,8 +10,9 @@ use std::{
 use anyhow::Context;
 use decode_baseline_pins::{self as pins, PinError, PinProblem};
 use decode_baseline_wire::{
+    row::Quantity,
     session::{LauncherMarker, LAUNCHER_MARKER_SCHEMA_VERSION},
-    Adapter, ExitCode,
+    Adapter, ExitCode, Mode,
 };
 
 use super::{
@@ -102,6 +103,16 @@ pub(super) fn prepare(
             );
         }
         true => {
+            if args.decide_on == Quantity::FirstToken {
+                if let Some(cell) = cells.iter().find(|c| c.mode != Mode::Headline) {
+                    crate::bad_input!(
+                        "--decide-on first-token: cell {} of session job {} is not a headline cell; the time to \
+                         the first token is tested in headline cells only",
+                        cell.name(),
+                        resolved.job_path.display()
+                    );
+                }
+            }
             let pairs = loaded.manifest.run_policy.measured_requests;
             let rows_per_cell = resolved.job.adapters.iter().filter(|a| **a != resolved.job.reference()).count();
             let (planned, state) = Sequential::new(
@@ -110,6 +121,7 @@ pub(super) fn prepare(
                 cells.len(),
                 rows_per_cell,
                 args.noise_profile.clone(),
+                args.decide_on,
             )
             .map_err(|problem| crate::exit::bad_input(format!("--until-decided: {problem}")))?;
             resolved.job.repetitions = planned;

@@ -1,5 +1,7 @@
-//! `run --until-decided [--budget 5m|N]`: each cell's interleaved groups are looks of a
-//! group-sequential test. After every group of a cell the launcher tests that cell's rows with
+//! `run --until-decided [--budget 5m|N] [--decide-on per-token|first-token]`: each cell's
+//! interleaved groups are looks of a group-sequential test. After every group of a cell the
+//! launcher tests that cell's rows of the quantity decided on (per token by default, or the time
+//! to the first token) with
 //! the paired test `compare` uses (`crates/launcher/src/stats`) and stops the cell at the first look where every
 //! row is decided at the Pocock boundary's nominal level (`crates/launcher/src/stats/pocock.rs`: "faster" or
 //! "slower" when its p-value is below it, "no difference" when its equivalence p-value is), or
@@ -26,6 +28,7 @@ use std::{path::PathBuf, time::Duration};
 
 use crate::stats::{pocock, verdict_of, DecisionConfig, PocockBoundary, MAX_LOOKS};
 use decode_baseline_wire::{
+    row::Quantity,
     sequential::{SequentialCell, SequentialEnd, SequentialRecord, SequentialRow, SequentialVerdict},
     session::SessionReport,
 };
@@ -91,6 +94,8 @@ pub struct Sequential {
     cells: usize,
     /// `--noise-profile`, resolved as the table resolves it (`noise_profiles::resolve`).
     noise_profile: Option<PathBuf>,
+    /// The rows the looks decide (`--decide-on`).
+    quantity: Quantity,
     /// Per cell, in the order the cells first ran; `end` is `None` while its looks go on.
     records: Vec<(SequentialCell, Option<SequentialEnd>)>,
     budget_spent: bool,
@@ -98,13 +103,15 @@ pub struct Sequential {
 
 impl Sequential {
     /// The groups to plan for (the session's repetitions) and the state. `rows_per_cell` is the
-    /// number of adapters tested against the reference in each cell.
+    /// number of adapters tested against the reference in each cell; `quantity` the rows the
+    /// looks decide.
     pub fn new(
         budget: Budget,
         pairs_per_look: u32,
         cells: usize,
         rows_per_cell: usize,
         noise_profile: Option<PathBuf>,
+        quantity: Quantity,
     ) -> Result<(u32, Self), String> {
         let alpha = DecisionConfig::default().alpha;
         let rows = (cells * rows_per_cell).max(1) as u32;
@@ -123,6 +130,7 @@ impl Sequential {
             rows,
             cells,
             noise_profile,
+            quantity,
             records: Vec::new(),
             budget_spent: false,
         };
@@ -173,7 +181,11 @@ impl Sequential {
         let level = boundary.nominal_alpha;
         record.looks_planned = k as u32;
         record.nominal_level = Some(level);
-        let cells: Vec<_> = crate::session::cells(report).into_iter().filter(|c| c.cell == cell).collect();
+        let of_quantity = match self.quantity {
+            Quantity::PerToken => crate::session::cells(report),
+            Quantity::FirstToken => crate::session::first_token_cells(report),
+        };
+        let cells: Vec<_> = of_quantity.into_iter().filter(|c| c.cell == cell).collect();
         let designs: Vec<String> = cells.iter().map(|c| c.cell.clone()).collect();
         // A profile file that cannot be read is the table's warning to give; the look uses the
         // pairs' own error then, as the table does.
@@ -202,6 +214,7 @@ impl Sequential {
             budget: self.budget.describe(),
             alpha: self.alpha,
             rows: self.rows,
+            quantity: self.quantity,
             cells: self
                 .records
                 .iter()
@@ -248,10 +261,11 @@ mod tests {
 
     #[test]
     fn a_pairs_budget_plans_its_looks_at_once() {
-        let (planned, s) = Sequential::new(Budget::Pairs(100), 20, 1, 1, None).unwrap();
+        let (planned, s) = Sequential::new(Budget::Pairs(100), 20, 1, 1, None, Quantity::PerToken).unwrap();
         assert_eq!(planned, 5);
         assert_eq!(s.boundary.unwrap().looks, 5);
-        let (planned, s) = Sequential::new(Budget::Time(Duration::from_secs(60)), 20, 1, 1, None).unwrap();
+        let (planned, s) =
+            Sequential::new(Budget::Time(Duration::from_secs(60)), 20, 1, 1, None, Quantity::PerToken).unwrap();
         assert_eq!(planned, MAX_LOOKS as u32);
         assert!(s.boundary.is_none());
     }

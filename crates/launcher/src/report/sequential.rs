@@ -1,12 +1,16 @@
 //! The words for a session's `--until-decided` record (`session.json`'s `sequential`): printed
 //! by the launcher when the session ends and shown on the report page.
 
-use decode_baseline_wire::sequential::{SequentialCell, SequentialEnd, SequentialRecord, SequentialVerdict};
+use decode_baseline_wire::{
+    row::Quantity,
+    sequential::{SequentialCell, SequentialEnd, SequentialRecord, SequentialVerdict},
+};
 
-/// The lines for `record` (the launcher's output and the report page): one per cell, then the
-/// rule.
+/// The lines for `record` (the launcher's output and the report page): one per cell (its rows
+/// named as the table names them, `<cell> TTFT` when the looks decided the time to the first
+/// token), then the rule.
 pub fn lines(record: &SequentialRecord) -> Vec<String> {
-    let mut lines: Vec<String> = record.cells.iter().map(cell_line).collect();
+    let mut lines: Vec<String> = record.cells.iter().map(|c| cell_line(c, record.quantity)).collect();
     lines.push(format!(
         "until-decided: the session's false-alarm rate {} is split over its {} tested row(s) (Bonferroni), each \
          row's looks held to the Pocock level of its share; the table's verdicts are the fixed-sample test of the \
@@ -16,8 +20,11 @@ pub fn lines(record: &SequentialRecord) -> Vec<String> {
     lines
 }
 
-fn cell_line(c: &SequentialCell) -> String {
-    let cell = &c.cell;
+fn cell_line(c: &SequentialCell, quantity: Quantity) -> String {
+    let cell = match quantity {
+        Quantity::PerToken => c.cell.clone(),
+        Quantity::FirstToken => format!("{} {}", c.cell, quantity.tag()),
+    };
     let Some(level) = c.nominal_level else {
         return format!("until-decided: {cell}: stopped after {} look(s), undecided (budget spent)", c.looks_done);
     };
