@@ -19,6 +19,16 @@ use crate::{
 /// The rank table's file in the group session's folder, which its page shows.
 pub const RANKS_FILE: &str = "by-ranks.txt";
 
+/// The rank table `bench --ranks` left in `session_dir`; `None` when it left none.
+pub fn read_table(session_dir: &std::path::Path) -> anyhow::Result<Option<String>> {
+    let path = session_dir.join(RANKS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(table) => Ok(Some(table)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(anyhow::Error::new(err).context(format!("failed to read {}", path.display()))),
+    }
+}
+
 fn median(report: &SessionReport, cell: &str, adapter: &Adapter, prefill: bool) -> Option<f64> {
     let cells = &report.analysis.as_ref()?.cells;
     let stats = cells.iter().find(|c| c.cell == cell)?.adapters.get(adapter)?;

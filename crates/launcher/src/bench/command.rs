@@ -402,7 +402,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         // The table only for a session whose `session.json` was written (its page and figures too).
         let written = outcome.report.filter(|_| outcome.code != ExitCode::OutputFailed);
         if let Some(report) = written.as_ref().filter(|_| args.format != OutputFormat::Json) {
-            let view = crate::report::SessionView::new(report, &session_dir, None, true);
+            let view = crate::report::SessionView::new(report, &session_dir, None, true)?;
             let exporter: &dyn Exporter<_> =
                 if args.format == OutputFormat::Markdown { &crate::report::Markdown } else { &crate::report::Headline };
             print!("{}", exporter.export(&view)?);
@@ -424,7 +424,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         // The group session's page shows the table beside its own figures.
         once::create_new(&group_dir.join(crate::ranks::RANKS_FILE), table.trim_start().as_bytes())
             .with_context(|| format!("failed to write {}", group_dir.join(crate::ranks::RANKS_FILE).display()))?;
-        crate::report::write_page(&crate::report::SessionView::new(group, group_dir, None, false))?;
+        crate::report::write_page(&crate::report::SessionView::new(group, group_dir, None, false)?)?;
         if args.format != OutputFormat::Json {
             print!("{table}");
         }

@@ -202,7 +202,8 @@ fn bisect(
     let (points, named, noun) = (&series.points, &series.described, series.noun);
     let last = points.len() - 1;
     println!(
-        "bisect: {last} {noun}s after {} up to {}; each step a session of {} deciding on its {} (budget {}), in {}",
+        "bisect: {last} {noun}{} after {} up to {}; each step a session of {} deciding on its {} (budget {}), in {}",
+        if last == 1 { "" } else { "s" },
         named[0],
         named[last],
         settings.cell,

@@ -113,7 +113,11 @@ pub(super) fn finish(session: Session, executed: Executed, show: &Show) -> anyho
     if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
         eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
     }
-    let view = crate::report::SessionView::new(&report, &session_dir, None, true);
+    let view = crate::report::SessionView::without_records(&report, &session_dir, None, true);
+    let view = view.clone().with_records().unwrap_or_else(|err| {
+        eprintln!("decode-baseline: warning: {err:#}: the page and the table leave it out");
+        view
+    });
     if let Err(err) = crate::report::write_page(&view) {
         eprintln!("decode-baseline: warning: {} not written: {err:#}", session_dir.join(crate::report::PAGE).display());
     }

@@ -221,7 +221,7 @@ fn fake_meter(spec: &str) -> energy::Meter {
 
 /// `run`'s summary table of a session written by these tests.
 fn table_of(report: &SessionReport) -> String {
-    let view = crate::report::SessionView::new(report, Path::new("."), None, true);
+    let view = crate::report::SessionView::new(report, Path::new("."), None, true).unwrap();
     crate::report::Table.export(&view).unwrap()
 }
 

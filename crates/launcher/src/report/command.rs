@@ -20,7 +20,7 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let session = load_session(&args.session)?;
-    let view = super::SessionView::new(&session.report, session.dir(), args.noise_profile.as_deref(), false);
+    let view = super::SessionView::new(&session.report, session.dir(), args.noise_profile.as_deref(), false)?;
     let path = write_page(&view)?;
     println!("{}", path.display());
     Ok(ExitCode::Ok)

@@ -4,14 +4,16 @@
 //! In reading order: the answer card (per case, each adapter against the reference: verdict,
 //! ratio and interval, what the session could detect, and the case's agreement; the stored
 //! decisions, worded by `report::answer` as the terminal words them), every figure of
-//! [`crate::plot::session_figures`], the model and notes (from `bench.json` when `bench` made
-//! the session), where each headline ratio comes from, the test's profiles, the warnings and the
+//! [`crate::plot::session_figures`], the model and notes (the view's `bench` record, when `bench`
+//! made the session), where each headline ratio comes from, `bench --ranks`'s table, the test's
+//! profiles, the warnings and the
 //! agreement; then, folded (`<details>`, which find-in-page still searches): every cell and
 //! adapter (per-token median, interval, tokens/s derived from the median, p90, CV, prefill,
 //! prompt tokens/s, time to first token, peak memory, and each ratio with its test), peak memory
 //! per adapter, and the identity (versions, digests, backend, host). Wide tables scroll in their
 //! own box, never the page; `decode-baseline-page-check` opens it in Chromium and checks that.
-//! The page is well-formed XML (XHTML syntax), so tests and tools can parse it strictly.
+//! The page is well-formed XML (XHTML syntax), so tests and tools can parse it strictly. It is a
+//! function of the [`SessionView`] alone: it reads no file.
 
 use std::{fmt::Write as _, io::Write as _, os::unix::fs::PermissionsExt, path::Path};
 
@@ -41,11 +43,10 @@ table.answer{margin-top:.3em}tr.case th{text-align:left;white-space:normal;backg
 table.answer td:first-child{white-space:nowrap;min-width:0}\
 td.verdict{font-weight:600;text-align:left}.figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,560px),1fr));gap:0 16px}td.faster{color:#1a7f37}td.slower{color:#b00020}";
 
-/// The page for `session`, whose folder is `dir` (for `bench.json` and the figures' errors),
-/// with its tested rows `tested` (the view's, as the run table's).
-fn render(session: &SessionReport, dir: &Path, tested: &[crate::compare::Row]) -> anyhow::Result<String> {
+/// The page of `view`: its session, its tested rows (as the run table's) and `bench`'s records.
+fn render(view: &SessionView<'_>) -> String {
+    let (session, tested) = (view.report, &view.rows[..]);
     let rows = Rows::of(session);
-    let bench = BenchRecord::read(dir)?;
     let figures = crate::plot::session_figures(session);
     let mut h = String::new();
     let _ = write!(
@@ -67,10 +68,10 @@ fn render(session: &SessionReport, dir: &Path, tested: &[crate::compare::Row]) -
     // The answer, then the figures, then the tables; the identity folded.
     answer_section(&mut h, session, tested);
     figures_section(&mut h, &figures);
-    model_section(&mut h, bench.as_ref());
+    model_section(&mut h, view.bench.as_ref());
     summary_section(&mut h, &rows, tested);
     decomposition_section(&mut h, session, &crate::compare::decided_settings(session));
-    ranks_section(&mut h, dir);
+    ranks_section(&mut h, view.ranks.as_deref());
     test_section(&mut h, session, tested);
     warnings_section(&mut h, session, &rows, tested);
     agreement_section(&mut h, &rows);
@@ -78,7 +79,7 @@ fn render(session: &SessionReport, dir: &Path, tested: &[crate::compare::Row]) -
     super::energy::section(&mut h, session);
     identity_section(&mut h, session);
     h.push_str("</body>\n</html>\n");
-    Ok(h)
+    h
 }
 
 /// The report page: one self-contained HTML file.
@@ -86,7 +87,7 @@ pub struct Html;
 
 impl Exporter<SessionView<'_>> for Html {
     fn export(&self, view: &SessionView<'_>) -> anyhow::Result<String> {
-        render(view.report, view.dir, &view.rows)
+        Ok(render(view))
     }
 }
 
@@ -117,8 +118,8 @@ fn write_derived(dir: &Path, name: &str, page: &str) -> anyhow::Result<std::path
 
 /// `bench --ranks N`'s table of one process against the group (`req/distributed.md`), on the
 /// group session's page, when the bench wrote it into the session's folder.
-fn ranks_section(h: &mut String, dir: &Path) {
-    let Ok(table) = std::fs::read_to_string(dir.join(crate::ranks::RANKS_FILE)) else { return };
+fn ranks_section(h: &mut String, table: Option<&str>) {
+    let Some(table) = table else { return };
     let _ = writeln!(
         h,
         "<section id=\"ranks\">\n<h2>By ranks</h2>\n<pre>{}</pre>\n<p>The same model as one process (its own session) \
@@ -579,7 +580,14 @@ mod tests {
         let recorded = crate::session::load_session(&path).unwrap().report;
         let tmp = tempfile::tempdir().unwrap();
         let repeated = crate::session::fixtures::repeated(&recorded, 4);
-        let page = render(&repeated, tmp.path(), &crate::compare::tested_without_profile(&repeated)).unwrap();
+        let view = |session| SessionView {
+            report: session,
+            rows: crate::compare::tested_without_profile(session).into(),
+            dir: tmp.path(),
+            bench: None,
+            ranks: None,
+        };
+        let page = render(&view(&repeated));
         let rows = ratio_rows(&page);
         assert_eq!(rows.len(), 2, "{page}");
         assert_eq!((rows[0][4].as_str(), rows[1][4].as_str()), ("faster", "slower"), "{rows:?}");
@@ -588,7 +596,7 @@ mod tests {
         assert!(rows[0][8].contains("error holds run-to-run effects"), "{rows:?}");
         assert!(page.contains("A/A controlled: one rerun of the same code moved the ratio by +39.0 %"), "{page}");
         // As recorded, one run per adapter: the same ratios, no verdict, and the way to one.
-        let page = render(&recorded, tmp.path(), &crate::compare::tested_without_profile(&recorded)).unwrap();
+        let page = render(&view(&recorded));
         let rows = ratio_rows(&page);
         assert_eq!(rows.len(), 2, "{page}");
         assert_eq!((rows[0][4].as_str(), rows[1][4].as_str()), ("inconclusive", "inconclusive"), "{rows:?}");

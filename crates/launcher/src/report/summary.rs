@@ -127,7 +127,8 @@ mod tests {
             let recorded = crate::session::load_session(&path).unwrap().report;
             for session in [recorded.clone(), crate::session::fixtures::repeated(&recorded, 4)] {
                 let rows = crate::compare::tested_without_profile(&session);
-                let view = SessionView { report: &session, rows: rows.into(), dir: Path::new(".") };
+                let view =
+                    SessionView { report: &session, rows: rows.into(), dir: Path::new("."), bench: None, ranks: None };
                 let text = Summary.export(&view).unwrap();
                 let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
                 assert!(widest <= COLUMNS, "{name}: a line of {widest} columns:\n{text}");

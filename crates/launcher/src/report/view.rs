@@ -4,23 +4,35 @@ use std::{borrow::Cow, path::Path};
 
 use decode_baseline_wire::{compare::Row, session::SessionReport};
 
-/// A finished session as the views show it: its report, its tested rows, and its folder (the
-/// page reads `bench.json` there). Every view reads the rows from here, never testing them
-/// itself, so that they all show one decision.
+use crate::session::BenchRecord;
+
+/// A finished session as the views show it: its report, its tested rows, the records `bench`
+/// left beside it, and its folder (where the page and the figures are written). Every view is a
+/// function of these alone: it reads the rows from here, never testing them itself, so that they
+/// all show one decision, and it reads no file.
 #[derive(Debug, Clone)]
 pub struct SessionView<'a> {
     pub report: &'a SessionReport,
     /// Every adapter against the reference in every cell (`compare::session_rows`).
     pub rows: Cow<'a, [Row]>,
     pub dir: &'a Path,
+    /// What `bench` asked for and resolved (`bench.json`): the model's source, the notes.
+    pub bench: Option<BenchRecord>,
+    /// `bench --ranks`'s table of one process against the group (`by-ranks.txt`).
+    pub ranks: Option<String>,
 }
 
 impl<'a> SessionView<'a> {
+    /// The view of `report` with the records `bench` left in `dir` ([`Self::with_records`]).
+    pub fn new(report: &'a SessionReport, dir: &'a Path, asked: Option<&Path>, quiet: bool) -> anyhow::Result<Self> {
+        Self::without_records(report, dir, asked, quiet).with_records()
+    }
+
     /// The view of `report`: the decisions it stored when it finished, or, when the reader
     /// names a profile file (`asked`) or the session stored none that can be shown as they are
     /// (`compare::stored_rows`), its rows tested now with that file or the host's default one
-    /// (notes and warnings on stderr unless `quiet`).
-    pub fn new(report: &'a SessionReport, dir: &'a Path, asked: Option<&Path>, quiet: bool) -> Self {
+    /// (notes and warnings on stderr unless `quiet`); no record of `bench`'s yet.
+    pub fn without_records(report: &'a SessionReport, dir: &'a Path, asked: Option<&Path>, quiet: bool) -> Self {
         let rows = match (crate::compare::stored_rows(report), asked) {
             (Some(stored), None) => Cow::Borrowed(stored),
             _ => {
@@ -32,7 +44,14 @@ impl<'a> SessionView<'a> {
                 Cow::Owned(crate::compare::session_rows(report, &settings, true))
             }
         };
-        Self { report, rows, dir }
+        Self { report, rows, dir, bench: None, ranks: None }
+    }
+
+    /// The view with the records `bench` left in its folder (`bench.json`, `by-ranks.txt`);
+    /// one that is there and cannot be read is the error.
+    pub fn with_records(self) -> anyhow::Result<Self> {
+        let (bench, ranks) = (BenchRecord::read(self.dir)?, crate::ranks::read_table(self.dir)?);
+        Ok(Self { bench, ranks, ..self })
     }
 }
 
@@ -67,7 +86,7 @@ mod tests {
         std::fs::write(dir.path().join("session.json"), serde_json::to_vec(&session).unwrap()).unwrap();
         let loaded = crate::session::load_session(dir.path()).unwrap();
 
-        let view = SessionView::new(&loaded.report, dir.path(), None, true);
+        let view = SessionView::new(&loaded.report, dir.path(), None, true).unwrap();
         let table = crate::report::Table.export(&view).unwrap();
         assert!(
             table
@@ -104,5 +123,30 @@ mod tests {
         assert_eq!(retested.rows.iter().find(|r| r.cell == cell).unwrap().verdict(), Some(Verdict::Faster));
         let fresh = crate::compare::session_rows(&loaded.report, &settings, true);
         assert_eq!(fresh.iter().find(|r| r.cell == cell).unwrap().verdict(), Some(Verdict::Faster));
+    }
+
+    /// The page is a function of the view: `bench`'s records appear when the view holds them,
+    /// read once by [`SessionView::new`], and a file in the folder that the view does not hold
+    /// changes nothing.
+    #[test]
+    fn the_page_shows_the_records_the_view_holds_and_reads_no_file() {
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let session = crate::session::load_session(&path).unwrap().report;
+        let dir = tempfile::tempdir().unwrap();
+        let bare = SessionView::new(&session, dir.path(), None, true).unwrap();
+        assert!(bare.bench.is_none() && bare.ranks.is_none());
+        let page = crate::report::Html.export(&bare).unwrap();
+
+        // Written after the view was made: the view, and so the page, do not see it.
+        std::fs::write(dir.path().join(crate::ranks::RANKS_FILE), "a rank table written later\n").unwrap();
+        assert_eq!(crate::report::Html.export(&bare).unwrap(), page);
+        // A view made now holds it, and the page shows it.
+        let read = SessionView::new(&session, dir.path(), None, true).unwrap();
+        assert_eq!(read.ranks.as_deref(), Some("a rank table written later\n"));
+        assert!(crate::report::Html.export(&read).unwrap().contains("a rank table written later"));
+        // A record that is there and cannot be read is the error, naming the file.
+        std::fs::write(dir.path().join(crate::session::BENCH_RECORD), "{").unwrap();
+        let err = SessionView::new(&session, dir.path(), None, true).unwrap_err();
+        assert!(format!("{err:#}").contains("bench.json"), "{err:#}");
     }
 }

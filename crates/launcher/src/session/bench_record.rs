@@ -1,6 +1,7 @@
 //! `bench.json`: what `bench` asked for and what it resolved, written into the session folder
-//! beside the session's own manifest, before the session runs. The report page reads it for the
-//! model's source and the notes (an adapter not run, and why).
+//! beside the session's own manifest, before the session runs. A session's view holds it
+//! (`report::SessionView::new` reads it) for the page's model source and notes (an adapter not
+//! run, and why).
 
 use std::path::{Path, PathBuf};
 
