@@ -29,6 +29,8 @@ use std::{
 
 use decode_baseline_wire::manifest::ENV_NAME_ENV;
 
+pub use decode_baseline_wire::manifest::environment_name;
+
 /// Environment variable naming the repository the executables run from when it is not the
 /// folder they were built in (a build moved to another machine, as the GPU-host bundle is:
 /// `tools/gpu/host.sh`). The worker still checks that repository's sources against the pins.
@@ -91,12 +93,6 @@ pub fn lock_path() -> PathBuf {
 /// default one).
 pub fn lock_path_of(environment: Option<&str>) -> PathBuf {
     environment_dir(environment).join(LOCK_FILE_NAME)
-}
-
-/// The name `environment` goes by in manifests and messages: `None` and [`DEFAULT_ENV_NAME`]
-/// are the default one, any other name a named one (as `$DECODE_BASELINE_ENV` reads).
-pub fn environment_name(environment: &str) -> Option<&str> {
-    (!environment.is_empty() && environment != DEFAULT_ENV_NAME).then_some(environment)
 }
 
 /// The installed environment cannot be located or read.

@@ -19,6 +19,12 @@ pub const ENV_NAME_ENV: &str = "DECODE_BASELINE_ENV";
 /// The name of the default environment (its pins are the manifest's `environment`).
 pub const DEFAULT_ENVIRONMENT: &str = "default";
 
+/// The named environment `name` stands for: `None` for the default one (empty or
+/// [`DEFAULT_ENVIRONMENT`], as `$DECODE_BASELINE_ENV` reads), else the name.
+pub fn environment_name(name: &str) -> Option<&str> {
+    (!name.is_empty() && name != DEFAULT_ENVIRONMENT).then_some(name)
+}
+
 /// The manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -165,8 +171,7 @@ impl Manifest {
     /// The environment a declared `adapter` names for itself: `None` when it names none (it runs
     /// in the session's), `Some(None)` for the default one, `Some(Some(name))` for a named one.
     pub fn declared_environment(&self, adapter: &Adapter) -> Option<Option<&str>> {
-        let name = self.declared(adapter)?.environment.as_deref()?;
-        Some((!name.is_empty() && name != DEFAULT_ENVIRONMENT).then_some(name))
+        Some(environment_name(self.declared(adapter)?.environment.as_deref()?))
     }
 
     /// The `sources` a declared `adapter` lists; none for the built-ins and undeclared names.
