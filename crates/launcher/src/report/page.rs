@@ -125,7 +125,7 @@ fn ranks_section(h: &mut String, table: Option<&str>) {
         "<section id=\"ranks\">\n<h2>By ranks</h2>\n<pre>{}</pre>\n<p>The same model as one process (its own session) \
          and as this session's group: per-token time at the group over one process, tested (Yuen on the request medians \
          of the two sessions); how each adapter's ratio to the reference moves; what each rank reads and sums.</p>\n</section>",
-        esc(&table)
+        esc(table)
     );
 }
 
