@@ -48,7 +48,7 @@ pub enum Command {
     /// The first commit of a loop's repository, or the first of a series of MLX releases
     /// (`--environments`), whose loop differs from a known good one, each step a paired session
     /// decided by the sequential test; `bisect step` for `git bisect run`.
-    Bisect(launcher::bisect::BisectArgs),
+    Bisect(Box<launcher::bisect::BisectArgs>),
     /// Write a session's figures (SVG): step times by position, distributions, roofline.
     Plot(launcher::plot::PlotArgs),
     /// Run the worker conformance scenarios against one worker (an adapter's, or any program)
@@ -140,7 +140,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Manifest(command) => launcher::manifest_cli::run(command),
         Command::Compare(args) => launcher::compare::run(args),
         Command::History(args) => launcher::history::run(args),
-        Command::Bisect(args) => launcher::bisect::run(args),
+        Command::Bisect(args) => launcher::bisect::run(*args),
         Command::Plot(args) => launcher::plot::run(args),
         Command::Conformance(args) => launcher::conformance::run(args),
         Command::Env => environment(),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use decode_baseline_wire::{row::Quantity, ExitCode};
 
 use super::plan::{Bisection, Outcome, Verdict};
-use super::workspace::{commits, describe, resolve, Loop, StepResult, StepSettings, Workspace};
+use super::workspace::{commits, describe, resolve, BuildFailed, Loop, StepResult, StepSettings, Workspace};
 use crate::checkout::Checkout;
 
 /// How each step's session runs, shared by every form of `bisect`.
@@ -47,6 +47,11 @@ pub struct LoopArgs {
     /// The worker is a program of its own, not a Python script for the pinned environment.
     #[arg(long)]
     pub native: bool,
+    /// Build each exported commit before its session: this command, run by `sh -c` in the
+    /// commit's tree (e.g. `cargo build --release`, with `--worker target/release/NAME
+    /// --native`). A tested commit that does not build is unknown (`bisect step`: 125, skipped).
+    #[arg(long, value_name = "COMMAND")]
+    pub build: Option<String>,
     /// The known good commit.
     #[arg(long)]
     pub good: Option<String>,
@@ -70,7 +75,7 @@ pub struct BisectArgs {
         long,
         value_delimiter = ',',
         value_name = "ENV,ENV,...",
-        conflicts_with_all = ["loop_repo", "worker", "native", "good", "bad"]
+        conflicts_with_all = ["loop_repo", "worker", "native", "build", "good", "bad"]
     )]
     pub environments: Option<Vec<String>>,
     #[command(flatten)]
@@ -119,7 +124,7 @@ fn prepared(args: &LoopArgs) -> anyhow::Result<(Loop, String)> {
     };
     let repo = std::path::absolute(repo)?;
     let good = resolve(&repo, "--good", good)?;
-    Ok((Loop { repo, worker: worker.clone(), python: !args.native }, good))
+    Ok((Loop { repo, worker: worker.clone(), python: !args.native, build: args.build.clone() }, good))
 }
 
 /// One step's line: what was compared, the row's estimate and verdict, the pairs and the time.
@@ -129,19 +134,19 @@ fn step_line(number: usize, base: &str, tested: &str, result: &StepResult) -> St
         Outcome::Same => "same",
         Outcome::Unknown => "unknown",
     };
-    let estimate =
-        result.row.as_ref().and_then(|r| Some((r.quantity, r.decision()?))).map_or("no row".to_owned(), |(q, d)| {
-            format!(
-                "{}{} {:.3} [{:.3}, {:.3}], MDE ±{:.1} %, {} pairs",
-                if q == Quantity::FirstToken { "TTFT " } else { "" },
-                d.verdict.words(),
-                d.ratio,
-                d.ci.lower,
-                d.ci.upper,
-                d.mde * 100.0,
-                d.pairs
-            )
-        });
+    let no_row = result.unmeasured.clone().unwrap_or_else(|| "no row".to_owned());
+    let estimate = result.row.as_ref().and_then(|r| Some((r.quantity, r.decision()?))).map_or(no_row, |(q, d)| {
+        format!(
+            "{}{} {:.3} [{:.3}, {:.3}], MDE ±{:.1} %, {} pairs",
+            if q == Quantity::FirstToken { "TTFT " } else { "" },
+            d.verdict.words(),
+            d.ratio,
+            d.ci.lower,
+            d.ci.upper,
+            d.mde * 100.0,
+            d.pairs
+        )
+    });
     format!(
         "step {number}: {tested} against {base}: {outcome} ({estimate}; {:.0} s; {})",
         result.wall_s,
@@ -186,9 +191,27 @@ pub fn run(args: BisectArgs) -> anyhow::Result<ExitCode> {
     let workspace = args.session.workspace()?;
     let series = Series { points, described, noun: "commit" };
     bisect(&series, &settings, &workspace, |(base, tested), number| {
-        let adapters = workspace.loop_adapters(&the_loop, (base, tested))?;
-        workspace.step(&adapters, &settings, number)
+        measure_commits(&workspace, &the_loop, (base, tested), &settings, number)
     })
+}
+
+/// One step over commits: `tested` against `base`, built and measured; a tested commit that
+/// does not build is an unknown step (the base, known good, must build).
+fn measure_commits(
+    workspace: &Workspace,
+    the_loop: &Loop,
+    (base, tested): (&str, &str),
+    settings: &StepSettings,
+    number: usize,
+) -> anyhow::Result<StepResult> {
+    match workspace.loop_adapters(the_loop, (base, tested), number) {
+        Ok(adapters) => workspace.step(&adapters, settings, number),
+        Err(err) => match err.downcast_ref::<BuildFailed>() {
+            Some(failed) if failed.commit == tested && tested != base => Ok(StepResult::unbuilt(failed)),
+            Some(failed) => Err(crate::exit::bad_input(format!("--good: {failed}: the known good commit must build"))),
+            None => Err(err),
+        },
+    }
 }
 
 /// Halves `series` with one session a step (`step` runs the session of the tested point
@@ -256,8 +279,7 @@ fn step(args: &StepArgs) -> anyhow::Result<ExitCode> {
     let (the_loop, good) = prepared(&args.loop_args)?;
     let head = resolve(&the_loop.repo, "HEAD", "HEAD")?;
     let workspace = args.session.workspace()?;
-    let adapters = workspace.loop_adapters(&the_loop, (&good, &head))?;
-    let result = workspace.step(&adapters, &args.session.settings(), 1)?;
+    let result = measure_commits(&workspace, &the_loop, (&good, &head), &args.session.settings(), 1)?;
     println!("{}", step_line(1, &describe(&the_loop.repo, &good), &describe(&the_loop.repo, &head), &result));
     Ok(match (result.outcome, result.row.as_ref().and_then(|r| r.verdict())) {
         (Outcome::Same, _) => ExitCode::Ok,

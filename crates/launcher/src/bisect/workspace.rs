@@ -29,6 +29,18 @@ pub struct Loop {
     pub worker: PathBuf,
     /// Run the worker with the pinned environment's Python.
     pub python: bool,
+    /// Run in each exported tree before its session (`sh -c`, in the tree), when the worker is
+    /// built from its sources (`cargo build --release`).
+    pub build: Option<String>,
+}
+
+/// A commit whose tree `--build` could not build: the step cannot measure it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("commit {commit} does not build (`{command}` failed; its output: {})", log.display())]
+pub struct BuildFailed {
+    pub commit: String,
+    pub command: String,
+    pub log: PathBuf,
 }
 
 /// How each step's session runs.
@@ -49,8 +61,24 @@ pub struct StepResult {
     pub outcome: Outcome,
     /// The tested tree's row against the base: its decision, when compared.
     pub row: Option<Row>,
+    /// The step's session folder; for a tested commit that did not build, its build's output.
     pub session_dir: PathBuf,
     pub wall_s: f64,
+    /// Why there is no row, when no session ran (the tested commit did not build).
+    pub unmeasured: Option<String>,
+}
+
+impl StepResult {
+    /// The step of a tested commit that did not build: unknown, as `git bisect` skips it.
+    pub fn unbuilt(failed: &BuildFailed) -> StepResult {
+        StepResult {
+            outcome: Outcome::Unknown,
+            row: None,
+            session_dir: failed.log.clone(),
+            wall_s: 0.0,
+            unmeasured: Some(format!("does not build: `{}` failed", failed.command)),
+        }
+    }
 }
 
 /// A bisection's folder in the checkout.
@@ -168,22 +196,50 @@ impl Workspace {
             "could not export {commit} to {}",
             tree.display()
         );
-        ensure_input!(
-            tree.join(&the_loop.worker).is_file(),
-            "--worker {}: no such file in commit {commit} of {}",
-            the_loop.worker.display(),
-            the_loop.repo.display()
-        );
+        Ok(())
+    }
+
+    /// Runs the loop's `--build` in `adapter`'s tree of `commit`, its output in `log`.
+    fn build(&self, command: &str, commit: &str, adapter: &str, log: PathBuf) -> anyhow::Result<()> {
+        let out = std::fs::File::create(&log).with_context(|| format!("failed to create {}", log.display()))?;
+        let status = Command::new("sh")
+            .args(["-c", command])
+            .current_dir(self.tree(adapter))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .status()
+            .with_context(|| format!("failed to run sh -c {command:?}"))?;
+        if !status.success() {
+            return Err(BuildFailed { commit: commit.to_owned(), command: command.to_owned(), log }.into());
+        }
         Ok(())
     }
 
     /// Exports `base` and `tested` of the loop's repository as the trees of [`BASE`] and
-    /// [`TEST`], and declares each as its adapter: `<tree>/<worker> --as <name>` (under the
-    /// pinned environment's Python unless the loop is native), its sources the tree and the kit.
-    pub fn loop_adapters(&self, the_loop: &Loop, (base, tested): (&str, &str)) -> anyhow::Result<Map<String, Value>> {
+    /// [`TEST`], builds each with the loop's `--build` (its output in `step-<number>-build-
+    /// <name>.log`; a tree that does not build is a [`BuildFailed`]), and declares each as its
+    /// adapter: `<tree>/<worker> --as <name>` (under the pinned environment's Python unless the
+    /// loop is native), its sources the tree (what was built included) and the kit.
+    pub fn loop_adapters(
+        &self,
+        the_loop: &Loop,
+        (base, tested): (&str, &str),
+        number: usize,
+    ) -> anyhow::Result<Map<String, Value>> {
         let mut adapters = Map::new();
         for (name, commit) in [(BASE, base), (TEST, tested)] {
             self.export(the_loop, commit, name)?;
+            if let Some(command) = &the_loop.build {
+                self.build(command, commit, name, self.dir.join(format!("step-{number}-build-{name}.log")))?;
+            }
+            ensure_input!(
+                self.tree(name).join(&the_loop.worker).is_file(),
+                "--worker {}: no such file in commit {commit} of {}{}",
+                the_loop.worker.display(),
+                the_loop.repo.display(),
+                if the_loop.build.is_some() { " after --build" } else { "" }
+            );
             let tree = self.relative(&self.tree(name))?;
             let program = format!("{tree}/{}", the_loop.worker.display());
             adapters.insert(
@@ -288,7 +344,7 @@ impl Workspace {
             Some(Verdict::NoDifference) => Outcome::Same,
             Some(Verdict::Inconclusive) | None => Outcome::Unknown,
         };
-        Ok(StepResult { outcome, row, session_dir, wall_s })
+        Ok(StepResult { outcome, row, session_dir, wall_s, unmeasured: None })
     }
 }
 
