@@ -95,6 +95,15 @@ pub fn lock_path_of(environment: Option<&str>) -> PathBuf {
     environment_dir(environment).join(LOCK_FILE_NAME)
 }
 
+/// The command that provisions `environment` (`None`: the default one) in a checkout:
+/// `python3 tools/env/provision.py`, with `$DECODE_BASELINE_ENV` naming a named one.
+pub fn provision_command(environment: Option<&str>) -> String {
+    match environment {
+        None => "python3 tools/env/provision.py".to_owned(),
+        Some(name) => format!("{ENV_NAME_ENV}={name} python3 tools/env/provision.py"),
+    }
+}
+
 /// The installed environment cannot be located or read.
 #[derive(Debug, thiserror::Error)]
 pub enum InstalledError {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use decode_baseline_pins::installed::{environment_name, venv_dir_of, DEFAULT_ENV_NAME};
+use decode_baseline_pins::installed::{environment_name, provision_command, DEFAULT_ENV_NAME};
 use decode_baseline_wire::manifest::Manifest;
 
 use super::workspace::{BASE, TEST};
@@ -29,7 +29,7 @@ pub fn checked(checkout: &Path, names: &[String]) -> anyhow::Result<Vec<Environm
     let path = checkout.join(crate::checkout::MANIFEST_NAME);
     let (manifest, _) =
         decode_baseline_pins::load_manifest(&path).map_err(|e| crate::exit::bad_input(crate::guard::chain(&e)))?;
-    within(&manifest, &path, names, |name| venv_dir_of(checkout, name).join("bin/python").is_file())
+    within(&manifest, &path, names, |name| crate::launcher::plan::venv_python_of(checkout, name).is_file())
 }
 
 /// [`checked`] against `manifest` (read from `path`), `provisioned` telling whether an
@@ -62,7 +62,8 @@ fn within(
         ensure_input!(
             provisioned(named),
             "--environments: environment {name:?} is pinned but not provisioned (no Python in its virtual environment); \
-             provision it with `DECODE_BASELINE_ENV={name} python3 tools/env/provision.py`"
+             provision it with `{}`",
+            provision_command(named)
         );
         let described = format!("{name} (mlx {}, mlx_lm {})", pins.mlx_version, pins.mlx_lm_version);
         out.push(Environment { name, described });

@@ -55,14 +55,14 @@ pub fn program(
                 // An environment of its own: pinned, and (for a Python worker) provisioned.
                 decode_baseline_pins::adapter_pins(manifest, adapter).map_err(|e| e.to_string())?;
                 if declared.interpreter.is_some() && !python.is_file() {
-                    let name = environment.as_deref().unwrap_or(decode_baseline_pins::installed::DEFAULT_ENV_NAME);
+                    use decode_baseline_pins::installed::{provision_command, DEFAULT_ENV_NAME};
                     return Err(format!(
-                        "adapters[{name:?}].environment: environment {env:?} is pinned but not provisioned (no {}); \
-                         provision it with `{}={env} python3 tools/env/provision.py`",
+                        "adapters[{:?}].environment: environment {:?} is pinned but not provisioned (no {}); \
+                         provision it with `{}`",
+                        adapter.as_str(),
+                        environment.as_deref().unwrap_or(DEFAULT_ENV_NAME),
                         python.display(),
-                        decode_baseline_wire::manifest::ENV_NAME_ENV,
-                        name = adapter.as_str(),
-                        env = name,
+                        provision_command(environment.as_deref()),
                     ));
                 }
             }

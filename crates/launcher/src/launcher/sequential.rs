@@ -181,11 +181,8 @@ impl Sequential {
         let level = boundary.nominal_alpha;
         record.looks_planned = k as u32;
         record.nominal_level = Some(level);
-        let of_quantity = match self.quantity {
-            Quantity::PerToken => crate::session::cells(report),
-            Quantity::FirstToken => crate::session::first_token_cells(report),
-        };
-        let cells: Vec<_> = of_quantity.into_iter().filter(|c| c.cell == cell).collect();
+        let cells: Vec<_> =
+            crate::session::judged_cells_of(report, self.quantity).into_iter().filter(|c| c.cell == cell).collect();
         let designs: Vec<String> = cells.iter().map(|c| c.cell.clone()).collect();
         // A profile file that cannot be read is the table's warning to give; the look uses the
         // pairs' own error then, as the table does.

@@ -7,14 +7,13 @@ use std::path::Path;
 use anyhow::Context;
 use decode_baseline_pins::{
     environment_pins_of,
-    installed::{environment_name, mlx_dir_override, selected_environment, venv_dir_of, Installed, DEFAULT_ENV_NAME},
+    installed::{
+        environment_name, mlx_dir_override, provision_command, selected_environment, venv_dir_of, Installed,
+        DEFAULT_ENV_NAME,
+    },
     load_manifest, pin_path, pin_text, worker_sources,
 };
-use decode_baseline_wire::{
-    job::EnvironmentPins,
-    manifest::{Manifest, ENV_NAME_ENV},
-    ExitCode,
-};
+use decode_baseline_wire::{job::EnvironmentPins, manifest::Manifest, ExitCode};
 
 use super::{write_atomically, write_manifest, PinArgs};
 use crate::guard::{chain, locate_manifest};
@@ -22,11 +21,12 @@ use crate::guard::{chain, locate_manifest};
 /// The installed `environment` (`None`: the default one): its virtual environment located.
 pub fn installed(repo: &Path, environment: Option<&str>) -> anyhow::Result<Installed> {
     let venv = venv_dir_of(repo, environment);
-    let provision = match environment {
-        None => "python3 tools/env/provision.py".to_owned(),
-        Some(name) => format!("{ENV_NAME_ENV}={name} python3 tools/env/provision.py"),
-    };
-    crate::ensure_input!(venv.is_dir(), "no environment at {} (provision it with `{provision}`)", venv.display());
+    crate::ensure_input!(
+        venv.is_dir(),
+        "no environment at {} (provision it with `{}`)",
+        venv.display(),
+        provision_command(environment)
+    );
     let mlx_dir = if environment == selected_environment().as_deref() { mlx_dir_override() } else { None };
     Installed::locate(&venv, mlx_dir.as_deref())
         .with_context(|| format!("failed to locate the installed environment in {}", venv.display()))

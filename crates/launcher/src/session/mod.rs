@@ -19,7 +19,8 @@ pub use load::{load_session, LoadedSession};
 pub use read_error::ReadError;
 pub use rows::{agreement, DepthPoint, Row, Rows};
 pub use samples::{
-    cells, first_token_cells, first_token_times, judged_cells, request_pairs, CellData, MeasuredRequest,
+    cells, first_token_cells, first_token_times, judged_cells, judged_cells_of, request_pairs, CellData,
+    MeasuredRequest,
 };
 pub use words::{
     group_line, group_setup, placement_as_compared, placement_line, replaced_line, replaced_lines, serde_word,

@@ -206,9 +206,18 @@ pub fn first_token_times(session: &SessionReport) -> Vec<CellData> {
 
 /// The cells of `session` for both quantities, per token first: every row a session is judged on.
 pub fn judged_cells(session: &SessionReport) -> Vec<CellData> {
-    let mut out = cells(session);
-    out.extend(first_token_cells(session));
+    let mut out = judged_cells_of(session, Quantity::PerToken);
+    out.extend(judged_cells_of(session, Quantity::FirstToken));
     out
+}
+
+/// The cells of `session` whose rows of `quantity` it is judged on: [`cells`] per token,
+/// [`first_token_cells`] for the time to the first token.
+pub fn judged_cells_of(session: &SessionReport, quantity: Quantity) -> Vec<CellData> {
+    match quantity {
+        Quantity::PerToken => cells(session),
+        Quantity::FirstToken => first_token_cells(session),
+    }
 }
 
 fn cells_of(session: &SessionReport, quantity: Quantity) -> Vec<CellData> {
