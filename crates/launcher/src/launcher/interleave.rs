@@ -120,6 +120,10 @@ fn remove_fifo(out: &OutDir) {
 }
 
 /// Starts every member, grants their requests one at a time, and supervises them to the end.
+/// A member done with its last request writes its report and exits; no request is granted
+/// until it has ended, so that its exit never runs beside another member's request (on a shared
+/// CPU the stock worker's exit doubled the controlled loop's last time to first token in every
+/// run it ended first, `req/findings.md` §38).
 /// `on_request` is called after each completed request (for the progress display), `on_tick`
 /// on every look. `energy` samples the energy sources just before each grant is written, on
 /// every look while the request runs, and when its done file is seen (`crates/launcher/src/energy`). Outcomes
@@ -144,6 +148,8 @@ pub fn supervise_group(
     let order = grant_order(&members.iter().map(|m| m.requests).collect::<Vec<_>>(), alternate);
     let mut next = 0;
     let mut outstanding: Option<(usize, u32)> = None;
+    // Per member, the requests not yet seen done.
+    let mut left: Vec<u32> = members.iter().map(|m| m.requests).collect();
     // The next grant's sequence number, the `seq` read from the last done file, and when the
     // outstanding request's done files were first all seen.
     let (mut seq, mut after, mut done_seen): (u64, Option<u64>, Option<Instant>) = (0, None, None);
@@ -161,6 +167,7 @@ pub fn supervise_group(
                 let first_seen = *done_seen.get_or_insert_with(|| {
                     energy.done(m, k);
                     on_request(m);
+                    left[m] = left[m].saturating_sub(1);
                     Instant::now()
                 });
                 // Rank 0's done file carries the seq the next grant names.
@@ -174,7 +181,8 @@ pub fn supervise_group(
             }
         }
         let everyone_ready = running.iter().all(|g| g.is_ready() || g.out());
-        if outstanding.is_none() && everyone_ready && interrupts.count() == 0 {
+        let exiting = running.iter().zip(&left).any(|(g, &left)| left == 0 && !g.out());
+        if outstanding.is_none() && everyone_ready && !exiting && interrupts.count() == 0 {
             while let Some(&(m, k)) = order.get(next) {
                 next += 1;
                 if running[m].out() {
@@ -249,6 +257,56 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["request-2-granted"]);
+    }
+
+    /// A worker of the gate's protocol in `sh`, in `dir`: ready, then each of its `requests` in
+    /// turn when granted (its done file copies the grant's `seq`), then, after its last,
+    /// `exit_s` seconds of work before it writes `exited` and ends.
+    fn sh_worker(dir: &Path, requests: u32, exit_s: &str) -> Vec<String> {
+        let script = format!(
+            "cd '{}' && touch worker-ready && k=0 && while [ $k -lt {requests} ]; do \
+               while [ ! -e request-$k-granted ]; do sleep 0.005; done; \
+               head -n 1 request-$k-granted > .done; mv .done request-$k-done; k=$((k+1)); done; \
+             sleep {exit_s}; touch exited",
+            dir.display()
+        );
+        vec!["sh".into(), "-c".into(), script]
+    }
+
+    /// The gate grants no request while a member done with its last one is still exiting: the
+    /// second member ends first here (rounds A B, B A), takes 0.3 s to exit, and the first
+    /// member's last request is granted only after its `exited` file was written.
+    #[test]
+    fn no_request_is_granted_while_a_finished_member_exits() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let (argv_a, argv_b) = (sh_worker(&a, 2, "0"), sh_worker(&b, 2, "0.3"));
+        let member =
+            |argv, out_dir| Member { processes: vec![Process { argv, out_dir, env: Vec::new() }], requests: 2 };
+        let limits = Limits {
+            ready_timeout: Duration::from_secs(30),
+            run_timeout: Duration::from_secs(60),
+            grace: Duration::from_secs(2),
+            placement: crate::launcher::placement::Mask::inherit(),
+        };
+        let mut meter = crate::energy::Meter::new(Vec::new(), Vec::new(), None);
+        let mut energy = GroupRecorder::new(&mut meter, 2, Duration::ZERO);
+        let interrupts = Interrupts::install().unwrap();
+        let members = [member(&argv_a, &a), member(&argv_b, &b)];
+        let outcomes = supervise_group(&members, limits, &interrupts, || {}, |_| {}, &mut energy).unwrap();
+        assert!(outcomes.iter().all(|o| o.status.success()), "{outcomes:?}");
+        // The order: a 0, b 0, b 1, a 1; b's exit lies between b 1 and a 1.
+        let mtime = |path: std::path::PathBuf| {
+            let m = std::fs::metadata(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (m.mtime(), m.mtime_nsec())
+        };
+        let b_exited = mtime(b.join("exited"));
+        assert!(mtime(OutDir::at(&b).granted(1)) <= b_exited);
+        let a_last = mtime(OutDir::at(&a).granted(1));
+        assert!(a_last >= b_exited, "a's last grant {a_last:?} was written before b had exited {b_exited:?}");
     }
 
     #[test]
