@@ -245,25 +245,24 @@ pub fn resolve(
     Ok((profiles, note))
 }
 
-/// [`resolve`] for the cells of `session`, with what it has to say printed unless `quiet`: the
-/// note of a cell without a profile, and a file that cannot be read as a warning (the verdicts
-/// then use their own error) rather than an error (`run`'s table and the report page).
-pub fn resolve_or_warn(asked: Option<&Path>, session: &SessionReport, quiet: bool) -> Option<Profiles> {
+/// [`resolve`] for the cells of `session`, and what it has to say: the note of a cell without a
+/// profile (`note: …`), or a file that cannot be read as a warning (the verdicts then use their
+/// own error) rather than an error (`run`'s table and the report page).
+pub fn resolve_for_session(asked: Option<&Path>, session: &SessionReport) -> (Option<Profiles>, Option<String>) {
     let cells = timed_cells(session);
     match resolve(asked, &[session], &cells) {
-        Ok((profiles, note)) => {
-            if let Some(note) = note.filter(|_| !quiet) {
-                eprintln!("decode-baseline: note: {note}");
-            }
-            profiles
-        }
-        Err(err) => {
-            if !quiet {
-                eprintln!("decode-baseline: warning: {:#}; verdicts use their own error", anyhow::Error::from(err));
-            }
-            None
-        }
+        Ok((profiles, note)) => (profiles, note.map(|note| format!("note: {note}"))),
+        Err(err) => (None, Some(format!("warning: {:#}; verdicts use their own error", anyhow::Error::from(err)))),
     }
+}
+
+/// [`resolve_for_session`], with what it has to say printed on stderr unless `quiet`.
+pub fn resolve_or_warn(asked: Option<&Path>, session: &SessionReport, quiet: bool) -> Option<Profiles> {
+    let (profiles, said) = resolve_for_session(asked, session);
+    if let Some(said) = said.filter(|_| !quiet) {
+        eprintln!("decode-baseline: {said}");
+    }
+    profiles
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use super::{hub, support::controlled_refusal};
 use crate::{
     export::Exporter,
     guard::{chain, MANIFEST_NAME},
-    launcher::{self, RunOptions},
+    launcher::{self, SessionOptions, Show},
     manifest_cli::{self, PromptSource},
     session::{BenchRecord, ModelSource, BENCH_RECORD, BENCH_RECORD_SCHEMA_VERSION},
 };
@@ -472,18 +472,16 @@ fn placement_session(
     // The job written above is the session's record; the session runs from the job in hand, in
     // this process, and hands its report back.
     let resolved = launcher::session_job::resolve(job, &job_path)?;
-    let outcome = launcher::run_session(
-        resolved,
-        &RunOptions {
-            no_wait: args.no_wait,
-            json: args.format == OutputFormat::Json,
-            session_dir: Some(session_dir.clone()),
-            quiet: args.format == OutputFormat::Markdown,
-            quiet_wait: args.quiet_wait,
-            cpus: cpus.clone(),
-            ..RunOptions::default()
-        },
-    )?;
+    let options = SessionOptions {
+        no_wait: args.no_wait,
+        session_dir: Some(session_dir.clone()),
+        quiet_wait: args.quiet_wait,
+        cpus: cpus.clone(),
+        ..SessionOptions::default()
+    };
+    let shown =
+        Show { json: args.format == OutputFormat::Json, quiet: args.format == OutputFormat::Markdown, verbose: false };
+    let outcome = launcher::run_session(resolved, &options, &shown)?;
     Ok((outcome, session_dir))
 }
 

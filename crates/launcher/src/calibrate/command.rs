@@ -26,7 +26,7 @@ use serde_json::json;
 use crate::noise_profiles as profiles;
 use crate::{
     compare::rule,
-    launcher::{self, placement::Cpus, RunArgs, RunOptions},
+    launcher::{self, placement::Cpus, SessionOptions, Show},
     stats::DecisionConfig,
 };
 
@@ -287,16 +287,14 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, Exi
             dir.display()
         );
         let started = std::time::Instant::now();
-        let code = launcher::run(RunArgs {
-            job: job.clone(),
-            options: RunOptions {
-                cpus: args.cpus.clone(),
-                repetitions: Some(repetitions),
-                session_dir: Some(dir.clone()),
-                quiet: true,
-                ..RunOptions::default()
-            },
-        })?;
+        let options = SessionOptions {
+            cpus: args.cpus.clone(),
+            repetitions: Some(repetitions),
+            session_dir: Some(dir.clone()),
+            ..SessionOptions::default()
+        };
+        let quiet = Show { quiet: true, ..Show::default() };
+        let code = launcher::run_session(launcher::session_job::load(&job)?, &options, &quiet)?.code;
         if code != ExitCode::Ok {
             eprintln!(
                 "decode-baseline: error: calibration session {} ended with {code:?}; nothing written",

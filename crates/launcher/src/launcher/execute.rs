@@ -8,11 +8,11 @@
 use std::path::PathBuf;
 
 use crate::energy::GroupRecorder;
-use indicatif::ProgressBar;
 
 use decode_baseline_wire::group::SessionGroup;
 
 use super::{
+    events::{Event, Observer},
     interleave,
     rank_group::{self, RankPrepared},
     signals::Interrupts,
@@ -62,8 +62,8 @@ impl Prepared {
 }
 
 /// Runs one group of workers (one alone, or the members of an interleaved group at once) to
-/// their end and returns what the supervisor saw of each, in the members' order. It moves
-/// `progress` on by each member's requests as they complete, and tells `energy` of each grant
+/// their end and returns what the supervisor saw of each, in the members' order. It tells
+/// `observer` of each member's requests as they complete, and `energy` of each grant
 /// and done request of a gated group (interleaved, or a lone worker while an energy source is
 /// active).
 pub trait Execution {
@@ -72,7 +72,7 @@ pub trait Execution {
         members: &[Prepared],
         limits: Limits,
         interrupts: &Interrupts,
-        progress: &ProgressBar,
+        observer: &dyn Observer,
         energy: &mut GroupRecorder<'_>,
     ) -> anyhow::Result<Vec<Outcome>>;
 }
@@ -87,16 +87,17 @@ impl Execution for Processes {
         members: &[Prepared],
         limits: Limits,
         interrupts: &Interrupts,
-        progress: &ProgressBar,
+        observer: &dyn Observer,
         energy: &mut GroupRecorder<'_>,
     ) -> anyhow::Result<Vec<Outcome>> {
         // A lone worker without the gate runs on its own; a gated one (energy is being read)
         // goes through the gate as a group of one.
         if let [p] = members {
             if !p.job.gate && p.group.is_none() {
-                let outcome =
-                    supervise::supervise(&p.command, &p.out_dir, &p.env, limits, interrupts, || progress.tick())?;
-                progress.inc(u64::from(p.requests()));
+                let outcome = supervise::supervise(&p.command, &p.out_dir, &p.env, limits, interrupts, || {
+                    observer.on(Event::Tick)
+                })?;
+                observer.on(Event::Requests(u64::from(p.requests())));
                 return Ok(vec![outcome]);
             }
         }
@@ -109,6 +110,7 @@ impl Execution for Processes {
         }
         let gated: Vec<interleave::Member<'_>> =
             members.iter().map(|p| interleave::Member { processes: p.processes(), requests: p.requests() }).collect();
-        Ok(interleave::supervise_group(&gated, limits, interrupts, || progress.tick(), |_| progress.inc(1), energy)?)
+        let (tick, request) = (|| observer.on(Event::Tick), |_| observer.on(Event::Requests(1)));
+        Ok(interleave::supervise_group(&gated, limits, interrupts, tick, request, energy)?)
     }
 }

@@ -1,7 +1,8 @@
 //! The end of a session: the analysis, every row tested once and stored with the record,
-//! `session.json` written (then the figures and the page), the result shown, the exit code.
+//! `session.json` written (then the figures and the page), the exit code. What is shown of it
+//! is `show.rs`'s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use decode_baseline_wire::{
     report::Status,
@@ -11,7 +12,7 @@ use decode_baseline_wire::{
 
 use super::{
     analysis,
-    options::RunOptions,
+    events::{Event, Observer},
     output,
     prepare::Session,
     record::{self, Executed},
@@ -19,43 +20,42 @@ use super::{
     signals::Interrupts,
     worker_job::LoadedManifest,
 };
-use crate::{energy, export::Exporter};
+use crate::{energy, session::BenchRecord};
 
-/// How a session ended: its exit code, and its report when it ran (also when `session.json`
-/// could not be written: the report is whole, only its file is missing).
+/// How a session ended: its exit code, its report when it ran (also when `session.json` could
+/// not be written: the report is whole, only its file is missing), and where it was recorded.
 #[derive(Debug)]
 pub struct SessionOutcome {
     pub code: ExitCode,
     pub report: Option<SessionReport>,
+    /// Set when `session.json` was written.
+    pub recorded: Option<Recorded>,
+}
+
+/// A session's folder with `session.json` written in it, and the records `bench` left beside
+/// it: with the report, everything its views are given.
+#[derive(Debug)]
+pub struct Recorded {
+    pub dir: PathBuf,
+    pub bench: Option<BenchRecord>,
+    pub ranks: Option<String>,
 }
 
 impl SessionOutcome {
     pub(super) fn without_report(code: ExitCode) -> Self {
-        SessionOutcome { code, report: None }
+        SessionOutcome { code, report: None, recorded: None }
     }
 }
 
-/// Where the end of a session is shown.
-pub(super) struct Show {
-    /// The session report as JSON on stdout instead of the table.
-    pub(super) json: bool,
-    /// Nothing on stdout (problems still go to stderr).
-    pub(super) quiet: bool,
-    /// The detailed table instead of the 100-column summary.
-    pub(super) verbose: bool,
-    /// `--noise-profile`: the profile file to judge the table's rows with.
-    pub(super) noise_profile: Option<PathBuf>,
-}
-
-impl Show {
-    pub(super) fn of(args: &RunOptions) -> Self {
-        Self { json: args.json, quiet: args.quiet, verbose: args.verbose, noise_profile: args.noise_profile.clone() }
-    }
-}
-
-/// Analyses what the workers left, writes `session.json` (then the plots and the page), shows
-/// the result and returns the session's exit code with its report.
-pub(super) fn finish(session: Session, executed: Executed, show: &Show) -> anyhow::Result<SessionOutcome> {
+/// Analyses what the workers left, tests every row (with the noise profile file `noise_profile`
+/// names, else the host's), writes `session.json` (then the plots and the page) and returns the
+/// session's exit code with its report; what it has to say goes to `observer`.
+pub(super) fn finish(
+    session: Session,
+    executed: Executed,
+    noise_profile: Option<&Path>,
+    observer: &dyn Observer,
+) -> anyhow::Result<SessionOutcome> {
     let Executed { workers, mut problems, groups_wall, quiet_wait, energy: mut energy_record, cpus, sequential } =
         executed;
     let reference = session.resolved.job.reference();
@@ -89,8 +89,10 @@ pub(super) fn finish(session: Session, executed: Executed, show: &Show) -> anyho
         ..so_far
     };
     // Every row tested once, stored with the record: each view of the session reads these.
-    let profiles =
-        crate::noise_profiles::resolve_or_warn(show.noise_profile.as_deref(), &report, show.quiet || show.json);
+    let (profiles, said) = crate::noise_profiles::resolve_for_session(noise_profile, &report);
+    if let Some(said) = said {
+        observer.on(Event::Detail(said));
+    }
     let settings =
         crate::compare::Settings { config: crate::stats::DecisionConfig::default(), profiles: profiles.as_ref() };
     report.decisions = Some(crate::compare::decide(&report, &settings));
@@ -98,49 +100,34 @@ pub(super) fn finish(session: Session, executed: Executed, show: &Show) -> anyho
     if let Err(err) = output::write_session(&session_dir, &report) {
         // The session ran and only its record is missing: not bad input. The worker folders stay
         // for the next launcher, which marks the session incomplete.
-        eprintln!(
-            "decode-baseline: error: {:#}; the session ran (status {:?}) but has no session.json: nothing was \
-             overwritten, its worker folders are kept in {}",
+        observer.on(Event::Error(format!(
+            "{:#}; the session ran (status {:?}) but has no session.json: nothing was overwritten, its worker \
+             folders are kept in {}",
             anyhow::Error::from(err),
             report.status,
             session_dir.display()
-        );
-        return Ok(SessionOutcome { code: ExitCode::OutputFailed, report: Some(report) });
+        )));
+        return Ok(SessionOutcome { code: ExitCode::OutputFailed, report: Some(report), recorded: None });
     }
     if let Err(why) = crate::history::record_finished(&session_dir, &report) {
-        eprintln!("decode-baseline: warning: {why}");
+        observer.on(Event::Warning(why));
     }
     if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
-        eprintln!("decode-baseline: warning: plots not written: {:#}", anyhow::Error::from(err));
+        observer.on(Event::Warning(format!("plots not written: {:#}", anyhow::Error::from(err))));
     }
     let view = crate::report::SessionView::without_records(&report, &session_dir, None, true);
     let view = view.clone().with_records().unwrap_or_else(|err| {
-        eprintln!("decode-baseline: warning: {err:#}: the page and the table leave it out");
+        observer.on(Event::Warning(format!("{err:#}: the page and the table leave it out")));
         view
     });
     if let Err(err) = crate::report::write_page(&view) {
-        eprintln!("decode-baseline: warning: {} not written: {err:#}", session_dir.join(crate::report::PAGE).display());
+        observer
+            .on(Event::Warning(format!("{} not written: {err:#}", session_dir.join(crate::report::PAGE).display())));
     }
+    let (bench, ranks) = (view.bench.clone(), view.ranks.clone());
     drop(lease);
-    if show.quiet {
-        for problem in &report.problems {
-            eprintln!("problem: {problem}");
-        }
-    } else {
-        let exporter: &dyn Exporter<_> = match (show.json, show.verbose) {
-            (true, _) => &crate::report::Json,
-            (false, true) => &crate::report::Table,
-            (false, false) => &crate::report::Summary,
-        };
-        print!("{}", exporter.export(&view)?);
-    }
-    if !show.quiet && !show.json {
-        for problem in &report.problems {
-            eprintln!("problem: {problem}");
-        }
-        println!("session: {:?}, report: {}", report.status, session_dir.join("session.json").display());
-    }
-    Ok(SessionOutcome { code: status.exit_code(), report: Some(report) })
+    let recorded = Recorded { dir: session_dir, bench, ranks };
+    Ok(SessionOutcome { code: status.exit_code(), report: Some(report), recorded: Some(recorded) })
 }
 
 /// The pinned files of every case of `cells`, from the manifest the session loaded.

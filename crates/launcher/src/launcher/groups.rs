@@ -1,17 +1,11 @@
 //! The session's groups of workers run in turn: the quiet wait, the limits, the host sampler and
 //! the energy recorder around each group, each worker's report read and validated, the progress
-//! bar or log, and the `--until-decided` look after each group.
+//! told as events, and the `--until-decided` look after each group.
 
 use std::{collections::BTreeMap, time::Instant};
 
-use decode_baseline_wire::{
-    report::Status,
-    session::{RankRun, WorkerRun},
-    Adapter,
-};
-use indicatif::{ProgressBar, ProgressStyle};
-
 use super::{
+    events::{Event, Observer},
     execute::{Execution, Prepared},
     placement,
     prepare::Session,
@@ -22,16 +16,20 @@ use super::{
     validate,
 };
 use crate::{energy, host};
+use decode_baseline_wire::{
+    report::Status,
+    session::{RankRun, WorkerRun},
+    Adapter,
+};
 
 /// Runs every group of the session in turn with `execution` and records each worker's run;
-/// `meter` reads energy at the gate of interleaved groups. With `log`, a line per finished group
-/// on stderr (`progress_log`: standard error is not a terminal, so the bar draws nothing).
+/// `meter` reads energy at the gate of interleaved groups; `observer` hears how far it got.
 pub(super) fn execute(
     session: &Session,
     quiet_wait: u64,
-    log: bool,
     execution: &mut dyn Execution,
     meter: &mut energy::Meter,
+    observer: &dyn Observer,
 ) -> anyhow::Result<Executed> {
     // Taken once the session's folders exist, so that a session folder inside the repository
     // already shows in `git status` when the workers take theirs.
@@ -43,12 +41,8 @@ pub(super) fn execute(
         .iter()
         .map(|a| (a.clone(), validate::ExpectedIdentity::new(&session.loaded.manifest, a, code_version.clone())))
         .collect();
-    let total_requests: u64 = session.prepared.iter().map(|p| u64::from(p.requests())).sum();
-    let progress = ProgressBar::new(total_requests).with_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} requests, ~{eta} left  {msg}")
-            .expect("valid template"),
-    );
-    let mut progress_log = super::progress_log::ProgressLog::new(session.schedule.groups().len(), total_requests);
+    let requests: u64 = session.prepared.iter().map(|p| u64::from(p.requests())).sum();
+    observer.on(Event::Started { groups: session.schedule.groups().len(), requests });
     let interrupts = &session.interrupts;
     let mut executed = Executed {
         workers: Vec::new(),
@@ -72,9 +66,10 @@ pub(super) fn execute(
             continue;
         }
         let names: Vec<&str> = members.iter().map(|p| p.planned.adapter.as_str()).collect();
-        progress.set_message(format!("{} {}", members[0].planned.cell.name(), names.join(" + ")));
+        let what = names.join(" + ");
+        observer.on(Event::GroupStarted { cell: &cell_name, members: &what });
         let waiting = Instant::now();
-        let quiet_note = wait_for_quiet(quiet_wait, interrupts, &progress);
+        let quiet_note = wait_for_quiet(quiet_wait, interrupts, observer);
         if quiet_wait > 0 {
             // Without --quiet-wait nothing waited: the call's own nanoseconds are launcher time.
             executed.quiet_wait += waiting.elapsed();
@@ -88,21 +83,22 @@ pub(super) fn execute(
         let gated = members[0].job.gate;
         let idle_window = if gated { energy::IDLE_WINDOW } else { std::time::Duration::ZERO };
         let mut recorder = energy::GroupRecorder::new(meter, members.len(), idle_window);
-        let outcomes = execution.run_group(members, limits, interrupts, &progress, &mut recorder)?;
+        let outcomes = execution.run_group(members, limits, interrupts, observer, &mut recorder)?;
         let (idle, energies) = recorder.finish();
         executed.groups_wall += group_started.elapsed();
         let measured =
             host::reaped_children_cpu_time().zip(children_before).map(|(after, before)| after.saturating_sub(before));
         let activity = sampler.finish(measured);
-        if let Some(note) = &quiet_note {
-            progress.suspend(|| eprintln!("decode-baseline: {}: {note}", members[0].planned.cell.name()));
+        if let Some(note) = quiet_note {
+            observer.on(Event::Note(format!("{cell_name}: {note}")));
         }
-        if log {
-            let requests = members.iter().map(|p| u64::from(p.requests())).sum();
-            let what = format!("{cell_name} {}", names.join(" + "));
-            let line = progress_log.group_done(&what, requests, group_started.elapsed(), session.started.elapsed());
-            eprintln!("decode-baseline: {line}");
-        }
+        observer.on(Event::GroupDone {
+            cell: &cell_name,
+            members: &what,
+            requests: members.iter().map(|p| u64::from(p.requests())).sum(),
+            wall: group_started.elapsed(),
+            elapsed: session.started.elapsed(),
+        });
         if let Some(idle) = idle {
             executed.energy.idle.push(energy::idle_reading(
                 &members[0].planned.cell.name(),
@@ -129,11 +125,11 @@ pub(super) fn execute(
             );
         }
     }
-    progress.finish_and_clear();
+    observer.on(Event::GroupsDone);
     executed.sequential = session.sequential.as_ref().map(|s| s.borrow().record());
     if let Some(record) = &executed.sequential {
         for line in crate::report::sequential_lines(record) {
-            eprintln!("decode-baseline: {line}");
+            observer.on(Event::Note(line));
         }
     }
     Ok(executed)
@@ -198,11 +194,11 @@ fn record_run(
 
 /// With `--quiet-wait S`, waits for a quiet host for at most S seconds; returns a sentence when
 /// the host did not get quiet in time (the run goes ahead, and the session lists it).
-fn wait_for_quiet(bound_s: u64, interrupts: &Interrupts, progress: &ProgressBar) -> Option<String> {
+fn wait_for_quiet(bound_s: u64, interrupts: &Interrupts, observer: &dyn Observer) -> Option<String> {
     if bound_s == 0 {
         return None;
     }
-    progress.set_message("waiting for a quiet host");
+    observer.on(Event::WaitingForQuiet);
     let stop = || interrupts.count() > 0;
     let window = std::time::Duration::from_secs(2);
     match host::wait_for_quiet(host::MAX_OTHER_CPUS, window, std::time::Duration::from_secs(bound_s), &stop) {

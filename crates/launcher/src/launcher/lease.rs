@@ -113,16 +113,20 @@ pub fn lease_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/tmp/decode-baseline.lease"))
 }
 
-/// Takes the lease, waiting (with a message on stderr) unless `no_wait`.
-pub fn acquire(session_id: &str, no_wait: bool) -> Result<Lease, LeaseError> {
-    acquire_at(lease_path(), session_id, no_wait)
+/// How a busy lease is met: refused at once (`None`, `--no-wait`), or waited for, after telling
+/// the function who holds it.
+pub type Waiting<'a> = Option<&'a dyn Fn(String)>;
+
+/// Takes the lease, waiting for it as `waiting` says.
+pub fn acquire(session_id: &str, waiting: Waiting<'_>) -> Result<Lease, LeaseError> {
+    acquire_at(lease_path(), session_id, waiting)
 }
 
 /// Takes the lease at `path`: open it safely, lock it, check what it holds, name the holder.
-pub fn acquire_at(path: PathBuf, session_id: &str, no_wait: bool) -> Result<Lease, LeaseError> {
+pub fn acquire_at(path: PathBuf, session_id: &str, waiting: Waiting<'_>) -> Result<Lease, LeaseError> {
     let started = Instant::now();
     let opened = open_checked(&path)?;
-    let lock = lock(opened.file, &path, no_wait)?;
+    let lock = lock(opened.file, &path, waiting)?;
     // Checked under the lock: only a holder writes a record, so the content is stable now.
     let len = lock.metadata().map_err(|source| LeaseError::Open { path: path.clone(), source })?.len();
     if let Content::Other = content(&read_head(&lock)) {
@@ -294,7 +298,7 @@ fn kind(meta: &Metadata) -> &'static str {
     }
 }
 
-fn lock(file: File, path: &Path, no_wait: bool) -> Result<Flock<File>, LeaseError> {
+fn lock(file: File, path: &Path, waiting: Waiting<'_>) -> Result<Flock<File>, LeaseError> {
     match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(lock) => Ok(lock),
         Err((file, Errno::EWOULDBLOCK)) => {
@@ -302,10 +306,10 @@ fn lock(file: File, path: &Path, no_wait: bool) -> Result<Flock<File>, LeaseErro
                 Content::Holder(holder) => holder,
                 Content::Empty | Content::Other => "another launcher".to_owned(),
             };
-            if no_wait {
+            let Some(say) = waiting else {
                 return Err(LeaseError::Busy { path: path.to_owned(), holder });
-            }
-            eprintln!("decode-baseline: waiting for the benchmark lease {} held by {holder}", path.display());
+            };
+            say(format!("waiting for the benchmark lease {} held by {holder}", path.display()));
             Flock::lock(file, FlockArg::LockExclusive)
                 .map_err(|(_, source)| LeaseError::Lock { path: path.to_owned(), source })
         }
@@ -383,7 +387,7 @@ mod tests {
     const OTHER_UID: u32 = 65534;
 
     fn try_acquire(path: &Path, session: &str) -> Result<Lease, LeaseError> {
-        acquire_at(path.to_owned(), session, true)
+        acquire_at(path.to_owned(), session, None)
     }
 
     /// Everything a refusal must leave as it was: the entry itself (not followed), and what a

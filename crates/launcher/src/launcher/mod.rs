@@ -5,6 +5,8 @@
 mod agreement;
 mod analysis;
 mod device;
+mod display;
+mod events;
 mod execute;
 mod finish;
 mod gate_wait;
@@ -29,13 +31,18 @@ mod run_tests;
 mod sequential;
 mod session_dir;
 pub mod session_job;
+mod session_options;
+mod show;
 mod signals;
 mod supervise;
 pub mod validate;
 mod worker_job;
 
-pub use finish::SessionOutcome;
+pub use finish::{Recorded, SessionOutcome};
 pub use lease::LeaseError;
 pub use options::{RunArgs, RunOptions};
 pub use run::{run, run_session};
+pub use sequential::Budget;
 pub use session_dir::new_session_dir;
+pub use session_options::{Looks, SessionOptions};
+pub use show::Show;

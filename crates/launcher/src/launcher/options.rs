@@ -1,10 +1,16 @@
-//! `run`'s command line: the job, and how a session runs and shows its result.
+//! `run`'s command line: the job, how the session runs (the engine's [`SessionOptions`]) and how
+//! it is shown ([`Show`]).
 
 use std::path::PathBuf;
 
 use decode_baseline_wire::row::Quantity;
 
-use super::{placement, sequential::Budget};
+use super::{
+    placement,
+    sequential::Budget,
+    session_options::{Looks, SessionOptions},
+    show::Show,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -15,11 +21,8 @@ pub struct RunArgs {
     pub options: RunOptions,
 }
 
-/// How a session runs and shows its result: everything of `run` but the job, so that a caller
-/// with a job in hand (`bench`) runs it through [`run_session`]. [`RunOptions::default`] is
-/// `run` with no option given; another command running sessions changes what it needs from there.
-///
-/// [`run_session`]: super::run_session
+/// How a session runs and shows its result: everything of `run` but the job.
+/// [`RunOptions::default`] is `run` with no option given.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct RunOptions {
     /// Fail at once (exit 7) if another session holds the benchmark lease, instead of waiting.
@@ -79,13 +82,29 @@ pub struct RunOptions {
         value_parser = Quantity::parse
     )]
     pub decide_on: Quantity,
-    /// A session folder made beforehand by `bench` (it holds the session's own manifest), used
-    /// instead of a new folder below `output_root`.
-    #[arg(skip)]
-    pub session_dir: Option<PathBuf>,
-    /// Print nothing on stdout at the end (`bench` prints its own summary).
-    #[arg(skip)]
-    pub quiet: bool,
+}
+
+impl RunOptions {
+    /// How the engine runs the session these options ask for.
+    pub fn session(&self) -> SessionOptions {
+        SessionOptions {
+            no_wait: self.no_wait,
+            dry_run: self.dry_run,
+            quiet_wait: self.quiet_wait,
+            cpus: self.cpus.clone(),
+            noise_profile: self.noise_profile.clone(),
+            repetitions: self.repetitions,
+            looks: self
+                .until_decided
+                .then(|| Looks { budget: self.budget.unwrap_or_default(), decide_on: self.decide_on }),
+            session_dir: None,
+        }
+    }
+
+    /// How the finished session is shown.
+    pub fn show(&self) -> Show {
+        Show { json: self.json, quiet: false, verbose: self.verbose }
+    }
 }
 
 impl Default for RunOptions {
@@ -103,8 +122,6 @@ impl Default for RunOptions {
             repetitions: None,
             budget: None,
             decide_on: Quantity::PerToken,
-            session_dir: None,
-            quiet: false,
         }
     }
 }
@@ -125,6 +142,7 @@ mod tests {
     fn the_default_options_are_runs_without_options() {
         let parsed = Run::try_parse_from(["run", "--job", "job.json"]).expect("a job is enough");
         assert_eq!(parsed.args.options, RunOptions::default());
+        assert_eq!(parsed.args.options.session(), SessionOptions::default(), "the engine's default is run's");
         let given = Run::try_parse_from(["run", "--job", "job.json", "--cpus", "all", "--repetitions", "3"]).unwrap();
         assert_ne!(given.args.options, RunOptions::default(), "an option given changes them");
     }

@@ -16,13 +16,13 @@ use decode_baseline_wire::{
 };
 
 use super::{
+    events::{Event, Observer},
     execute::Prepared,
-    lease, memory,
-    options::RunOptions,
-    placement, plan, preflight, rank_group, recovery,
+    lease, memory, placement, plan, preflight, rank_group, recovery,
     sequential::Sequential,
     session_dir::{create_session_dir, session_id, utc_now},
     session_job::{self, repo_root},
+    session_options::SessionOptions,
     signals::Interrupts,
     worker_job::{self, LoadedManifest, RunSettings},
 };
@@ -56,10 +56,12 @@ pub(super) struct Session {
 /// code (`exit_code::of`).
 /// `energy`: an energy source is active, so every worker goes through the request gate (an
 /// interleaved group's members do anyway), where the launcher reads energy per request.
+/// `observer` hears the lease waited for, the folders recovered and the programs replaced.
 pub(super) fn prepare(
     mut resolved: session_job::ResolvedJob,
-    args: &RunOptions,
+    args: &SessionOptions,
     energy: bool,
+    observer: &dyn Observer,
 ) -> anyhow::Result<Session> {
     // A full disk can show up as RLIMIT_FSIZE, whose SIGXFSZ would kill the launcher in the
     // middle of writing `session.json` without a word. Ignored, the write fails with EFBIG,
@@ -94,16 +96,16 @@ pub(super) fn prepare(
     session_job::check_adapters(&resolved, &loaded.manifest)?;
     let ranks = resolved.job.group.as_ref().map_or(1, |g| g.ranks);
     let mask = placement::Mask::resolve(&args.cpus, ranks).map_err(crate::exit::bad_input)?;
-    let sequential = match args.until_decided {
-        false => None,
-        true if !schedule::interleaves(&resolved.job) => {
+    let sequential = match args.looks {
+        None => None,
+        Some(_) if !schedule::interleaves(&resolved.job) => {
             crate::bad_input!(
                 "session job {}: --until-decided needs order `interleaved` (its looks are paired tests)",
                 resolved.job_path.display()
             );
         }
-        true => {
-            if args.decide_on == Quantity::FirstToken {
+        Some(looks) => {
+            if looks.decide_on == Quantity::FirstToken {
                 if let Some(cell) = cells.iter().find(|c| c.mode != Mode::Headline) {
                     crate::bad_input!(
                         "--decide-on first-token: cell {} of session job {} is not a headline cell; the time to \
@@ -116,12 +118,12 @@ pub(super) fn prepare(
             let pairs = loaded.manifest.run_policy.measured_requests;
             let rows_per_cell = resolved.job.adapters.iter().filter(|a| **a != resolved.job.reference()).count();
             let (planned, state) = Sequential::new(
-                args.budget.unwrap_or_default(),
+                looks.budget,
                 pairs,
                 cells.len(),
                 rows_per_cell,
                 args.noise_profile.clone(),
-                args.decide_on,
+                looks.decide_on,
             )
             .map_err(|problem| crate::exit::bad_input(format!("--until-decided: {problem}")))?;
             resolved.job.repetitions = planned;
@@ -156,7 +158,8 @@ pub(super) fn prepare(
     let lease = if args.dry_run {
         None
     } else {
-        match lease::acquire(&id, args.no_wait) {
+        let waiting = |line: String| observer.on(Event::Note(line));
+        match lease::acquire(&id, (!args.no_wait).then_some(&waiting)) {
             Ok(lease) => Some(lease),
             Err(err @ lease::LeaseError::Busy { .. }) => {
                 return Err(crate::exit::refused(ExitCode::LeaseBusy, err.to_string()));
@@ -167,7 +170,7 @@ pub(super) fn prepare(
     let started = Instant::now();
     if lease.is_some() {
         for line in recovery::recover(&resolved.output_root, &id, &started_utc) {
-            eprintln!("decode-baseline: {line}");
+            observer.on(Event::Note(line));
         }
     }
     let dir = match &args.session_dir {
@@ -227,7 +230,7 @@ pub(super) fn prepare(
     }
     let replaced_programs = replaced_programs(&resolved.job.adapters);
     for (adapter, argv) in &replaced_programs {
-        eprintln!("decode-baseline: {}", crate::session::replaced_line(adapter, argv));
+        observer.on(Event::Note(crate::session::replaced_line(adapter, argv)));
     }
     Ok(Session {
         resolved,

@@ -3,8 +3,6 @@
 
 use std::{os::unix::process::ExitStatusExt, path::Path, process::ExitStatus, time::Duration};
 
-use indicatif::ProgressBar;
-
 use crate::launcher::supervise::Intervention;
 
 use decode_baseline_wire::{
@@ -16,12 +14,13 @@ use decode_baseline_wire::{
 };
 
 use super::{
+    events::{Event, Observer},
     execute::{Execution, Prepared},
-    finish::{finish, Show},
+    finish::finish,
     groups::execute,
-    options::RunOptions,
     prepare::{prepare, Session},
     session_job::{self, repo_root},
+    session_options::SessionOptions,
     signals::Interrupts,
     supervise::{self, Limits},
 };
@@ -117,7 +116,7 @@ impl Execution for FakeWorkers {
         members: &[Prepared],
         _: Limits,
         _: &Interrupts,
-        progress: &ProgressBar,
+        observer: &dyn Observer,
         energy: &mut energy::GroupRecorder<'_>,
     ) -> anyhow::Result<Vec<supervise::Outcome>> {
         // An interleaved group goes through the gate as `interleave` drives it: each
@@ -138,7 +137,7 @@ impl Execution for FakeWorkers {
             std::fs::write(p.out_dir.join(CLAIM_FILE), serde_json::to_vec(&claim)?)?;
             let report = self.report(p, pid);
             std::fs::write(p.out_dir.join(REPORT_FILE), serde_json::to_vec_pretty(&report)?)?;
-            progress.inc(u64::from(p.requests()));
+            observer.on(Event::Requests(u64::from(p.requests())));
             outcomes.push(supervise::Outcome {
                 pid,
                 status: ExitStatus::from_raw(report.exit_code << 8),
@@ -180,14 +179,9 @@ fn prepared_session_with(root: &Path, status: Status, order: &str, energy: bool)
     let job_path = root.join("job.json");
     std::fs::write(&job_path, job.to_string()).unwrap();
     let resolved = session_job::load(&job_path).unwrap();
-    let options = RunOptions {
-        no_wait: true,
-        // Prepared as a dry run prepares it: no lease, no launcher marker.
-        dry_run: true,
-        quiet: true,
-        ..RunOptions::default()
-    };
-    let session = prepare(resolved, &options, energy).unwrap_or_else(|err| panic!("prepare refused: {err:#}"));
+    // Prepared as a dry run prepares it: no lease, no launcher marker.
+    let options = SessionOptions { no_wait: true, dry_run: true, ..SessionOptions::default() };
+    let session = prepare(resolved, &options, energy, &Silent).unwrap_or_else(|err| panic!("prepare refused: {err:#}"));
     let fake = FakeWorkers {
         status,
         code_version: decode_baseline_pins::code_version(&session.repo),
@@ -196,7 +190,27 @@ fn prepared_session_with(root: &Path, status: Status, order: &str, energy: bool)
     (session, fake)
 }
 
-const SHOW: Show = Show { json: false, quiet: true, verbose: false, noise_profile: None };
+/// Hears nothing.
+struct Silent;
+
+impl Observer for Silent {
+    fn on(&self, _: Event<'_>) {}
+}
+
+/// Writes down every event, as text.
+#[derive(Default)]
+struct Recording(std::cell::RefCell<Vec<String>>);
+
+impl Observer for Recording {
+    fn on(&self, event: Event<'_>) {
+        let line = match event {
+            // The times vary from run to run; what ended and its requests do not.
+            Event::GroupDone { cell, members, requests, .. } => format!("GroupDone {cell} {members} {requests}"),
+            other => format!("{other:?}"),
+        };
+        self.0.borrow_mut().push(line);
+    }
+}
 
 /// A meter with no source, as on this project's machines.
 fn no_energy() -> energy::Meter {
@@ -232,8 +246,8 @@ fn an_interleaved_session_with_the_fake_source_records_energy_and_marks_it_fake(
     let dir = session.dir.clone();
     let spec = "watts=120,throttle_every=5";
     let mut meter = fake_meter(spec);
-    let executed = execute(&session, 0, false, &mut fake, &mut meter).unwrap();
-    assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
+    let executed = execute(&session, 0, &mut fake, &mut meter, &Silent).unwrap();
+    assert_eq!(finish(session, executed, None, &Silent).unwrap().code, ExitCode::Ok);
     let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
     let record = report.energy.as_ref().expect("an energy record");
     assert_eq!(record.fake.as_deref(), Some(spec));
@@ -279,8 +293,8 @@ fn a_sequential_session_with_an_energy_source_gates_each_worker_and_tests_energy
     assert!(session.prepared.iter().all(|p| p.job.gate), "every lone worker goes through the gate");
     let dir = session.dir.clone();
     let mut meter = fake_meter("watts=120");
-    let executed = execute(&session, 0, false, &mut fake, &mut meter).unwrap();
-    assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
+    let executed = execute(&session, 0, &mut fake, &mut meter, &Silent).unwrap();
+    assert_eq!(finish(session, executed, None, &Silent).unwrap().code, ExitCode::Ok);
     let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
     let record = report.energy.as_ref().expect("an energy record");
     assert_eq!(record.idle.len(), report.workers.len(), "one idle reading before each lone worker");
@@ -306,14 +320,45 @@ fn a_sequential_session_with_an_energy_source_gates_each_worker_and_tests_energy
     assert!(table.contains("controlled/stock energy"), "{table}");
 }
 
+/// The engine tells its progress as events and prints none of it: per group its start, each
+/// request done, its end; the groups' end once; and the profile note at the end. The requests
+/// told add up to the session's, the groups to the schedule's.
+#[test]
+fn a_session_tells_its_progress_as_events_in_the_order_it_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
+    let groups = session.schedule.groups().len();
+    let requests: u64 = session.prepared.iter().map(|p| u64::from(p.requests())).sum();
+    let heard = Recording::default();
+    let executed = execute(&session, 0, &mut fake, &mut no_energy(), &heard).unwrap();
+    assert_eq!(finish(session, executed, None, &heard).unwrap().code, ExitCode::Ok);
+    let heard = heard.0.into_inner();
+    assert_eq!(heard[0], format!("Started {{ groups: {groups}, requests: {requests} }}"), "{heard:#?}");
+    let started: Vec<usize> = (0..heard.len()).filter(|&i| heard[i].starts_with("GroupStarted")).collect();
+    let done: Vec<usize> = (0..heard.len()).filter(|&i| heard[i].starts_with("GroupDone")).collect();
+    assert_eq!((started.len(), done.len()), (groups, groups), "{heard:#?}");
+    for (s, d) in started.iter().zip(&done) {
+        assert!(s < d && heard[s + 1..*d].iter().all(|e| e.starts_with("Requests(")), "{heard:#?}");
+        // `GroupStarted { cell: "<cell>", members: "<a> + <b>" }`: the same group ends.
+        let quoted: Vec<&str> = heard[*s].split('"').collect();
+        assert!(heard[*d].starts_with(&format!("GroupDone {} {} ", quoted[1], quoted[3])), "{heard:#?}");
+    }
+    let told: u64 =
+        heard.iter().filter_map(|e| e.strip_prefix("Requests(")?.strip_suffix(')')?.parse::<u64>().ok()).sum();
+    assert_eq!(told, requests, "{heard:#?}");
+    let end = heard.iter().position(|e| e == "GroupsDone").expect("the groups' end");
+    assert_eq!(end, done[groups - 1] + 1, "{heard:#?}");
+    assert!(heard[end + 1..].iter().all(|e| e.starts_with("Detail(")), "only details after the groups: {heard:#?}");
+}
+
 #[test]
 fn without_quiet_wait_nothing_is_counted_as_waiting_and_no_waited_line_is_printed() {
     let tmp = tempfile::tempdir().unwrap();
     let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
     let dir = session.dir.clone();
-    let executed = execute(&session, 0, false, &mut fake, &mut no_energy()).unwrap();
+    let executed = execute(&session, 0, &mut fake, &mut no_energy(), &Silent).unwrap();
     assert_eq!(executed.quiet_wait, std::time::Duration::ZERO);
-    assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
+    assert_eq!(finish(session, executed, None, &Silent).unwrap().code, ExitCode::Ok);
     let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
     assert_eq!(report.quiet_wait_ns, Some(0));
     let table = table_of(&report);
@@ -325,8 +370,8 @@ fn a_session_without_a_source_says_why_once_and_shows_no_energy_figures() {
     let tmp = tempfile::tempdir().unwrap();
     let (session, mut fake) = prepared_session_in_order(tmp.path(), Status::Ok, "interleaved");
     let dir = session.dir.clone();
-    let executed = execute(&session, 0, false, &mut fake, &mut no_energy()).unwrap();
-    assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
+    let executed = execute(&session, 0, &mut fake, &mut no_energy(), &Silent).unwrap();
+    assert_eq!(finish(session, executed, None, &Silent).unwrap().code, ExitCode::Ok);
     let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
     assert!(report.workers.iter().all(|w| w.energy.is_none()));
     let table = table_of(&report);
@@ -342,9 +387,9 @@ fn a_session_of_fake_workers_is_validated_analysed_and_recorded_ok() {
     let (session, mut fake) = prepared_session(tmp.path(), Status::Ok);
     assert_eq!(session.prepared.len(), 4, "two cells, two adapters");
     let dir = session.dir.clone();
-    let executed = execute(&session, 0, false, &mut fake, &mut no_energy()).unwrap();
+    let executed = execute(&session, 0, &mut fake, &mut no_energy(), &Silent).unwrap();
     assert!(executed.problems.is_empty(), "{:?}", executed.problems);
-    assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::Ok);
+    assert_eq!(finish(session, executed, None, &Silent).unwrap().code, ExitCode::Ok);
 
     let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
     assert_eq!(report.status, SessionStatus::Ok, "{:?}", report.problems);
@@ -367,8 +412,8 @@ fn a_session_whose_fake_workers_fail_is_worker_failed_with_exit_5() {
     let tmp = tempfile::tempdir().unwrap();
     let (session, mut fake) = prepared_session(tmp.path(), Status::Failed);
     let dir = session.dir.clone();
-    let executed = execute(&session, 0, false, &mut fake, &mut no_energy()).unwrap();
-    assert_eq!(finish(session, executed, &SHOW).unwrap().code, ExitCode::WorkerFailed);
+    let executed = execute(&session, 0, &mut fake, &mut no_energy(), &Silent).unwrap();
+    assert_eq!(finish(session, executed, None, &Silent).unwrap().code, ExitCode::WorkerFailed);
     let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
     assert_eq!(report.status, SessionStatus::WorkerFailed);
     assert!(
