@@ -191,7 +191,12 @@ fn session_with(
     }
     let wall = started.elapsed().as_secs_f64();
     assert!(result.status.success(), "session {name} failed: {}", String::from_utf8_lossy(&result.stderr));
-    let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+    // The output root also holds the history of its sessions (`history.sqlite`).
+    let dir = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.join("session.json").is_file())
+        .unwrap_or_else(|| panic!("session {name}: no session folder in {}", out.display()));
     ((dir, wall), String::from_utf8_lossy(&result.stdout).into_owned())
 }
 

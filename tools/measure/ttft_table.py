@@ -8,8 +8,10 @@ measured requests, and the ratio ADAPTER/REFERENCE (default controlled/stock) as
 mean over worker runs of each run's mean log ratio of paired requests (request k of ADAPTER's
 run r against request k of REFERENCE's run r), with a 95 % t-interval on the runs (df = runs - 1):
 an error that holds run-to-run effects. Needs two runs or more a side; with one it prints no
-interval. The session's own verdicts do not cover time to first token yet (issue 48 item 4);
-this is a measurement aid, not a verdict.
+interval. Below each cell, the noise of the paired log ratios at two levels (the figures the
+first-token looks' simulation is set to, `stats::simulation`): σ a pair (the pooled sd within
+runs) and the run part (the sd of the run means less what σ gives them, σ²/n). The session's own
+verdicts on time to first token are its `TTFT` rows; this is a measurement aid.
 """
 import json
 import math
@@ -46,13 +48,15 @@ def main(argv):
             continue
         med = {a: statistics.median(q["first_token_ns"] for r in by_adapter[a].values() for q in r.values()) / 1e6
                for a in (adapter, reference)}
-        run_means = []
+        run_means, within, n = [], [], 0
         for rep, xs in by_adapter[adapter].items():
             rs = by_adapter[reference].get(rep)
             if not rs:
                 continue
             logs = [math.log(xs[k]["first_token_ns"] / rs[k]["first_token_ns"]) for k in xs if k in rs]
             run_means.append(statistics.fmean(logs))
+            within.append(statistics.variance(logs) if len(logs) >= 2 else float("nan"))
+            n = len(logs)
         ratio = math.exp(statistics.fmean(run_means))
         interval = ""
         if len(run_means) >= 2:
@@ -60,6 +64,11 @@ def main(argv):
             lo, hi = math.exp(math.log(ratio) - half), math.exp(math.log(ratio) + half)
             interval = f"[{lo:.3f}, {hi:.3f}] ({len(run_means)} runs)"
         print(f"{cell:<48} {med[adapter]:>13.2f} ms {med[reference]:>9.2f} ms {ratio:>7.3f}  {interval}")
+        if len(run_means) >= 2 and n >= 2:
+            sigma2 = statistics.fmean(within)
+            run_part = max(0.0, statistics.variance(run_means) - sigma2 / n)
+            print(f"{'':<48} noise: σ {math.sqrt(sigma2):.4f} a pair, run part {math.sqrt(run_part):.4f} "
+                  f"(run means sd {statistics.stdev(run_means):.4f}, {n} pairs a run)")
 
 
 if __name__ == "__main__":

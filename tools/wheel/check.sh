@@ -27,7 +27,11 @@ timed() { # NAME COMMAND...: runs it, prints its time
 }
 
 echo "== build the wheel"
-wheel=$(timed build "$python" "$repo/tools/wheel/build.py" --out "$work/wheels" | tee /dev/stderr | grep '\.whl$')
+# Not `tee /dev/stderr`: opening it truncates a log file that stderr is redirected to (a CI log
+# lost everything written before this line that way).
+built=$(timed build "$python" "$repo/tools/wheel/build.py" --out "$work/wheels")
+printf '%s\n' "$built"
+wheel=$(grep '\.whl$' <<<"$built")
 printf 'wheel: %s, %s bytes\n' "$(basename "$wheel")" "$(stat -c %s "$wheel")"
 
 echo "== install into a new environment in $work/user"
