@@ -37,8 +37,9 @@ provisioning=$!
 tools/env/chromium.sh >target/verify-chromium.log 2>&1 &
 browser=$!
 # Everything the tests run (the benches are left to clippy's check below: compiling them, with
-# criterion optimized, is about 40 CPU-s that no test uses).
-cargo build --release --workspace --lib --bins --tests --examples
+# criterion optimized, is about 40 CPU-s that no test uses). --timings writes where the time went
+# to target/cargo-timings/.
+cargo build --release --workspace --lib --bins --tests --examples --timings
 wait "$provisioning" || { cat target/verify-provision.log >&2; exit 1; }
 wait "$browser" || { cat target/verify-chromium.log >&2; exit 1; }
 
@@ -85,8 +86,21 @@ if [ "$rest" -ne 0 ] || [ "$side_rc" -ne 0 ]; then
 fi
 
 step "the wheel, installed into a new environment outside the repository (tools/wheel/check.sh --quick)"
-# After the tests, not beside them: maturin runs Cargo on the root package alone, and should its
-# features ever differ from the workspace build's it would relink the executable the tests run.
+# maturin runs Cargo on the root package alone. crates/workspace-hack gives that build the
+# workspace build's features, so it finds every artifact current; a dependency added without
+# `cargo hakari generate` would make it recompile crates (four minutes of this suite, once) and
+# relink the executable the tests ran. This checks first, as maturin will build, and says so.
+stale=$(cargo build --release -p decode-baseline --bins --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and not m["fresh"]:
+        print(m["package_id"].split("#")[-1], m["target"]["name"])')
+if [ -n "$stale" ]; then
+  printf 'the root package built alone recompiled what the workspace build had built:\n%s\n' "$stale" >&2
+  echo 'regenerate crates/workspace-hack: cargo install cargo-hakari; cargo hakari generate' >&2
+  exit 1
+fi
 tools/wheel/check.sh --quick
 
 step_end
