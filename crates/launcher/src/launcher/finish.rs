@@ -1,6 +1,6 @@
 //! The end of a session: the analysis, every row tested once and stored with the record,
-//! `session.json` written (then the figures and the page), the exit code. What is shown of it
-//! is `show.rs`'s.
+//! `session.json` written and entered in the history, the exit code. The figures and the page
+//! are views of the record (`report::publish`); what is shown of it is `show.rs`'s.
 
 use std::path::{Path, PathBuf};
 
@@ -13,14 +13,14 @@ use decode_baseline_wire::{
 use super::{
     analysis,
     events::{Event, Observer},
-    output,
+    lease, output,
     prepare::Session,
     record::{self, Executed},
     session_dir::utc_now,
     signals::Interrupts,
     worker_job::LoadedManifest,
 };
-use crate::{energy, session::BenchRecord};
+use crate::energy;
 
 /// How a session ended: its exit code, its report when it ran (also when `session.json` could
 /// not be written: the report is whole, only its file is missing), and where it was recorded.
@@ -30,26 +30,26 @@ pub struct SessionOutcome {
     pub report: Option<SessionReport>,
     /// Set when `session.json` was written.
     pub recorded: Option<Recorded>,
+    /// The machine's lease, held until the session's views are written (`run_session`).
+    pub(super) lease: Option<lease::Lease>,
 }
 
-/// A session's folder with `session.json` written in it, and the records `bench` left beside
-/// it: with the report, everything its views are given.
+/// A session's folder with `session.json` written in it (and the records `bench` wrote
+/// beside it before the session): with the report, everything its views are given.
 #[derive(Debug)]
 pub struct Recorded {
     pub dir: PathBuf,
-    pub bench: Option<BenchRecord>,
-    pub ranks: Option<String>,
 }
 
 impl SessionOutcome {
     pub(super) fn without_report(code: ExitCode) -> Self {
-        SessionOutcome { code, report: None, recorded: None }
+        SessionOutcome { code, report: None, recorded: None, lease: None }
     }
 }
 
 /// Analyses what the workers left, tests every row (with the noise profile file `noise_profile`
-/// names, else the host's), writes `session.json` (then the plots and the page) and returns the
-/// session's exit code with its report; what it has to say goes to `observer`.
+/// names, else the host's), writes `session.json` and returns the session's exit code with its
+/// report; what it has to say goes to `observer`.
 pub(super) fn finish(
     session: Session,
     executed: Executed,
@@ -107,27 +107,13 @@ pub(super) fn finish(
             report.status,
             session_dir.display()
         )));
-        return Ok(SessionOutcome { code: ExitCode::OutputFailed, report: Some(report), recorded: None });
+        return Ok(SessionOutcome { code: ExitCode::OutputFailed, report: Some(report), recorded: None, lease });
     }
     if let Err(why) = crate::history::record_finished(&session_dir, &report) {
         observer.on(Event::Warning(why));
     }
-    if let Err(err) = crate::plot::write_session_plots(&report, &session_dir) {
-        observer.on(Event::Warning(format!("plots not written: {:#}", anyhow::Error::from(err))));
-    }
-    let view = crate::report::SessionView::without_records(&report, &session_dir, None, true);
-    let view = view.clone().with_records().unwrap_or_else(|err| {
-        observer.on(Event::Warning(format!("{err:#}: the page and the table leave it out")));
-        view
-    });
-    if let Err(err) = crate::report::write_page(&view) {
-        observer
-            .on(Event::Warning(format!("{} not written: {err:#}", session_dir.join(crate::report::PAGE).display())));
-    }
-    let (bench, ranks) = (view.bench.clone(), view.ranks.clone());
-    drop(lease);
-    let recorded = Recorded { dir: session_dir, bench, ranks };
-    Ok(SessionOutcome { code: status.exit_code(), report: Some(report), recorded: Some(recorded) })
+    let recorded = Recorded { dir: session_dir };
+    Ok(SessionOutcome { code: status.exit_code(), report: Some(report), recorded: Some(recorded), lease })
 }
 
 /// The pinned files of every case of `cells`, from the manifest the session loaded.

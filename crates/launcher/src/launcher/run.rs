@@ -7,6 +7,7 @@ use decode_baseline_wire::ExitCode;
 
 use super::{
     display::Display,
+    events::{Event, Observer},
     execute::Processes,
     finish::{finish, SessionOutcome},
     groups::execute,
@@ -26,8 +27,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// Runs a session: prepare (manifest, schedule, folders, worker jobs) → execute (each group
 /// of workers) → finish (analysis, `session.json`) as `options` say, its progress drawn on stderr
-/// as it goes, then the table, the JSON or nothing as `shown` says; returns the exit code with
-/// the report.
+/// as it goes; then writes its figures and page (`report::publish`) and prints the table, the
+/// JSON or nothing as `shown` says; returns the exit code with the report.
 pub fn run_session(
     resolved: session_job::ResolvedJob,
     options: &SessionOptions,
@@ -43,8 +44,17 @@ pub fn run_session(
         return Ok(SessionOutcome::without_report(ExitCode::Ok));
     }
     let executed = execute(&session, options.quiet_wait, &mut Processes, &mut meter, &display)?;
-    let outcome = finish(session, executed, options.noise_profile.as_deref(), &display)?;
-    show(&outcome, shown)?;
+    let mut outcome = finish(session, executed, options.noise_profile.as_deref(), &display)?;
+    if let (Some(report), Some(recorded)) = (&outcome.report, &outcome.recorded) {
+        let (view, warnings) = crate::report::publish(report, &recorded.dir);
+        for warning in warnings {
+            display.on(Event::Warning(warning));
+        }
+        show(report, &view, shown)?;
+    }
+    // Held while the figures and the page were drawn: a session waiting for this machine
+    // starts on a quiet one.
+    drop(outcome.lease.take());
     Ok(outcome)
 }
 

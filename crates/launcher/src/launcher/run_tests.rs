@@ -249,6 +249,8 @@ fn an_interleaved_session_with_the_fake_source_records_energy_and_marks_it_fake(
     let executed = execute(&session, 0, &mut fake, &mut meter, &Silent).unwrap();
     assert_eq!(finish(session, executed, None, &Silent).unwrap().code, ExitCode::Ok);
     let report: SessionReport = serde_json::from_slice(&std::fs::read(dir.join("session.json")).unwrap()).unwrap();
+    let (_, warnings) = crate::report::publish(&report, &dir);
+    assert!(warnings.is_empty(), "{warnings:?}");
     let record = report.energy.as_ref().expect("an energy record");
     assert_eq!(record.fake.as_deref(), Some(spec));
     assert_eq!(record.idle.len(), 2, "one idle reading per interleaved group");
@@ -395,7 +397,7 @@ fn a_session_of_fake_workers_is_validated_analysed_and_recorded_ok() {
     assert_eq!(report.status, SessionStatus::Ok, "{:?}", report.problems);
     assert_eq!(report.workers.len(), 4);
     assert!(report.workers.iter().all(|w| w.validation_errors.is_empty() && w.exit_code == Some(0)));
-    let analysis = report.analysis.expect("an analysis");
+    let analysis = report.analysis.as_ref().expect("an analysis");
     let headline = analysis.cells.iter().find(|c| c.cell == "tiny-qwen3.tiny-qwen3-L16.headline").expect("headline");
     // Both fake adapters take 500 ns a step: the medians are 500 ns and the ratio is 1.
     for adapter in [Adapter::Controlled, Adapter::Stock] {
@@ -404,6 +406,10 @@ fn a_session_of_fake_workers_is_validated_analysed_and_recorded_ok() {
     let (_, ratio) = headline.ratio_to_reference(&Adapter::Controlled).expect("controlled against stock");
     assert!((ratio.ratio - 1.0).abs() < 1e-12, "{ratio:?}");
     assert!(ratio.ci.lower <= 1.0 && 1.0 <= ratio.ci.upper, "{ratio:?}");
+    // The engine writes the record; the page and the figures are views of it, published after.
+    assert!(!dir.join(crate::report::PAGE).exists());
+    let (_, warnings) = crate::report::publish(&report, &dir);
+    assert!(warnings.is_empty(), "{warnings:?}");
     assert!(dir.join(crate::report::PAGE).is_file());
 }
 

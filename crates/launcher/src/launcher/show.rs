@@ -3,7 +3,6 @@
 
 use decode_baseline_wire::session::SessionReport;
 
-use super::finish::SessionOutcome;
 use crate::{export::Exporter, report::SessionView};
 
 /// How a session is shown while it runs and when it ends.
@@ -25,29 +24,21 @@ impl Show {
     }
 }
 
-/// Prints the end of `outcome` as `show` says; a session without a record (it did not run, or
-/// `session.json` could not be written) shows nothing but its problems.
-pub(super) fn show(outcome: &SessionOutcome, show: &Show) -> anyhow::Result<()> {
-    let Some(report) = &outcome.report else { return Ok(()) };
-    let Some(recorded) = &outcome.recorded else { return Ok(()) };
+/// Prints the end of a recorded session, `view` of `report`, as `show` says.
+pub(super) fn show(report: &SessionReport, view: &SessionView, show: &Show) -> anyhow::Result<()> {
     if show.quiet {
         print_problems(report);
         return Ok(());
     }
-    let view = SessionView {
-        bench: recorded.bench.clone(),
-        ranks: recorded.ranks.clone(),
-        ..SessionView::without_records(report, &recorded.dir, None, true)
-    };
     let exporter: &dyn Exporter<_> = match (show.json, show.verbose) {
         (true, _) => &crate::report::Json,
         (false, true) => &crate::report::Table,
         (false, false) => &crate::report::Summary,
     };
-    print!("{}", exporter.export(&view)?);
+    print!("{}", exporter.export(view)?);
     if !show.json {
         print_problems(report);
-        println!("session: {:?}, report: {}", report.status, recorded.dir.join("session.json").display());
+        println!("session: {:?}, report: {}", report.status, view.dir.join("session.json").display());
     }
     Ok(())
 }
