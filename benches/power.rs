@@ -26,7 +26,8 @@
 //! yardstick's spin is calibrated so that its realized effect is the stated percentage (see
 //! `calibrate_spin`: a busy wait of `s` µs lengthens a step by about 2.5 `s` on one CPU and by
 //! less than `s` on two); `--nominal-spin` spins `pct` of the calibration median instead, as
-//! the other modes do.
+//! the other modes do; `--spin-us US` spins `US` and runs no trial (a spin an earlier series
+//! measured: one trial session's estimate is about a point off, §39 of the findings).
 //!
 //! With `--hog`, per order: one session as it is, then one with a CPU hog (one spinning `sh`
 //! per CPU) started half-way through it; prints each session's controlled/stock ratio with its
@@ -73,6 +74,7 @@ struct Options {
     until_decided: Option<String>,
     aa: bool,
     nominal_spin: bool,
+    spin_us: Option<u32>,
 }
 
 fn options() -> Options {
@@ -88,6 +90,7 @@ fn options() -> Options {
         until_decided: None,
         aa: true,
         nominal_spin: false,
+        spin_us: None,
     };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = args.next() {
@@ -104,9 +107,10 @@ fn options() -> Options {
             "--until-decided" => o.until_decided = Some(value()),
             "--no-aa" => o.aa = false,
             "--nominal-spin" => o.nominal_spin = true,
+            "--spin-us" => o.spin_us = Some(value().parse().expect("--spin-us: a whole number of microseconds")),
             other => panic!(
                 "unknown argument {other:?}; expected --cell NAME, --pairs N, --slowdown-pct P, --orders a,b, --hog, --yardstick, \
-                 --repetitions R, --cpus LIST, --until-decided BUDGET, --no-aa, --nominal-spin"
+                 --repetitions R, --cpus LIST, --until-decided BUDGET, --no-aa, --nominal-spin, --spin-us US"
             ),
         }
     }
@@ -250,7 +254,9 @@ fn yardstick(o: &Options, root: &Path) {
         run_flags,
     };
     let run = |name: &str, slowdown_us| session_with(root, "interleaved", name, slowdown_us, None, &lineup);
-    let (slowdown_us, spin_trials) = if o.nominal_spin {
+    let (slowdown_us, spin_trials) = if let Some(us) = o.spin_us {
+        (us, vec![])
+    } else if o.nominal_spin {
         let ((calibration, _), _) = run("yardstick-calibration", 0);
         (nominal_spin_us(adapter_median_ns(&calibration, "controlled"), o.slowdown_pct), vec![])
     } else {
