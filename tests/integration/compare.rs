@@ -1895,7 +1895,7 @@ fn calibrate_from_sessions_writes_a_profile_that_compare_uses() {
     other.placement = Some(("all", Some("0-1")));
     let other = other.write(tmp.path());
     let unused = compare(&[&other, &"--noise-profile", &profile, &"--format", &"json"]);
-    assert!(unused.stderr.contains("no entry for its design"), "{}", unused.stderr);
+    assert!(unused.stderr.contains("no entry for its design (placement 0-1, the profile's "), "{}", unused.stderr);
     let decision = &json_of(&unused)["rows"][0]["outcome"]["decision"];
     assert_eq!(decision["error"], "own");
     // Without it, the one-run row is shown equivalent by its own error and gets no verdict.

@@ -226,11 +226,7 @@ pub fn resolve(
             [design] if file.designs.iter().any(|e| &e.design == design) => {
                 designs.insert(cell.clone(), design.clone());
             }
-            [design] => unmatched.push(format!(
-                "{cell}: no entry for its design ({}, placement {})",
-                design.order.as_str(),
-                design.placement
-            )),
+            [design] => unmatched.push(format!("{cell}: {}", why_unmatched(&file, design))),
             _ => unmatched.push(format!("{cell}: the sessions' designs differ")),
         }
     }
@@ -243,6 +239,42 @@ pub fn resolve(
     });
     let profiles = (!designs.is_empty()).then_some(Profiles { path, file, designs });
     Ok((profiles, note))
+}
+
+/// Why no entry of `file` is for `design`, in words: what differs between the design and its
+/// cell's closest entry (host, device, libmlx, order, placement: a host whose CPU count changed
+/// is another host), or that the file has no entry of its cell.
+fn why_unmatched(file: &NoiseProfileFile, design: &Design) -> String {
+    let differences = |entry: &Design| -> Vec<String> {
+        [
+            ("host", &entry.host, &design.host),
+            ("device", &entry.device, &design.device),
+            ("libmlx", &entry.libmlx_sha256, &design.libmlx_sha256),
+            ("placement", &entry.placement, &design.placement),
+        ]
+        .into_iter()
+        .filter(|(_, theirs, ours)| theirs != ours)
+        .map(|(what, theirs, ours)| format!("{what} {ours}, the profile's {theirs}"))
+        .chain(
+            (entry.order != design.order)
+                .then(|| format!("order {}, the profile's {}", design.order.as_str(), entry.order.as_str())),
+        )
+        .collect()
+    };
+    let closest = file
+        .designs
+        .iter()
+        .filter(|e| e.design.cell == design.cell)
+        .map(|e| differences(&e.design))
+        .min_by_key(Vec::len);
+    match closest {
+        Some(differs) => format!("no entry for its design ({})", differs.join("; ")),
+        None => format!(
+            "no entry for its design (none for this cell; its order {}, placement {})",
+            design.order.as_str(),
+            design.placement
+        ),
+    }
 }
 
 /// [`resolve`] for the cells of `session`, and what it has to say: the note of a cell without a
@@ -374,6 +406,27 @@ mod tests {
 
     fn sized_var(fit: &TwoLevelFit, runs: usize, units: f64) -> f64 {
         crate::stats::profile_of(&[(fit, runs, units)], "x").sd.powi(2)
+    }
+
+    /// A session that finds no entry is told what differs from the closest one: a host whose
+    /// CPU count changed (the launcher counts the CPUs it may use) is another host.
+    #[test]
+    fn a_design_without_an_entry_is_told_what_differs_from_the_closest() {
+        let file = profiles(vec![entry("0", CS, 2, 0.01, 0.0), entry("0-1", CS, 2, 0.01, 0.0)]).file;
+        let one_cpu = Design { host: "box (linux x86_64, 1 CPUs, AMD EPYC)".into(), ..design("0") };
+        assert_eq!(
+            why_unmatched(&file, &one_cpu),
+            "no entry for its design (host box (linux x86_64, 1 CPUs, AMD EPYC), the profile's box (linux x86_64, \
+             2 CPUs, AMD EPYC))"
+        );
+        let alternate = Design { order: decode_baseline_wire::session::WorkerOrder::Alternate, ..design("1") };
+        let said = why_unmatched(&file, &alternate);
+        assert!(
+            said.contains("placement 1, the profile's 0") && said.contains("order alternate, the profile's"),
+            "{said}"
+        );
+        let elsewhere = Design { cell: "other".into(), ..design("0") };
+        assert!(why_unmatched(&file, &elsewhere).contains("none for this cell"));
     }
 
     #[test]
