@@ -43,7 +43,24 @@ cargo build --release --workspace --lib --bins --tests --examples --timings
 wait "$provisioning" || { cat target/verify-provision.log >&2; exit 1; }
 wait "$browser" || { cat target/verify-chromium.log >&2; exit 1; }
 
-step "tests, and the lints beside them"
+# maturin runs Cargo on the root package alone. crates/workspace-hack gives that build the
+# workspace build's features, so it finds every artifact current; a dependency added without
+# `cargo hakari generate` would make it recompile crates (four minutes of this suite, once) and
+# relink the executable the tests are about to run. This checks now, as maturin will build, before
+# any test starts, and says so.
+stale=$(cargo build --release -p decode-baseline --bins --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and not m["fresh"]:
+        print(m["package_id"].split("#")[-1], m["target"]["name"])')
+if [ -n "$stale" ]; then
+  printf 'the root package built alone recompiled what the workspace build had built:\n%s\n' "$stale" >&2
+  echo 'regenerate crates/workspace-hack: cargo install cargo-hakari; cargo hakari generate' >&2
+  exit 1
+fi
+
+step "tests, and the wheel and the lints beside them"
 # The controlled loop's test executables, from the build above (asking Cargo to build them alone
 # would resolve features for that package alone and rebuild half the workspace).
 controlled_tests=$(cargo test --release --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
@@ -65,6 +82,8 @@ side_lane() {
   step "decode-baseline-controlled tests"
   (cd crates/controlled && for exe in $controlled_tests; do echo "     Running $exe"; "$exe" || exit 1; done) \
     || { echo "decode-baseline-controlled's tests failed"; return 1; }
+  step "the wheel, installed into a new environment outside the repository (tools/wheel/check.sh --quick)"
+  tools/wheel/check.sh --quick || return 1
   step "lints (clippy, warnings are errors)"
   cargo clippy --release --workspace --all-targets -- -D warnings || return 1
   step "without MLX (the launcher, guard and compare: clippy, warnings are errors)"
@@ -78,30 +97,13 @@ rest=0
 cargo test --release --workspace --exclude decode-baseline-controlled || rest=$?
 side_rc=0
 wait "$side" || side_rc=$?
-printf '\n-- decode-baseline-controlled tests, then the lints (run beside the tests above):\n'
+printf '\n-- decode-baseline-controlled tests, the wheel, then the lints (run beside the tests above):\n'
 cat "$side_log"
 if [ "$rest" -ne 0 ] || [ "$side_rc" -ne 0 ]; then
-  echo "failed (workspace tests exit $rest; controlled tests and lints exit $side_rc)" >&2
+  echo "failed (workspace tests exit $rest; controlled tests, the wheel and the lints exit $side_rc)" >&2
   exit 1
 fi
 
-step "the wheel, installed into a new environment outside the repository (tools/wheel/check.sh --quick)"
-# maturin runs Cargo on the root package alone. crates/workspace-hack gives that build the
-# workspace build's features, so it finds every artifact current; a dependency added without
-# `cargo hakari generate` would make it recompile crates (four minutes of this suite, once) and
-# relink the executable the tests ran. This checks first, as maturin will build, and says so.
-stale=$(cargo build --release -p decode-baseline --bins --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and not m["fresh"]:
-        print(m["package_id"].split("#")[-1], m["target"]["name"])')
-if [ -n "$stale" ]; then
-  printf 'the root package built alone recompiled what the workspace build had built:\n%s\n' "$stale" >&2
-  echo 'regenerate crates/workspace-hack: cargo install cargo-hakari; cargo hakari generate' >&2
-  exit 1
-fi
-tools/wheel/check.sh --quick
 
 step_end
 printf '\nVERIFIED in %d s\n' $((SECONDS - started))

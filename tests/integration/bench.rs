@@ -17,6 +17,11 @@ fn digest(path: &Path) -> Sha256Digest {
     decode_baseline_pins::file_digest::of_file(path).unwrap()
 }
 
+/// Two runs a side of four requests each (one warm-up, three measured): the fewest that still
+/// give a verdict its run-to-run error, for tests of what `bench` lays out rather than of what
+/// it measures (the frozen policy's 3 × 11 requests took most of these tests' minute).
+const SHORT: [&str; 6] = ["-r", "2", "--warmup-requests", "1", "--measured-requests", "3"];
+
 /// `bench ARGS` with its own lease and output root below `scratch`.
 fn bench(scratch: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(binary());
@@ -152,7 +157,7 @@ fn bench_on_a_fixture_folder_runs_a_session_on_its_own_manifest_and_writes_the_p
     let model = repo_root().join("fixtures/tiny-qwen3");
     let out = bench(
         scratch.path(),
-        &[model.to_str().unwrap(), "-p", "16", "-d", "64", "-m", "headline,fixed_continuation"],
+        &[&[model.to_str().unwrap(), "-p", "16", "-d", "64", "-m", "headline,fixed_continuation"][..], &SHORT].concat(),
         &[],
     );
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
@@ -226,7 +231,11 @@ fn bench_on_a_repo_id_resolves_it_from_the_hf_cache_and_pins_the_snapshot() {
     assert!(err.contains("_download('test-org/absent', revision='main')"), "{err}");
     assert!(!scratch.path().join("out").exists(), "nothing is created for a model that is not there");
 
-    let out = bench(scratch.path(), &["test-org/tiny-qwen3", "-p", "16", "-m", "headline"], &[("HF_HOME", &hf_home)]);
+    let out = bench(
+        scratch.path(),
+        &[&["test-org/tiny-qwen3", "-p", "16", "-m", "headline"][..], &SHORT].concat(),
+        &[("HF_HOME", &hf_home)],
+    );
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("tokens/s"));
     let dir = session_dir(scratch.path());
@@ -257,7 +266,8 @@ fn bench_on_an_architecture_the_controlled_loop_lacks_runs_stock_only_with_the_r
     let made = run(Command::new(&python).arg(repo_root().join("tests/data/make_gpt2_tiny.py")).arg(&model));
     assert!(made.status.success(), "{}", stderr(&made));
     let before = digest(&repo_root().join("workloads.json"));
-    let out = bench(scratch.path(), &[model.to_str().unwrap(), "-p", "16", "-m", "headline"], &[]);
+    let out =
+        bench(scratch.path(), &[&[model.to_str().unwrap(), "-p", "16", "-m", "headline"][..], &SHORT].concat(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
     let note = text
@@ -285,8 +295,7 @@ fn bench_with_ranks_sets_one_process_beside_the_group_on_stdout_and_the_page() {
     let scratch = tempfile::tempdir().unwrap();
     let model = repo_root().join("fixtures/tiny-qwen3");
     let args = [model.to_str().unwrap(), "-p", "16", "-m", "fixed_continuation", "--ranks", "2"];
-    let out =
-        bench(scratch.path(), &[&args[..], &["--warmup-requests", "1", "--measured-requests", "3"]].concat(), &[]);
+    let out = bench(scratch.path(), &[&args[..], &SHORT].concat(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("by ranks (1 process against 2 ranks over ring):"), "{text}");
