@@ -5,8 +5,8 @@
 # Prints each step's time and VERIFIED at the end; any failure stops it with a non-zero exit.
 #
 # One build serves the tests; the controlled loop's tests (the long bit-identity ones, against
-# mlx_lm in a Python subprocess) and after them the lints run beside the rest of the workspace's
-# tests, which spend much of their time waiting on workers; the MLX-free build is checked by
+# mlx_lm in a Python subprocess), the wheel's check and the lints run beside the rest of the
+# workspace's tests, the two lanes about as long; the MLX-free build is checked by
 # clippy on clippy's own artifacts instead of being built a second time in a target folder of
 # its own.
 set -euo pipefail
@@ -71,9 +71,10 @@ for line in sys.stdin:
             and m["package_id"].split("#")[0].endswith("crates/controlled"):
         print(m["executable"])')
 [ -n "$controlled_tests" ] || { echo "no test executable of decode-baseline-controlled found" >&2; exit 1; }
-# Two lanes on the machine's cores. The rest of the workspace's tests spend much of their time
-# waiting on workers; beside them run the controlled loop's tests (the long bit-identity ones,
-# against mlx_lm in a Python subprocess) and then the lints, which check on clippy's own
+# Two lanes on the machine's cores, which end within seconds of each other (338 s each, fresh,
+# 2026-12-06). The rest of the workspace's tests; beside them the controlled loop's tests (the
+# long bit-identity ones, against mlx_lm in a Python subprocess), the wheel installed into a new
+# environment (with its own lease and folder), then the lints, which check on clippy's own
 # artifacts and need no lock the running tests hold.
 side_log=target/verify-side-lane.log
 # Runs in a subshell: its steps are timed on their own, the main lane's step is left alone.
@@ -103,7 +104,6 @@ if [ "$rest" -ne 0 ] || [ "$side_rc" -ne 0 ]; then
   echo "failed (workspace tests exit $rest; controlled tests, the wheel and the lints exit $side_rc)" >&2
   exit 1
 fi
-
 
 step_end
 printf '\nVERIFIED in %d s\n' $((SECONDS - started))
