@@ -247,18 +247,15 @@ pub fn resolve(
 fn why_unmatched(file: &NoiseProfileFile, design: &Design) -> String {
     let differences = |entry: &Design| -> Vec<String> {
         [
-            ("host", &entry.host, &design.host),
+            ("host", entry.host.as_str(), design.host.as_str()),
             ("device", &entry.device, &design.device),
             ("libmlx", &entry.libmlx_sha256, &design.libmlx_sha256),
             ("placement", &entry.placement, &design.placement),
+            ("order", entry.order.as_str(), design.order.as_str()),
         ]
         .into_iter()
         .filter(|(_, theirs, ours)| theirs != ours)
         .map(|(what, theirs, ours)| format!("{what} {ours}, the profile's {theirs}"))
-        .chain(
-            (entry.order != design.order)
-                .then(|| format!("order {}, the profile's {}", design.order.as_str(), entry.order.as_str())),
-        )
         .collect()
     };
     let closest = file
