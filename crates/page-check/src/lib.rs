@@ -7,20 +7,19 @@
 //! The browser is found, never downloaded: `DECODE_BASELINE_CHROMIUM`, else `chromium` (Debian's
 //! package, which `./verify.sh` installs where it is missing) or Chrome on `PATH`.
 
+mod devtools;
+
 use std::{
-    ffi::OsStr,
+    cell::RefCell,
     path::{Path, PathBuf},
-    sync::{Arc, Mutex},
-    time::Duration,
 };
 
 use anyhow::{anyhow, bail, Context as _};
 use base64::Engine as _;
-use headless_chrome::{
-    protocol::cdp::{Emulation, Page, Runtime},
-    Browser as Chrome, LaunchOptions,
-};
 use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::devtools::DevTools;
 
 /// The environment variable naming the browser to use.
 pub const CHROMIUM_ENV: &str = "DECODE_BASELINE_CHROMIUM";
@@ -209,109 +208,133 @@ pub fn chromium_path() -> anyhow::Result<PathBuf> {
 
 /// A headless Chromium with a profile of its own, for as long as it lives.
 pub struct Browser {
-    chrome: Chrome,
+    // Dropped first: the browser ends before its profile is removed.
+    devtools: RefCell<DevTools>,
     _profile: tempfile::TempDir,
 }
 
+/// The switches the browser starts with: headless, no network of its own (no background
+/// connections, no component updates, no reports), no first-run pages, no GPU.
+const SWITCHES: [&str; 16] = [
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--metrics-recording-only",
+    "--password-store=basic",
+    "--hide-scrollbars",
+    // The test runs as root on CI machines, where Chromium's sandbox cannot start.
+    "--no-sandbox",
+];
+
 impl Browser {
-    /// Starts the browser found by [`chromium_path`], headless, with no network of its own
-    /// (no background connections, no component or safe-browsing updates) and a new profile.
+    /// Starts the browser found by [`chromium_path`], headless, with no network of its own and a
+    /// new profile, driven over a pipe ([`devtools`]).
     pub fn launch() -> anyhow::Result<Self> {
         let path = chromium_path()?;
         let profile = tempfile::Builder::new().prefix("decode-baseline-chromium.").tempdir()?;
-        let args: Vec<&OsStr> = [
-            "--disable-gpu",
-            "--disable-quic",
-            "--disable-component-update",
-            "--disable-domain-reliability",
-            "--hide-scrollbars",
-        ]
-        .iter()
-        .map(OsStr::new)
-        .collect();
-        let options = LaunchOptions {
-            headless: true,
-            // The test runs as root on CI machines, where Chromium's sandbox cannot start.
-            sandbox: false,
-            path: Some(path.clone()),
-            user_data_dir: Some(profile.path().to_owned()),
-            args,
-            idle_browser_timeout: Duration::from_secs(120),
-            ..LaunchOptions::default()
-        };
-        let chrome = Chrome::new(options).with_context(|| format!("failed to start {}", path.display()))?;
-        Ok(Browser { chrome, _profile: profile })
+        let mut args: Vec<String> = SWITCHES.iter().map(|s| (*s).to_owned()).collect();
+        args.push(format!("--user-data-dir={}", profile.path().display()));
+        args.push("about:blank".to_owned());
+        let devtools = DevTools::launch(&path, &args, &profile.path().join("browser.log"))?;
+        Ok(Browser { devtools: RefCell::new(devtools), _profile: profile })
     }
 
     /// The browser's name and version (`Chrome/148.0.7778.167`: headless Chromium says Chrome).
     pub fn version(&self) -> anyhow::Result<String> {
-        Ok(self.chrome.get_version()?.product)
+        let version = self.devtools.borrow_mut().call(None, "Browser.getVersion", json!({}))?;
+        Ok(version["product"].as_str().unwrap_or_default().to_owned())
     }
 
     /// Opens `page` at `viewport`, measures it and writes a PNG of its first three screens to
     /// `screenshot`.
     pub fn render(&self, page: &Path, viewport: Viewport, screenshot: &Path) -> anyhow::Result<Rendering> {
         let page = page.canonicalize().with_context(|| format!("no page at {}", page.display()))?;
-        let tab = self.chrome.new_tab()?;
-        let errors = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&errors);
-        tab.enable_log()?;
-        tab.enable_runtime()?;
-        tab.add_event_listener(Arc::new(move |event: &headless_chrome::protocol::cdp::types::Event| {
-            use headless_chrome::protocol::cdp::{types::Event, Log::LogEntryLevel};
-            let message = match event {
-                Event::LogEntryAdded(e) if e.params.entry.level == LogEntryLevel::Error => {
-                    Some(e.params.entry.text.clone())
-                }
-                Event::RuntimeExceptionThrown(e) => Some(e.params.exception_details.text.clone()),
-                Event::RuntimeConsoleAPICalled(e)
-                    if e.params.Type == Runtime::ConsoleAPICalledEventTypeOption::Error =>
-                {
-                    Some(format!("{:?}", e.params.args.iter().map(|a| a.value.clone()).collect::<Vec<_>>()))
-                }
-                _ => None,
-            };
-            if let Some(message) = message {
-                sink.lock().unwrap_or_else(|p| p.into_inner()).push(message);
-            }
-        }))?;
-        tab.call_method(Emulation::SetDeviceMetricsOverride {
-            width: viewport.width,
-            height: viewport.height,
-            device_scale_factor: 1.0,
-            mobile: viewport.mobile,
-            scale: None,
-            screen_width: None,
-            screen_height: None,
-            position_x: None,
-            position_y: None,
-            dont_set_visible_size: None,
-            screen_orientation: None,
-            viewport: None,
-            display_feature: None,
-            device_posture: None,
-        })?;
+        let devtools = &mut *self.devtools.borrow_mut();
+        let target = devtools.call(None, "Target.createTarget", json!({ "url": "about:blank" }))?;
+        let target = target["targetId"].as_str().context("Target.createTarget returned no targetId")?.to_owned();
+        let attached = devtools.call(None, "Target.attachToTarget", json!({ "targetId": target, "flatten": true }))?;
+        let session = attached["sessionId"].as_str().context("Target.attachToTarget returned no sessionId")?;
+        let tab = Some(session);
+        for domain in ["Page", "Runtime", "Log"] {
+            devtools.call(tab, &format!("{domain}.enable"), json!({}))?;
+        }
+        // The load of the page asked for, told from any other by its loader.
+        devtools.call(tab, "Page.setLifecycleEventsEnabled", json!({ "enabled": true }))?;
+        devtools.call(
+            tab,
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": viewport.width, "height": viewport.height, "deviceScaleFactor": 1, "mobile": viewport.mobile }),
+        )?;
         let url = format!("file://{}", page.display());
-        tab.navigate_to(&url)?.wait_until_navigated()?;
-        let measured = tab.evaluate(MEASURE, false)?;
-        let json = measured.value.and_then(|v| v.as_str().map(str::to_owned)).ok_or_else(|| {
-            anyhow!("the page's measurement returned no JSON: {}", measured.description.unwrap_or_default())
-        })?;
-        let layout: Layout = serde_json::from_str(&json).with_context(|| format!("the page's measurement: {json}"))?;
+        let navigated = devtools.call(tab, "Page.navigate", json!({ "url": url }))?;
+        if let Some(error) = navigated["errorText"].as_str() {
+            bail!("the browser could not open {url}: {error}");
+        }
+        let loader = navigated["loaderId"].as_str().context("Page.navigate returned no loaderId")?.to_owned();
+        devtools.wait_for_event(session, "Page.lifecycleEvent", |e| e["name"] == "load" && e["loaderId"] == loader)?;
+        let measured = devtools.call(
+            tab,
+            "Runtime.evaluate",
+            json!({ "expression": MEASURE, "returnByValue": true, "awaitPromise": false }),
+        )?;
+        let json = measured["result"]["value"]
+            .as_str()
+            .ok_or_else(|| anyhow!("the page's measurement returned no JSON: {}", measured["exceptionDetails"]))?;
+        let layout: Layout = serde_json::from_str(json).with_context(|| format!("the page's measurement: {json}"))?;
         let height = layout.document_height.min(FIRST_FIGURE_SCREENS * f64::from(viewport.height));
-        let png = tab.call_method(Page::CaptureScreenshot {
-            format: Some(Page::CaptureScreenshotFormatOption::Png),
-            quality: None,
-            clip: Some(Page::Viewport { x: 0.0, y: 0.0, width: f64::from(viewport.width), height, scale: 1.0 }),
-            from_surface: Some(true),
-            capture_beyond_viewport: Some(true),
-            optimize_for_speed: None,
-        })?;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(&png.data).context("the screenshot's base64")?;
+        let png = devtools.call(
+            tab,
+            "Page.captureScreenshot",
+            json!({
+                "format": "png",
+                "clip": { "x": 0, "y": 0, "width": viewport.width, "height": height, "scale": 1 },
+                "fromSurface": true,
+                "captureBeyondViewport": true,
+            }),
+        )?;
+        let data = png["data"].as_str().context("Page.captureScreenshot returned no data")?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(data).context("the screenshot's base64")?;
         std::fs::write(screenshot, bytes).with_context(|| format!("failed to write {}", screenshot.display()))?;
-        tab.close(false)?;
-        let console_errors = errors.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let console_errors =
+            devtools.take_events(session).iter().filter_map(|(method, params)| console_error(method, params)).collect();
+        devtools.call(None, "Target.closeTarget", json!({ "targetId": target }))?;
         Ok(Rendering { viewport, layout, console_errors, screenshot: screenshot.to_owned() })
+    }
+}
+
+/// The words of an event that reports an error on the page: an error logged by the browser, an
+/// uncaught exception, or `console.error`.
+fn console_error(method: &str, params: &Value) -> Option<String> {
+    match method {
+        "Log.entryAdded" if params["entry"]["level"] == "error" => params["entry"]["text"].as_str().map(str::to_owned),
+        "Runtime.exceptionThrown" => {
+            let details = &params["exceptionDetails"];
+            let text = details["text"].as_str().unwrap_or("exception");
+            // The description is the error and its stack, a line a frame: one line here.
+            Some(match details["exception"]["description"].as_str() {
+                Some(description) => format!("{text} {}", description.split_whitespace().collect::<Vec<_>>().join(" ")),
+                None => text.to_owned(),
+            })
+        }
+        "Runtime.consoleAPICalled" if params["type"] == "error" => {
+            let args: Vec<String> = params["args"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| a["value"].as_str().map_or_else(|| a["value"].to_string(), str::to_owned))
+                .collect();
+            Some(args.join(" "))
+        }
+        _ => None,
     }
 }
 
@@ -357,6 +380,24 @@ mod tests {
         let mut noisy = rendering(good());
         noisy.console_errors.push("Uncaught ReferenceError".into());
         assert_eq!(noisy.problems(), vec!["console error: Uncaught ReferenceError".to_owned()]);
+    }
+
+    #[test]
+    fn errors_logged_thrown_or_printed_to_the_console_are_collected_and_nothing_else() {
+        let logged = json!({ "entry": { "level": "error", "text": "Failed to load resource" } });
+        assert_eq!(console_error("Log.entryAdded", &logged).as_deref(), Some("Failed to load resource"));
+        let warning = json!({ "entry": { "level": "warning", "text": "deprecated" } });
+        assert_eq!(console_error("Log.entryAdded", &warning), None);
+        let thrown = json!({ "exceptionDetails": { "text": "Uncaught", "exception": { "description": "ReferenceError: x is not defined\n    at file:///p/index.html:9:41" } } });
+        assert_eq!(
+            console_error("Runtime.exceptionThrown", &thrown).as_deref(),
+            Some("Uncaught ReferenceError: x is not defined at file:///p/index.html:9:41")
+        );
+        let printed = json!({ "type": "error", "args": [{ "value": "bad row" }, { "value": 3 }] });
+        assert_eq!(console_error("Runtime.consoleAPICalled", &printed).as_deref(), Some("bad row 3"));
+        let info = json!({ "type": "log", "args": [{ "value": "hello" }] });
+        assert_eq!(console_error("Runtime.consoleAPICalled", &info), None);
+        assert_eq!(console_error("Page.loadEventFired", &json!({})), None);
     }
 
     #[test]
