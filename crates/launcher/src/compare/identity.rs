@@ -279,3 +279,78 @@ fn models(a: &SessionReport, b: &SessionReport, cases: &BTreeSet<String>) -> Vec
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recorded session of both adapters on one libmlx and one lock, and its other adapter
+    /// (the one that is not the reference).
+    fn recorded() -> (SessionReport, Adapter) {
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let session = crate::session::load_session(&path).unwrap().report;
+        let other = session.job.adapters.iter().find(|a| **a != session.reference).unwrap().clone();
+        (session, other)
+    }
+
+    /// `session` with `edit` applied to the identities of `adapter`'s reports, the first `count`
+    /// of them in the session's order.
+    fn edited(
+        mut session: SessionReport,
+        adapter: &Adapter,
+        count: usize,
+        edit: impl Fn(&mut Identity),
+    ) -> SessionReport {
+        let identities = session
+            .workers
+            .iter_mut()
+            .filter(|w| w.adapter == *adapter)
+            .filter_map(|w| w.report.as_mut()?.identity.as_mut());
+        identities.take(count).for_each(edit);
+        session
+    }
+
+    #[test]
+    fn within_a_session_every_adapter_runs_on_the_references_libmlx_unless_its_lock_sets_it_apart() {
+        let (session, other) = recorded();
+        let runs = session.workers.iter().filter(|w| w.adapter == other).count();
+        assert!(runs >= 2, "the recorded session has {runs} runs of {other}");
+        assert_eq!(within(&session), vec![]);
+        let reference = joined(set_of(&session, Some(&session.reference), |i| i.libmlx_sha256.to_hex()));
+        let another = Sha256Digest::of_bytes(b"another libmlx");
+        let another_lock = Sha256Digest::of_bytes(b"another lock");
+
+        // Another libmlx on the same lock: one mismatch, the adapter's digest against the reference's.
+        let moved = edited(session.clone(), &other, runs, |i| i.libmlx_sha256 = another);
+        let expected = Mismatch { field: "libmlx_sha256".to_owned(), a: another.to_hex(), b: reference.clone() };
+        assert_eq!(within(&moved), vec![expected]);
+
+        // Declared apart: another libmlx from another lock (an adapter in its own environment).
+        let apart =
+            edited(session.clone(), &other, runs, |i| (i.libmlx_sha256, i.lock_sha256) = (another, another_lock));
+        assert_eq!(within(&apart), vec![]);
+
+        // Two libmlx digests among one adapter's runs, one of them the reference's: a mismatch
+        // naming both, even when every run of it came from another lock.
+        let relocked = edited(session.clone(), &other, runs, |i| i.lock_sha256 = another_lock);
+        let split = edited(relocked, &other, 1, |i| i.libmlx_sha256 = another);
+        let found = within(&split);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].a, joined([another.to_hex(), reference.clone()].into()), "{found:?}");
+
+        // The same two digests among the reference's runs too: the sets agree, and the split is
+        // still a mismatch.
+        let split_alike = edited(session.clone(), &other, 1, |i| i.libmlx_sha256 = another);
+        let both = edited(split_alike, &session.reference, 1, |i| i.libmlx_sha256 = another);
+        assert_eq!(within(&both).len(), 1, "{:?}", within(&both));
+
+        // No report of the adapter with an identity: nothing to compare, no mismatch.
+        let mut silent = session.clone();
+        silent.workers.iter_mut().filter(|w| w.adapter == other).for_each(|w| w.report = None);
+        assert_eq!(within(&silent), vec![]);
+        // Nor when the reference has none.
+        let mut silent = moved;
+        silent.workers.iter_mut().filter(|w| w.adapter == silent.reference).for_each(|w| w.report = None);
+        assert_eq!(within(&silent), vec![]);
+    }
+}
