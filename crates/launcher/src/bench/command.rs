@@ -16,7 +16,7 @@ use decode_baseline_pins::{built_in_sources, environment_pins, is_path_safe_id};
 use decode_baseline_wire::{
     group::{GroupBackend, SessionGroup},
     manifest::{Cell, Manifest, WorkerSources, MANIFEST_SCHEMA_VERSION},
-    session::{SessionJob, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
+    session::{SessionJob, SessionReport, WorkerOrder, SESSION_JOB_SCHEMA_VERSION},
     Adapter, ExitCode, Mode, RunPolicy,
 };
 
@@ -395,10 +395,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             vec![(&args.cpus[0], None), (&args.cpus[0], Some(group))]
         }
     };
-    let mut by_ranks = Vec::new();
+    // With `--ranks`: the one-process session's report, then the rank table, written into the
+    // group session's folder before its page so that the page, written once, shows it.
+    let mut one_process: Option<SessionReport> = None;
+    let mut by_ranks: Option<String> = None;
     for (cpus, group) in runs {
-        let ranks = group.as_ref().map_or(1, |g| g.ranks);
-        let (outcome, session_dir) = placement_session(&args, cpus, group, &manifest, &record)?;
+        let ranks = group.as_ref().map(|g| g.ranks);
+        let beside = |report: &SessionReport, dir: &Path| -> anyhow::Result<()> {
+            let (Some(ranks), Some(one)) = (ranks, one_process.as_ref()) else { return Ok(()) };
+            let bytes = crate::plot::step_bytes::ModelBytes::of_dir(&model_dir).ok();
+            let config = crate::stats::DecisionConfig::default();
+            let table = crate::ranks::rank_table(one, report, ranks, bytes.as_ref(), &config);
+            let path = dir.join(crate::ranks::RANKS_FILE);
+            once::create_new(&path, table.trim_start().as_bytes())
+                .with_context(|| format!("the rank table not written to {}", path.display()))?;
+            by_ranks = Some(table);
+            Ok(())
+        };
+        let (outcome, session_dir) = placement_session(&args, cpus, group, &manifest, &record, beside)?;
         // The table only for a session whose `session.json` was written (its page and figures too).
         let written = outcome.report.filter(|_| outcome.code != ExitCode::OutputFailed);
         if let Some(report) = written.as_ref().filter(|_| args.format != OutputFormat::Json) {
@@ -412,22 +426,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             println!("report page: {}", session_dir.join(crate::report::PAGE).display());
         }
         code = code.worse(outcome.code);
-        match args.ranks {
-            None => sessions.extend(written.map(|report| (cpus.to_string(), report))),
-            Some(_) => by_ranks.extend(written.map(|report| (ranks, report, session_dir))),
+        match (args.ranks, ranks) {
+            (None, _) => sessions.extend(written.map(|report| (cpus.to_string(), report))),
+            (Some(_), None) => one_process = written,
+            (Some(_), Some(_)) => {}
         }
     }
-    if let [(1, one, _), (ranks, group, group_dir)] = &by_ranks[..] {
-        let bytes = crate::plot::step_bytes::ModelBytes::of_dir(&model_dir).ok();
-        let config = crate::stats::DecisionConfig::default();
-        let table = crate::ranks::rank_table(one, group, *ranks, bytes.as_ref(), &config);
-        // The group session's page shows the table beside its own figures.
-        once::create_new(&group_dir.join(crate::ranks::RANKS_FILE), table.trim_start().as_bytes())
-            .with_context(|| format!("failed to write {}", group_dir.join(crate::ranks::RANKS_FILE).display()))?;
-        crate::report::write_page(&crate::report::SessionView::new(group, group_dir, None, false)?)?;
-        if args.format != OutputFormat::Json {
-            print!("{table}");
-        }
+    if let Some(table) = by_ranks.filter(|_| args.format != OutputFormat::Json) {
+        print!("{table}");
     }
     if sessions.len() > 1 && args.format != OutputFormat::Json {
         print!("{}", crate::decomposition::placement_table(&sessions, &crate::stats::DecisionConfig::default()));
@@ -439,13 +445,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Writes the manifest, its pin, the bench record and the job into a new session folder and runs
-/// the session with the workers on `cpus`, in this process.
+/// the session with the workers on `cpus`, in this process; `beside` writes what goes into the
+/// folder before the page ([`launcher::run_session`]).
 fn placement_session(
     args: &BenchArgs,
     cpus: &launcher::placement::Cpus,
     group: Option<SessionGroup>,
     manifest: &Manifest,
     record: &BenchRecord,
+    beside: impl FnOnce(&SessionReport, &Path) -> anyhow::Result<()>,
 ) -> anyhow::Result<(launcher::SessionOutcome, PathBuf)> {
     let output_root = args.output_root.clone().unwrap_or_else(crate::workspace::output_root);
     let session_dir = launcher::new_session_dir(&output_root)?;
@@ -481,7 +489,7 @@ fn placement_session(
     };
     let shown =
         Show { json: args.format == OutputFormat::Json, quiet: args.format == OutputFormat::Markdown, verbose: false };
-    let outcome = launcher::run_session(resolved, &options, &shown)?;
+    let outcome = launcher::run_session(resolved, &options, &shown, beside)?;
     Ok((outcome, session_dir))
 }
 

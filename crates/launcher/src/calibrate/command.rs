@@ -294,7 +294,7 @@ fn run_sessions(args: &CalibrateArgs) -> anyhow::Result<Result<Vec<PathBuf>, Exi
             ..SessionOptions::default()
         };
         let quiet = Show { quiet: true, ..Show::default() };
-        let code = launcher::run_session(launcher::session_job::load(&job)?, &options, &quiet)?.code;
+        let code = launcher::run_session(launcher::session_job::load(&job)?, &options, &quiet, |_, _| Ok(()))?.code;
         if code != ExitCode::Ok {
             eprintln!(
                 "decode-baseline: error: calibration session {} ended with {code:?}; nothing written",

@@ -3,7 +3,9 @@
 //! (`finish.rs`), which print nothing and tell their progress as events; `run` shows those
 //! (`display.rs`) and the finished session (`show.rs`).
 
-use decode_baseline_wire::ExitCode;
+use std::path::Path;
+
+use decode_baseline_wire::{session::SessionReport, ExitCode};
 
 use super::{
     display::Display,
@@ -22,17 +24,20 @@ use crate::energy;
 /// `decode-baseline run`: the session job at `args.job`, run by [`run_session`].
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let resolved = session_job::load(&args.job)?;
-    Ok(run_session(resolved, &args.options.session(), &args.options.show())?.code)
+    Ok(run_session(resolved, &args.options.session(), &args.options.show(), |_, _| Ok(()))?.code)
 }
 
 /// Runs a session: prepare (manifest, schedule, folders, worker jobs) → execute (each group
 /// of workers) → finish (analysis, `session.json`) as `options` say, its progress drawn on stderr
-/// as it goes; then writes its figures and page (`report::publish`) and prints the table, the
-/// JSON or nothing as `shown` says; returns the exit code with the report.
+/// as it goes; then lets `beside` write the caller's records into the session folder (`bench
+/// --ranks`'s rank table), writes its figures and page (`report::publish`) once, with them,
+/// and prints the table, the JSON or nothing as `shown` says; returns the exit code with the
+/// report. A record `beside` could not write is a warning: the session's own record stands.
 pub fn run_session(
     resolved: session_job::ResolvedJob,
     options: &SessionOptions,
     shown: &Show,
+    beside: impl FnOnce(&SessionReport, &Path) -> anyhow::Result<()>,
 ) -> anyhow::Result<SessionOutcome> {
     let log = !shown.quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let display = Display::new(log, shown.details());
@@ -46,6 +51,9 @@ pub fn run_session(
     let executed = execute(&session, options.quiet_wait, &mut Processes, &mut meter, &display)?;
     let mut outcome = finish(session, executed, options.noise_profile.as_deref(), &display)?;
     if let (Some(report), Some(recorded)) = (&outcome.report, &outcome.recorded) {
+        if let Err(err) = beside(report, &recorded.dir) {
+            display.on(Event::Warning(format!("{err:#}")));
+        }
         let (view, warnings) = crate::report::publish(report, &recorded.dir);
         for warning in warnings {
             display.on(Event::Warning(warning));
