@@ -244,7 +244,157 @@ fn look_row(row: &compare::Row, level: f64) -> Option<SequentialRow> {
 
 #[cfg(test)]
 mod tests {
+    use decode_baseline_wire::{profile::NoiseProfileFile, Adapter};
+
     use super::*;
+
+    const CELL: &str = "tiny-qwen3.tiny-qwen3-L16.headline";
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// The recorded session's headline cell, where the controlled loop's steps take about 0.35
+    /// of stock's, as `runs` worker runs per adapter (`fixtures::repeated`), every request's
+    /// first token at `first_token(adapter)` ms (`fixtures::with_first_tokens`).
+    fn headline(runs: u32, first_token: fn(&Adapter) -> f64) -> SessionReport {
+        let path = crate::launcher::session_job::repo_root().join("tests/data/sessions/back-to-back-a/session.json");
+        let mut session = crate::session::load_session(&path).unwrap().report;
+        session.workers.retain(|w| w.cell == CELL && !w.run_id.ends_with("-aa"));
+        let session = crate::session::fixtures::repeated(&session, runs);
+        crate::session::fixtures::with_first_tokens(session, |w| first_token(&w.adapter))
+    }
+
+    /// A profile file that holds no design: the looks use the pairs' own error whatever this
+    /// host's profile file holds.
+    fn no_profile(dir: &std::path::Path) -> Option<PathBuf> {
+        let path = dir.join("profile.json");
+        let file = NoiseProfileFile {
+            schema_version: decode_baseline_wire::profile::NOISE_PROFILE_SCHEMA_VERSION,
+            written_utc: "now".into(),
+            designs: vec![],
+        };
+        std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+        Some(path)
+    }
+
+    /// Looks at `CELL` after each group (one more run per adapter each time) until the state
+    /// skips it or `groups` ran; returns the state.
+    fn look(mut state: Sequential, groups: u32, first_token: fn(&Adapter) -> f64) -> Sequential {
+        for runs in 1..=groups {
+            if state.skips(CELL) {
+                break;
+            }
+            state.after_group(CELL, &headline(runs, first_token), SECOND, SECOND * runs);
+        }
+        state
+    }
+
+    fn same(_: &Adapter) -> f64 {
+        1.0
+    }
+
+    /// The controlled loop's first token half as late again as stock's.
+    fn controlled_later(adapter: &Adapter) -> f64 {
+        if *adapter == Adapter::Controlled {
+            1.5
+        } else {
+            1.0
+        }
+    }
+
+    /// A cell whose row crosses the boundary stops there: the record says decided, at a look
+    /// past the first (one run has no run-to-run error) and before the last, with the pairs of
+    /// its looks, the Pocock level of the planned looks and the row's verdict under it; its
+    /// later groups are skipped, another cell's are not.
+    #[test]
+    fn a_cell_stops_at_the_first_look_that_decides_every_row() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (planned, state) =
+            Sequential::new(Budget::Pairs(200), 20, 1, 1, no_profile(tmp.path()), Quantity::PerToken).unwrap();
+        assert_eq!(planned, 10);
+        let level = state.boundary.unwrap().nominal_alpha;
+        let state = look(state, 10, same);
+        let record = state.record();
+        let [cell] = &record.cells[..] else { panic!("one cell: {record:?}") };
+        assert_eq!(cell.end, SequentialEnd::Decided, "{cell:?}");
+        assert!((2..10).contains(&cell.looks_done), "{cell:?}");
+        assert_eq!((cell.looks_planned, cell.pairs, cell.nominal_level), (10, cell.looks_done * 20, Some(level)));
+        let [row] = &cell.rows[..] else { panic!("one row: {cell:?}") };
+        assert_eq!((row.adapter.clone(), row.verdict), (Adapter::Controlled, SequentialVerdict::Faster));
+        assert!(row.p_value.unwrap() < level && row.ratio.unwrap() < 0.5, "{row:?}");
+        assert!(state.skips(CELL) && !state.skips("another.cell"));
+        assert_eq!((record.rows, record.quantity, record.budget.as_str()), (1, Quantity::PerToken, "200 pairs"));
+    }
+
+    /// The looks test the rows of the quantity decided on: on first tokens, where the controlled
+    /// loop is the later, the same sessions give "slower" where per token they gave "faster".
+    #[test]
+    fn the_looks_test_the_quantity_decided_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let verdict = |quantity, first_token| {
+            let (_, state) = Sequential::new(Budget::Pairs(200), 20, 1, 1, no_profile(tmp.path()), quantity).unwrap();
+            let record = look(state, 10, first_token).record();
+            (record.quantity, record.cells[0].end, record.cells[0].rows[0].verdict)
+        };
+        let decided = SequentialEnd::Decided;
+        assert_eq!(
+            verdict(Quantity::FirstToken, controlled_later),
+            (Quantity::FirstToken, decided, SequentialVerdict::Slower)
+        );
+        assert_eq!(
+            verdict(Quantity::PerToken, controlled_later),
+            (Quantity::PerToken, decided, SequentialVerdict::Faster)
+        );
+    }
+
+    /// A row that never crosses the boundary (each look sees one run a side, which has no
+    /// run-to-run error) runs every planned look and ends at the last one, undecided.
+    #[test]
+    fn an_undecided_cell_ends_at_its_last_look() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (planned, mut state) =
+            Sequential::new(Budget::Pairs(60), 20, 1, 1, no_profile(tmp.path()), Quantity::PerToken).unwrap();
+        assert_eq!(planned, 3);
+        for looks in 1..=3 {
+            assert!(!state.skips(CELL), "look {looks}");
+            state.after_group(CELL, &headline(1, same), SECOND, SECOND * looks);
+        }
+        let cell = &state.record().cells[0];
+        assert_eq!((cell.end, cell.looks_done, cell.pairs), (SequentialEnd::LastLook, 3, 60), "{cell:?}");
+        assert_eq!(cell.rows[0].verdict, SequentialVerdict::Undecided, "{cell:?}");
+        assert!(state.skips(CELL));
+    }
+
+    /// A time budget fixes `K` from the first group's wall time (`⌊budget / (wall · cells)⌋`),
+    /// splits the level over every row of every cell, and once the session's time is spent stops
+    /// every cell: the one looked at last ends by the budget, and no cell starts another group.
+    #[test]
+    fn a_time_budget_plans_from_the_first_group_and_stops_every_cell_when_spent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let budget = Budget::Time(Duration::from_secs(60));
+        let (_, mut state) = Sequential::new(budget, 20, 2, 1, no_profile(tmp.path()), Quantity::FirstToken).unwrap();
+        state.after_group(CELL, &headline(1, same), SECOND * 7, SECOND * 7);
+        // 60 s / (7 s × 2 cells) = 4.3: four looks, at the Pocock level of α / 2 rows.
+        let boundary = state.boundary.unwrap();
+        assert_eq!((state.looks, boundary.looks), (Some(4), 4));
+        assert_eq!(boundary.alpha, DecisionConfig::default().alpha / 2.0);
+        assert!(!state.skips(CELL) && !state.skips("another.cell"));
+        state.after_group(CELL, &headline(2, same), SECOND * 7, SECOND * 60);
+        assert!(state.skips(CELL) && state.skips("another.cell"), "the budget is spent for every cell");
+        let cell = &state.record().cells[0];
+        assert_eq!((cell.end, cell.looks_done, cell.looks_planned), (SequentialEnd::BudgetSpent, 2, 4), "{cell:?}");
+    }
+
+    /// A cell whose looks were going on when the session stopped is recorded as ended by the
+    /// budget.
+    #[test]
+    fn a_cell_still_looking_at_the_end_is_recorded_as_budget_spent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, mut state) =
+            Sequential::new(Budget::Pairs(200), 20, 1, 1, no_profile(tmp.path()), Quantity::PerToken).unwrap();
+        state.after_group(CELL, &headline(1, same), SECOND, SECOND);
+        assert!(!state.skips(CELL), "one run decides nothing");
+        let cell = &state.record().cells[0];
+        assert_eq!((cell.end, cell.looks_done, cell.pairs), (SequentialEnd::BudgetSpent, 1, 20));
+    }
 
     #[test]
     fn budgets_parse_as_pairs_or_time() {
