@@ -345,6 +345,23 @@ mod tests {
         );
     }
 
+    /// Equal first tokens on both sides (a few tenths of a percent apart by run and request):
+    /// the looks stop when the equivalence test decides, "no difference", at a look past the
+    /// first.
+    #[test]
+    fn equal_first_tokens_stop_at_no_difference() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, state) =
+            Sequential::new(Budget::Pairs(200), 20, 1, 1, no_profile(tmp.path()), Quantity::FirstToken).unwrap();
+        let level = state.boundary.unwrap().nominal_alpha;
+        let cell = &look(state, 10, same).record().cells[0];
+        assert_eq!(cell.end, SequentialEnd::Decided, "{cell:?}");
+        assert!((2..10).contains(&cell.looks_done), "{cell:?}");
+        let [row] = &cell.rows[..] else { panic!("one row: {cell:?}") };
+        assert_eq!(row.verdict, SequentialVerdict::NoDifference, "{row:?}");
+        assert!(row.equivalence_p_value.unwrap() < level, "{row:?}");
+    }
+
     /// A row that never crosses the boundary (each look sees one run a side, which has no
     /// run-to-run error) runs every planned look and ends at the last one, undecided.
     #[test]
@@ -371,16 +388,16 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let budget = Budget::Time(Duration::from_secs(60));
         let (_, mut state) = Sequential::new(budget, 20, 2, 1, no_profile(tmp.path()), Quantity::FirstToken).unwrap();
-        state.after_group(CELL, &headline(1, same), SECOND * 7, SECOND * 7);
-        // 60 s / (7 s × 2 cells) = 4.3: four looks, at the Pocock level of α / 2 rows.
+        state.after_group(CELL, &headline(1, same), SECOND * 5, SECOND * 5);
+        // 60 s / (5 s × 2 cells) = 6 looks, at the Pocock level of α / 2 rows.
         let boundary = state.boundary.unwrap();
-        assert_eq!((state.looks, boundary.looks), (Some(4), 4));
+        assert_eq!((state.looks, boundary.looks), (Some(6), 6));
         assert_eq!(boundary.alpha, DecisionConfig::default().alpha / 2.0);
         assert!(!state.skips(CELL) && !state.skips("another.cell"));
-        state.after_group(CELL, &headline(2, same), SECOND * 7, SECOND * 60);
+        state.after_group(CELL, &headline(2, same), SECOND * 5, SECOND * 60);
         assert!(state.skips(CELL) && state.skips("another.cell"), "the budget is spent for every cell");
         let cell = &state.record().cells[0];
-        assert_eq!((cell.end, cell.looks_done, cell.looks_planned), (SequentialEnd::BudgetSpent, 2, 4), "{cell:?}");
+        assert_eq!((cell.end, cell.looks_done, cell.looks_planned), (SequentialEnd::BudgetSpent, 2, 6), "{cell:?}");
     }
 
     /// A cell whose looks were going on when the session stopped is recorded as ended by the
