@@ -190,6 +190,9 @@ mod tests {
         let cancel = CancelFlag::new();
         let gate = Gate::open(&out);
         assert!(gate.wakes());
+        // The worker's own FIFO: read and write for its owner, nobody else.
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(out.gate()).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
         let byte = |out: &OutDir| {
             let mut fifo =
                 std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(out.gate()).unwrap();
@@ -222,6 +225,21 @@ mod tests {
         launcher.join().unwrap();
         drop(gate);
         assert!(!out.gate().exists());
+    }
+
+    /// Where the FIFO cannot be made (here a file already holds its name) the gate polls: a
+    /// grant still releases the wait, and the file the gate did not make is left in place.
+    #[test]
+    fn without_a_fifo_the_wait_polls_and_leaves_what_it_did_not_make() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = crate::outdir::open(tmp.path()).unwrap();
+        std::fs::write(out.gate(), b"not a fifo").unwrap();
+        let gate = Gate::open(&out);
+        assert!(!gate.wakes(), "a FIFO over an existing file");
+        assert!(!gate.sleep(), "no FIFO: the sleep is a poll, never a byte");
+        std::fs::write(out.granted(4), b"seq 9\n").unwrap();
+        assert_eq!(bounded_wait("a polled wait", gate, &out, 4, &CancelFlag::new()), Ok(Some(9)));
+        assert_eq!(std::fs::read(out.gate()).unwrap(), b"not a fifo");
     }
 
     #[test]
