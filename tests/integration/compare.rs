@@ -1532,6 +1532,7 @@ fn recorded_session_ratios_match_the_launchers_analysis() {
 /// spread by `sd` (the pairs) or `sd/√2` (each side, so that a row of two sides spreads by `sd`).
 fn recorded_profile(dir: &Path, sd: f64) -> PathBuf {
     use decode_baseline_launcher::{noise_profiles, session::load_session};
+    use decode_baseline_wire::compare::Quantity;
     use decode_baseline_wire::profile::{NoiseProfileFile, ProfiledDesign, TwoLevelFit, NOISE_PROFILE_SCHEMA_VERSION};
     let session = load_session(&recorded("back-to-back-a")).unwrap().report;
     let fit = TwoLevelFit {
@@ -1551,6 +1552,7 @@ fn recorded_profile(dir: &Path, sd: f64) -> PathBuf {
         .map(|(cell, pair)| ProfiledDesign {
             design: noise_profiles::design_of(&session, cell),
             pair: pair.to_owned(),
+            quantity: Quantity::PerToken,
             fit: TwoLevelFit { estimate_var: if pair.contains('/') { sd * sd } else { sd * sd / 2.0 }, ..fit.clone() },
             log_estimates: vec![0.0; 20],
             sessions: (0..20).map(|k| format!("aa-{k}")).collect(),
@@ -1830,6 +1832,65 @@ fn sessions_of_different_placement_are_refused_unless_across_placements() {
     assert!(mismatch_fields(&compare(&[&pinned, &unrecorded, &"--format", &"json"])).is_empty());
 }
 
+/// `calibrate --from` on two recorded sessions fits the headline cell's time-to-first-token
+/// rows as well as the per-token ones, each entry on its own units, and `compare` judges the
+/// TTFT rows with the TTFT entries, whose error holds run-to-run and session-to-session effects
+/// that a one-run row's own error cannot see (`recorded_back_to_back_sessions_show_no_verdict_
+/// either_way`: without a profile, these rows get no verdict).
+#[test]
+fn calibrate_fits_the_first_token_rows_and_compare_judges_ttft_with_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (recorded("back-to-back-a"), recorded("back-to-back-b"));
+    let profile = tmp.path().join("profile.json");
+    let out = Command::new(util::binary())
+        .args(["calibrate", "--out"])
+        .arg(&profile)
+        .arg("--from")
+        .args([&a, &b])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{printed}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(printed.contains(&format!("{HEADLINE}  stock TTFT")), "{printed}");
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
+    let entries = |quantity: &str| -> Vec<(String, String, f64)> {
+        let designs = file["designs"].as_array().unwrap().iter().filter(|d| d["quantity"] == quantity);
+        designs
+            .map(|d| {
+                let estimates = d["log_estimates"].as_array().unwrap();
+                let mean = estimates.iter().map(|v| v.as_f64().unwrap()).sum::<f64>() / estimates.len() as f64;
+                (d["design"]["cell"].as_str().unwrap().to_owned(), d["pair"].as_str().unwrap().to_owned(), mean)
+            })
+            .collect()
+    };
+    // The sessions ran one adapter after the other: one entry per adapter's own times, per token
+    // in both timed cells, and the first tokens of the headline cell alone.
+    let ttft = entries("first_token");
+    let named: Vec<(&str, &str)> = ttft.iter().map(|(c, p, _)| (c.as_str(), p.as_str())).collect();
+    assert_eq!(named, [(HEADLINE, "controlled"), (HEADLINE, "stock")], "{file}");
+    let per_token = entries("per_token");
+    assert_eq!(per_token.len(), 4, "{file}");
+    // Each entry is of its own units: a first token (the prefill and a step, 5–25 ms in these
+    // sessions) is several decode steps of the same adapter.
+    for (cell, pair, first_token) in &ttft {
+        let step = per_token.iter().find(|(c, p, _)| c == cell && p == pair).unwrap().2;
+        assert!(*first_token > step + 1.0f64.ln() + 1.0, "{pair}: ln first token {first_token}, ln step {step}");
+    }
+
+    let used = compare(&[&b, &a, &"--noise-profile", &profile, &"--format", &"json"]);
+    assert!(used.stderr.contains("controlled TTFT fitted on 2 sessions of 1 runs"), "{}", used.stderr);
+    let rows = json_of(&used)["rows"].as_array().unwrap().clone();
+    let ttft_rows: Vec<&serde_json::Value> = rows.iter().filter(|r| r["quantity"] == "first_token").collect();
+    assert_eq!(ttft_rows.len(), 3, "controlled against stock, and each adapter's own: {rows:?}");
+    for row in ttft_rows {
+        let decision = &row["outcome"]["decision"];
+        // Tested with the TTFT entries (the larger of their error and the row's own), which
+        // hold what one run a side cannot see.
+        assert!(decision["profile"]["label"].as_str().unwrap().contains("TTFT fitted on"), "{row}");
+        assert_eq!(decision["run_effects_measured"], true, "{row}");
+    }
+}
+
 /// `calibrate --from` on three A/A sessions writes a profile of their spread, and `compare`
 /// of a session of that design then names the profile and tests with it.
 #[test]
@@ -1849,7 +1910,7 @@ fn calibrate_from_sessions_writes_a_profile_that_compare_uses() {
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
-    assert_eq!(file["schema_version"], 3);
+    assert_eq!(file["schema_version"], 4);
     // One entry per row of the cell: each adapter's own times, and their pairs.
     let designs = file["designs"].as_array().unwrap();
     // The sessions ran one adapter after the other (no pairs): one entry per adapter's own times.

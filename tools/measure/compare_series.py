@@ -5,6 +5,10 @@ verdicts: for each pair, the rows called faster or slower, the judged rows' rati
     tools/measure/compare_series.py BINARY A1 B1 [A2 B2 ...]
 
 With PROFILE set, every comparison uses that noise profile file (`compare --noise-profile`).
+With POOL set (session folders, space-separated), each comparison uses a profile fitted out of
+sample: `calibrate --from` the pool less the two sessions compared, written to a temporary file
+(a profile of sessions spread in time, which holds their session-level part, never fitted on
+the sessions it judges).
 
 Prints one line per pair and a summary: how many comparisons had any row called faster or
 slower, and, of the headline rows, how many were called slower (the detections of a slowdown
@@ -16,10 +20,22 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 
-def compare(binary, a, b):
-    profile = ["--noise-profile", os.environ["PROFILE"]] if os.environ.get("PROFILE") else []
+def left_out_profile(binary, pool, a, b, folder):
+    """A profile file fitted on `pool` less `a` and `b` (`calibrate --from`), in `folder`."""
+    path = os.path.join(folder, "profile.json")
+    if os.path.exists(path):
+        os.remove(path)
+    fitted = [s for s in pool if os.path.realpath(s) not in (os.path.realpath(a), os.path.realpath(b))]
+    subprocess.run([binary, "calibrate", "--out", path, "--from", *fitted], check=True, capture_output=True)
+    return path
+
+
+def compare(binary, a, b, profile_file=None):
+    profile_file = profile_file or os.environ.get("PROFILE")
+    profile = ["--noise-profile", profile_file] if profile_file else []
     out = subprocess.run([binary, "compare", a, b, "--format", "json", *profile], capture_output=True, text=True)
     report = json.loads(out.stdout)
     rows = []
@@ -36,8 +52,11 @@ def main():
     binary, sessions = sys.argv[1], sys.argv[2:]
     pairs = list(zip(sessions[0::2], sessions[1::2]))
     any_called, headline_slower, headline_rows, ratios = 0, 0, 0, []
+    pool = os.environ.get("POOL", "").split()
+    folder = tempfile.mkdtemp(prefix="compare-series-")
     for a, b in pairs:
-        code, verdict, rows = compare(binary, a, b)
+        profile = left_out_profile(binary, pool, a, b, folder) if pool else None
+        code, verdict, rows = compare(binary, a, b, profile)
         called = [r for r in rows if r[1] in ("faster", "slower")]
         any_called += bool(called)
         tallied = ".headline TTFT" if os.environ.get("QUANTITY") == "first_token" else ".headline"

@@ -13,7 +13,10 @@ use std::{
 
 use crate::stats::NoiseProfile;
 use decode_baseline_wire::{
-    profile::{Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION},
+    compare::Quantity,
+    profile::{
+        Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_READABLE_VERSIONS, NOISE_PROFILE_SCHEMA_VERSION,
+    },
     session::SessionReport,
     Adapter, Mode,
 };
@@ -36,8 +39,8 @@ pub enum ProfileFileError {
         source: serde_json::Error,
     },
     #[error(
-        "noise profile {path}: schema version {found}, this build reads {NOISE_PROFILE_SCHEMA_VERSION}; make it again \
-         with `decode-baseline calibrate`"
+        "noise profile {path}: schema version {found}, this build reads {NOISE_PROFILE_READABLE_VERSIONS:?}; make it \
+         again with `decode-baseline calibrate`"
     )]
     Version { path: PathBuf, found: u32 },
     #[error("failed to write noise profile {path}")]
@@ -80,7 +83,7 @@ pub fn read(path: &Path) -> Result<NoiseProfileFile, ProfileFileError> {
     }
     let versioned: Versioned =
         serde_json::from_slice(&bytes).map_err(|source| ProfileFileError::Parse { path: path.to_owned(), source })?;
-    if versioned.schema_version != NOISE_PROFILE_SCHEMA_VERSION {
+    if !NOISE_PROFILE_READABLE_VERSIONS.contains(&versioned.schema_version) {
         return Err(ProfileFileError::Version { path: path.to_owned(), found: versioned.schema_version });
     }
     serde_json::from_slice(&bytes).map_err(|source| ProfileFileError::Parse { path: path.to_owned(), source })
@@ -127,9 +130,9 @@ pub fn design_of(session: &SessionReport, cell: &str) -> Design {
     Design { host, device, libmlx_sha256: libmlx.join(","), cell: cell.to_owned(), order: session.job.order, placement }
 }
 
-/// Puts `entry` into `file`, replacing the entry of the same design and row.
+/// Puts `entry` into `file`, replacing the entry of the same design, row and quantity.
 pub fn upsert(file: &mut NoiseProfileFile, entry: ProfiledDesign) {
-    let key = |d: &ProfiledDesign| (d.design.clone(), d.pair.clone());
+    let key = |d: &ProfiledDesign| (d.design.clone(), d.pair.clone(), d.quantity);
     file.designs.retain(|d| key(d) != key(&entry));
     file.designs.push(entry);
     file.designs.sort_by_key(key);
@@ -141,6 +144,15 @@ pub fn row_key(adapter: &Adapter, reference: Option<&Adapter>) -> String {
     match reference {
         Some(reference) => format!("{}/{}", adapter.as_str(), reference.as_str()),
         None => adapter.as_str().to_owned(),
+    }
+}
+
+/// An entry's row as printed: its key, and after it the quantity's tag (`controlled/stock
+/// TTFT`; per token has none).
+pub fn row_label(key: &str, quantity: Quantity) -> String {
+    match quantity.tag() {
+        "" => key.to_owned(),
+        tag => format!("{key} {tag}"),
     }
 }
 
@@ -168,15 +180,17 @@ impl Profiles {
         &self.path
     }
 
-    /// The profile of a row of `cell` made of `parts` (its pairs' entry, or one entry per side
-    /// of a row without pairs), each sized to its sessions (`stats::profile`): `None` unless
-    /// every part has an entry of the cell's design. A side never borrows another's entry.
-    pub fn for_row(&self, cell: &str, parts: &[Part]) -> Option<NoiseProfile> {
+    /// The profile of a row of `cell` and `quantity` made of `parts` (its pairs' entry, or one
+    /// entry per side of a row without pairs), each sized to its sessions (`stats::profile`):
+    /// `None` unless every part has an entry of the cell's design and the row's quantity. A
+    /// side never borrows another's entry, nor a row another quantity's.
+    pub fn for_row(&self, cell: &str, quantity: Quantity, parts: &[Part]) -> Option<NoiseProfile> {
         let design = self.designs.get(cell)?;
-        let entries: Vec<(&ProfiledDesign, &Part)> = parts
-            .iter()
-            .map(|part| Some((self.file.designs.iter().find(|e| &e.design == design && e.pair == part.key)?, part)))
-            .collect::<Option<_>>()?;
+        let entry_of = |part: &Part| {
+            self.file.designs.iter().find(|e| &e.design == design && e.pair == part.key && e.quantity == quantity)
+        };
+        let entries: Vec<(&ProfiledDesign, &Part)> =
+            parts.iter().map(|part| Some((entry_of(part)?, part))).collect::<Option<_>>()?;
         if entries.is_empty() {
             return None;
         }
@@ -185,7 +199,12 @@ impl Profiles {
             .map(|(e, part)| {
                 format!(
                     "{} fitted on {} sessions of {:.0} runs × {:.0} units, sized to {} × {:.0}",
-                    e.pair, e.fit.sessions, e.fit.runs_per_session, e.fit.units_per_run, part.runs, part.units
+                    row_label(&e.pair, e.quantity),
+                    e.fit.sessions,
+                    e.fit.runs_per_session,
+                    e.fit.units_per_run,
+                    part.runs,
+                    part.units
                 )
             })
             .collect();
@@ -325,6 +344,7 @@ mod tests {
         ProfiledDesign {
             design: design(placement),
             pair: pair.into(),
+            quantity: PT,
             fit,
             log_estimates,
             sessions: vec!["out/a".into()],
@@ -348,6 +368,8 @@ mod tests {
     }
 
     const CS: &str = "controlled/stock";
+    const PT: Quantity = Quantity::PerToken;
+    const FT: Quantity = Quantity::FirstToken;
 
     fn fit_of(p: &Profiles, key: &str) -> TwoLevelFit {
         p.file.designs.iter().find(|e| e.pair == key).unwrap().fit.clone()
@@ -384,8 +406,8 @@ mod tests {
         let f = fit_of(&p, CS);
         // Sessions at one estimate (S² = 0): held to the run part, which more runs shrink.
         assert_eq!(f.estimate_var, 0.0, "{f:?}");
-        let two = p.for_row("cell", &[part(CS, 2, 2.0)]).unwrap();
-        let six = p.for_row("cell", &[part(CS, 6, 2.0)]).unwrap();
+        let two = p.for_row("cell", PT, &[part(CS, 2, 2.0)]).unwrap();
+        let six = p.for_row("cell", PT, &[part(CS, 6, 2.0)]).unwrap();
         assert!((two.sd - (f.run_var / 2.0).sqrt()).abs() < 1e-12, "{two:?}");
         assert!((six.sd - two.sd / 3f64.sqrt()).abs() < 1e-12, "{six:?}");
         assert!(
@@ -394,11 +416,51 @@ mod tests {
             two.label
         );
         // The sides of a row without pairs add; one side without its entry gives none.
-        let sides = p.for_row("cell", &[part("stock", 2, 2.0), part("stock", 2, 2.0)]).unwrap();
+        let sides = p.for_row("cell", PT, &[part("stock", 2, 2.0), part("stock", 2, 2.0)]).unwrap();
         assert!((sides.sd - (2.0 * sized_var(&fit_of(&p, "stock"), 2, 2.0)).sqrt()).abs() < 1e-12);
-        assert!(p.for_row("cell", &[part("controlled", 2, 2.0), part("stock", 2, 2.0)]).is_none());
-        assert!(p.for_row("cell", &[part("controlled/stock-b", 2, 2.0)]).is_none());
-        assert!(p.for_row("other", &[part(CS, 2, 2.0)]).is_none());
+        assert!(p.for_row("cell", PT, &[part("controlled", 2, 2.0), part("stock", 2, 2.0)]).is_none());
+        assert!(p.for_row("cell", PT, &[part("controlled/stock-b", 2, 2.0)]).is_none());
+        assert!(p.for_row("other", PT, &[part(CS, 2, 2.0)]).is_none());
+    }
+
+    /// A TTFT row uses the entry of its row fitted on first tokens, and a per-token row the one
+    /// fitted on decode steps: neither borrows the other's, even of the same pairs, and a file
+    /// holds both under one design and row.
+    #[test]
+    fn a_row_uses_only_an_entry_of_its_own_quantity() {
+        let first_token = ProfiledDesign { quantity: FT, ..entry("0", CS, 2, 0.05, 0.1) };
+        let mut file = profiles(vec![]).file;
+        upsert(&mut file, entry("0", CS, 2, 0.01, 0.0));
+        upsert(&mut file, first_token.clone());
+        assert_eq!(file.designs.len(), 2, "one entry per quantity of one design and row");
+        let p = Profiles { file, ..profiles(vec![]) };
+        let per_token = p.for_row("cell", PT, &[part(CS, 2, 2.0)]).unwrap();
+        let ttft = p.for_row("cell", FT, &[part(CS, 2, 2.0)]).unwrap();
+        assert!((ttft.sd - first_token.fit.estimate_var.sqrt()).abs() < 1e-12, "{ttft:?}");
+        assert!(ttft.sd > 2.0 * per_token.sd, "{ttft:?} {per_token:?}");
+        assert!(ttft.label.contains("controlled/stock TTFT fitted on 2 sessions"), "{}", ttft.label);
+        assert!(!per_token.label.contains("TTFT"), "{}", per_token.label);
+        let only_per_token = profiles(vec![entry("0", CS, 2, 0.01, 0.0)]);
+        assert!(only_per_token.for_row("cell", FT, &[part(CS, 2, 2.0)]).is_none());
+    }
+
+    /// A version-3 file (before entries had a quantity) reads as per-token entries; another
+    /// version is refused with the versions this build reads.
+    #[test]
+    fn a_version_3_file_reads_as_per_token_and_another_version_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut value = serde_json::to_value(profiles(vec![entry("0", CS, 2, 0.01, 0.0)]).file).unwrap();
+        value["schema_version"] = 3.into();
+        value["designs"][0].as_object_mut().unwrap().remove("quantity");
+        let path = tmp.path().join("v3.json");
+        std::fs::write(&path, value.to_string()).unwrap();
+        let read_back = read(&path).unwrap();
+        assert_eq!(read_back.designs[0].quantity, PT);
+        assert_eq!(read_back.designs[0].fit, entry("0", CS, 2, 0.01, 0.0).fit);
+        value["schema_version"] = 2.into();
+        std::fs::write(&path, value.to_string()).unwrap();
+        let refused = read(&path).unwrap_err().to_string();
+        assert!(refused.contains("schema version 2, this build reads [3, 4]"), "{refused}");
     }
 
     fn sized_var(fit: &TwoLevelFit, runs: usize, units: f64) -> f64 {

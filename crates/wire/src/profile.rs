@@ -6,8 +6,14 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The version [`NoiseProfileFile`] is written with; readers refuse any other.
-pub const NOISE_PROFILE_SCHEMA_VERSION: u32 = 3;
+use crate::row::Quantity;
+
+/// The version [`NoiseProfileFile`] is written with.
+pub const NOISE_PROFILE_SCHEMA_VERSION: u32 = 4;
+
+/// The versions readers accept: this one, and 3, whose entries are all of per-token rows
+/// (version 4 added [`ProfiledDesign::quantity`], absent there and read as per token).
+pub const NOISE_PROFILE_READABLE_VERSIONS: [u32; 2] = [3, NOISE_PROFILE_SCHEMA_VERSION];
 
 /// A profile file: one host's designs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -29,9 +35,15 @@ pub struct ProfiledDesign {
     pub design: Design,
     /// The row: `adapter/reference` for an adapter's request pairs with the reference in an
     /// interleaved session (units: A B / B A blocks of pair log ratios), or one adapter's name
-    /// for its own times (units: per-request log median step times), which the rows without
+    /// for its own times (units: per request, the log of its median step time or of its time
+    /// to the first token, as [`Self::quantity`] says), which the rows without
     /// pairs use (a non-interleaved session's sides, the raw rows of two sessions).
     pub pair: String,
+    /// What the row's units are of: each request's median decode step (per token), or its
+    /// time to the first token (the headline cells' TTFT rows). A row uses only an entry of
+    /// its own quantity.
+    #[serde(default)]
+    pub quantity: Quantity,
     /// The two-level fit of the row's units.
     pub fit: TwoLevelFit,
     /// The calibration sessions' estimates of the row (mean of run means), in run order.

@@ -2,9 +2,10 @@
 //! yardstick of one loop against itself under a second name: `controlled-b` against
 //! `controlled`, or `stock-b` against `stock`, the tiny fixture's L16 headline cell), or reads
 //! sessions already run (`--from`), and fits every judged row of every cell (each adapter's
-//! pairs with the reference, and each adapter's own times) with the two-level model of
+//! pairs with the reference, and each adapter's own times; per token, and in headline cells
+//! for the time to the first token as well) with the two-level model of
 //! `crate::stats::profile`: a unit part, a run part and a session part. The fits go into the
-//! host's profile file (`crate::noise_profiles`), one entry per design and row, and any later
+//! host's profile file (`crate::noise_profiles`), one entry per design, row and quantity, and any later
 //! session of that design, of any size, is judged with them.
 //!
 //! A calibration session that ran while something else used the host (the host judge's
@@ -16,6 +17,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use anyhow::Context;
 use decode_baseline_wire::{
+    compare::Quantity,
     job::Mode,
     profile::{Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_SCHEMA_VERSION},
     session::WorkerRun,
@@ -151,19 +153,20 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         crate::bad_input!("calibrate needs at least 2 sessions, got {}", sessions.len());
     }
     let trim = DecisionConfig::default().trim;
-    let mut rows: BTreeMap<(Design, String), Collected> = BTreeMap::new();
+    let mut rows: BTreeMap<(Design, Quantity, String), Collected> = BTreeMap::new();
     let mut loads: BTreeMap<String, SessionLoad> = BTreeMap::new();
     for path in &sessions {
         let loaded = crate::session::load_session(path)?;
         loads.insert(loaded.dir().display().to_string(), SessionLoad::of(&loaded.report.workers));
         // A reference pair is one request a run, for the agreement check: never timed as a row.
-        for cell in crate::session::cells(&loaded.report).into_iter().filter(|c| c.mode != Mode::ReferencePair) {
+        for cell in crate::session::judged_cells(&loaded.report).into_iter().filter(|c| c.mode != Mode::ReferencePair) {
             let design = profiles::design_of(&loaded.report, &cell.cell);
             let adapters: Vec<_> = cell.adapters.keys().cloned().collect();
             let pairs = adapters.iter().filter(|a| **a != cell.reference).map(|a| (a, Some(&cell.reference)));
             for (adapter, against) in adapters.iter().map(|a| (a, None)).chain(pairs) {
                 if let Some(units) = rule::units_by_run(&cell, adapter, against) {
-                    let entry = rows.entry((design.clone(), profiles::row_key(adapter, against))).or_default();
+                    let key = (design.clone(), cell.quantity, profiles::row_key(adapter, against));
+                    let entry = rows.entry(key).or_default();
                     entry.units.push(units);
                     entry.folders.push(loaded.dir().display().to_string());
                 }
@@ -179,18 +182,19 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         },
     };
     file.written_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let width = rows.keys().map(|(d, _)| d.cell.len()).max().unwrap_or(4);
-    let pair_width = rows.keys().map(|(_, p)| p.len()).max().unwrap_or(3);
+    let width = rows.keys().map(|(d, ..)| d.cell.len()).max().unwrap_or(4);
+    let pair_width = rows.keys().map(|(_, q, p)| profiles::row_label(p, *q).len()).max().unwrap_or(3);
     println!(
         "{:<width$}  {:<pair_width$} {:>3} {:>4} {:>7} {:>8} {:>8} {:>8} {:>6} {:>9}",
         "cell", "row", "K", "busy", "runs×n", "session", "run", "unit/√n", "df", "one sess."
     );
     let mut written = 0;
-    for ((design, pair), collected) in rows {
+    for ((design, quantity, pair), collected) in rows {
+        let row = profiles::row_label(&pair, quantity);
         let (fit, log_estimates) = match crate::stats::fit_profile(&collected.units, trim) {
             Ok(fitted) => fitted,
             Err(err) => {
-                eprintln!("decode-baseline: note: {} {pair}: not profiled: {err}", design.cell);
+                eprintln!("decode-baseline: note: {} {row}: not profiled: {err}", design.cell);
                 continue;
             }
         };
@@ -202,7 +206,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
         println!(
             "{:<width$}  {:<pair_width$} {:>3} {:>4} {:>7} {:>8} {:>8} {:>8} {:>6.1} {:>9}",
             design.cell,
-            pair,
+            row,
             fit.sessions,
             busy,
             format!("{}×{:.0}", fit.runs_per_session, fit.units_per_run),
@@ -212,7 +216,10 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
             one.df,
             pct(one.sd.powi(2)),
         );
-        profiles::upsert(&mut file, ProfiledDesign { design, pair, fit, log_estimates, sessions: collected.folders });
+        profiles::upsert(
+            &mut file,
+            ProfiledDesign { design, pair, quantity, fit, log_estimates, sessions: collected.folders },
+        );
         written += 1;
     }
     if written == 0 {

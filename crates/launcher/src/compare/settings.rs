@@ -17,9 +17,10 @@ pub struct Settings<'a> {
 }
 
 impl Settings<'_> {
-    /// The profile of the row `adapter` against `reference` over `cells` (one per session): the
-    /// entry of their pairs when the sessions paired them, else one entry per side (the same
-    /// adapter's own, for a raw row), each sized to the fewest runs and units of any session.
+    /// The profile of the row `adapter` against `reference` over `cells` (one per session, all of
+    /// one quantity): the entry of their pairs when the sessions paired them, else one entry per
+    /// side (the same adapter's own, for a raw row), each of the cells' quantity and sized to the
+    /// fewest runs and units of any session.
     pub(super) fn row_profile(
         &self,
         cells: &[&CellData],
@@ -27,8 +28,8 @@ impl Settings<'_> {
         reference: &Adapter,
     ) -> Option<NoiseProfile> {
         let profiles = self.profiles?;
-        // Profiles are fitted on per-token units (`calibrate`); a first-token row has none.
-        if cells.iter().any(|c| c.quantity != decode_baseline_wire::compare::Quantity::PerToken) {
+        let quantity = cells.first()?.quantity;
+        if cells.iter().any(|c| c.quantity != quantity) {
             return None;
         }
         let paired = adapter != reference && cells.iter().all(|c| c.pairs.contains_key(adapter));
@@ -55,6 +56,6 @@ impl Settings<'_> {
                 })
             })
             .collect::<Option<Vec<_>>>()?;
-        profiles.for_row(&cells.first()?.cell, &parts)
+        profiles.for_row(&cells.first()?.cell, quantity, &parts)
     }
 }
