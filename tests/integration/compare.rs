@@ -1851,7 +1851,10 @@ fn calibrate_fits_the_first_token_rows_and_compare_judges_ttft_with_them() {
         .unwrap();
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{printed}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(printed.contains(&format!("{HEADLINE}  stock TTFT")), "{printed}");
+    let row = |name: &str| {
+        printed.lines().any(|l| l.starts_with(HEADLINE) && l[HEADLINE.len()..].trim_start().starts_with(name))
+    };
+    assert!(row("controlled TTFT ") && row("stock TTFT "), "{printed}");
     let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
     let entries = |quantity: &str| -> Vec<(String, String, f64)> {
         let designs = file["designs"].as_array().unwrap().iter().filter(|d| d["quantity"] == quantity);
@@ -1870,11 +1873,11 @@ fn calibrate_fits_the_first_token_rows_and_compare_judges_ttft_with_them() {
     assert_eq!(named, [(HEADLINE, "controlled"), (HEADLINE, "stock")], "{file}");
     let per_token = entries("per_token");
     assert_eq!(per_token.len(), 4, "{file}");
-    // Each entry is of its own units: a first token (the prefill and a step, 5–25 ms in these
-    // sessions) is several decode steps of the same adapter.
+    // Each entry is of its own units: a first token (the 16-token prompt's prefill and a
+    // forward) takes more than twice a decode step of the same adapter.
     for (cell, pair, first_token) in &ttft {
         let step = per_token.iter().find(|(c, p, _)| c == cell && p == pair).unwrap().2;
-        assert!(*first_token > step + 1.0f64.ln() + 1.0, "{pair}: ln first token {first_token}, ln step {step}");
+        assert!(*first_token > step + 2f64.ln(), "{pair}: ln first token {first_token}, ln step {step}");
     }
 
     let used = compare(&[&b, &a, &"--noise-profile", &profile, &"--format", &"json"]);

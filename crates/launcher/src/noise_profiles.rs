@@ -14,9 +14,7 @@ use std::{
 use crate::stats::NoiseProfile;
 use decode_baseline_wire::{
     compare::Quantity,
-    profile::{
-        Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_READABLE_VERSIONS, NOISE_PROFILE_SCHEMA_VERSION,
-    },
+    profile::{Design, NoiseProfileFile, ProfiledDesign, NOISE_PROFILE_READABLE_VERSIONS},
     session::SessionReport,
     Adapter, Mode,
 };
@@ -316,7 +314,7 @@ pub fn resolve_or_warn(asked: Option<&Path>, session: &SessionReport, quiet: boo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use decode_baseline_wire::profile::TwoLevelFit;
+    use decode_baseline_wire::profile::{TwoLevelFit, NOISE_PROFILE_SCHEMA_VERSION};
 
     fn design(placement: &str) -> Design {
         Design {

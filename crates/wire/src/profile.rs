@@ -36,7 +36,7 @@ pub struct ProfiledDesign {
     /// The row: `adapter/reference` for an adapter's request pairs with the reference in an
     /// interleaved session (units: A B / B A blocks of pair log ratios), or one adapter's name
     /// for its own times (units: per request, the log of its median step time or of its time
-    /// to the first token, as [`Self::quantity`] says), which the rows without
+    /// to the first token, as `quantity` says), which the rows without
     /// pairs use (a non-interleaved session's sides, the raw rows of two sessions).
     pub pair: String,
     /// What the row's units are of: each request's median decode step (per token), or its
