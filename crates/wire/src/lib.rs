@@ -25,6 +25,7 @@ pub mod order;
 pub mod outdir;
 pub mod policy;
 pub mod profile;
+pub mod quantity;
 pub mod report;
 pub mod row;
 pub mod schema;

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::row::Quantity;
+use crate::quantity::Quantity;
 
 /// The version [`NoiseProfileFile`] is written with.
 pub const NOISE_PROFILE_SCHEMA_VERSION: u32 = 4;
