@@ -145,15 +145,6 @@ pub fn row_key(adapter: &Adapter, reference: Option<&Adapter>) -> String {
     }
 }
 
-/// An entry's row as printed: its key, and after it the quantity's tag (`controlled/stock
-/// TTFT`; per token has none).
-pub fn row_label(key: &str, quantity: Quantity) -> String {
-    match quantity.tag() {
-        "" => key.to_owned(),
-        tag => format!("{key} {tag}"),
-    }
-}
-
 /// One part of a row's error to look up: the entry's row ([`row_key`]) and the size of the
 /// sessions judged, worker runs and units per run.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,7 +188,7 @@ impl Profiles {
             .map(|(e, part)| {
                 format!(
                     "{} fitted on {} sessions of {:.0} runs × {:.0} units, sized to {} × {:.0}",
-                    row_label(&e.pair, e.quantity),
+                    e.quantity.label(&e.pair),
                     e.fit.sessions,
                     e.fit.runs_per_session,
                     e.fit.units_per_run,

@@ -27,6 +27,15 @@ impl Quantity {
         }
     }
 
+    /// `name` as views print a row of this quantity: the name alone per token, the name and
+    /// the tag for the first token (`<cell> TTFT`, `controlled/stock TTFT`).
+    pub fn label(self, name: &str) -> String {
+        match self.tag() {
+            "" => name.to_owned(),
+            tag => format!("{name} {tag}"),
+        }
+    }
+
     /// `per_token` or `first_token`, as serialized (CSV's column).
     pub fn as_str(self) -> &'static str {
         match self {

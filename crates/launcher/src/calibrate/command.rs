@@ -183,14 +183,14 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<ExitCode> {
     };
     file.written_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let width = rows.keys().map(|(d, ..)| d.cell.len()).max().unwrap_or(4);
-    let pair_width = rows.keys().map(|(_, q, p)| profiles::row_label(p, *q).len()).max().unwrap_or(3);
+    let pair_width = rows.keys().map(|(_, q, p)| q.label(p).len()).max().unwrap_or(3);
     println!(
         "{:<width$}  {:<pair_width$} {:>3} {:>4} {:>7} {:>8} {:>8} {:>8} {:>6} {:>9}",
         "cell", "row", "K", "busy", "runs×n", "session", "run", "unit/√n", "df", "one sess."
     );
     let mut written = 0;
     for ((design, quantity, pair), collected) in rows {
-        let row = profiles::row_label(&pair, quantity);
+        let row = quantity.label(&pair);
         let (fit, log_estimates) = match crate::stats::fit_profile(&collected.units, trim) {
             Ok(fitted) => fitted,
             Err(err) => {

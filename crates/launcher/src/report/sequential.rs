@@ -21,10 +21,7 @@ pub fn lines(record: &SequentialRecord) -> Vec<String> {
 }
 
 fn cell_line(c: &SequentialCell, quantity: Quantity) -> String {
-    let cell = match quantity {
-        Quantity::PerToken => c.cell.clone(),
-        Quantity::FirstToken => format!("{} {}", c.cell, quantity.tag()),
-    };
+    let cell = quantity.label(&c.cell);
     let Some(level) = c.nominal_level else {
         return format!("until-decided: {cell}: stopped after {} look(s), undecided (budget spent)", c.looks_done);
     };
